@@ -1,0 +1,87 @@
+//! The one reference: naive attention in plain candle ops, as candle-transformers' llama
+//! computes it (matmul, mask, `softmax_last_dim`, matmul, with `repeat_kv` for GQA).
+//! Every test and bench compares against it. It materialises the `Sq×Sk` scores.
+
+use candle_core::{DType, Device, Result, Tensor};
+
+use crate::{AttnParams, Problem};
+
+/// Naive attention with exactly the semantics of [`crate::attention`].
+///
+/// The score and value products run in the input dtype; scale, softcap, ALiBi, mask and
+/// softmax run in f32 (f64 for f64 inputs, which makes this the high-precision oracle when
+/// fed upcast inputs). Memory is O(Sq·Sk) per head.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// use candle_fused_attn::{attention_ref, AttnParams};
+/// # fn main() -> candle_core::Result<()> {
+/// let q = Tensor::randn(0f64, 1., (1, 3, 2, 8), &Device::Cpu)?;
+/// let out = attention_ref(&q, &q, &q, &AttnParams::new(0.35).causal(true))?;
+/// assert_eq!(out.dims(), &[1, 3, 2, 8]);
+/// # Ok(()) }
+/// ```
+pub fn attention_ref(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) -> Result<Tensor> {
+    let p = crate::validate_shapes_and_params(q, k, v, params)?;
+    let in_dtype = q.dtype();
+    if p.batch * p.seq_q * p.heads * p.head_dim == 0 || p.seq_k == 0 {
+        return Tensor::zeros(q.shape(), in_dtype, q.device());
+    }
+    let soft_dtype = if in_dtype == DType::F64 { DType::F64 } else { DType::F32 };
+    let dev = q.device();
+
+    let q = q.transpose(1, 2)?.contiguous()?; // (b, h, sq, d)
+    let k = repeat_kv(&k.transpose(1, 2)?, p.group_size())?; // (b, h, sk, d)
+    let v = repeat_kv(&v.transpose(1, 2)?, p.group_size())?;
+
+    let mut s = q.matmul(&k.t()?)?.to_dtype(soft_dtype)?.affine(p.scale as f64, 0.0)?;
+    if p.softcap > 0.0 {
+        let c = p.softcap as f64;
+        s = s.affine(1.0 / c, 0.0)?.tanh()?.affine(c, 0.0)?;
+    }
+    if let Some(slopes) = &params.alibi_slopes {
+        let slopes = slopes.broadcast_as((p.batch, p.heads))?.to_dtype(soft_dtype)?;
+        let dist = alibi_distance(&p, dev)?.to_dtype(soft_dtype)?;
+        let bias = slopes.reshape((p.batch, p.heads, 1, 1))?.broadcast_mul(&dist)?;
+        s = (s - bias)?;
+    }
+    let keep = visible_mask(&p, dev)?.broadcast_as(s.shape())?;
+    let neg_inf = Tensor::new(f64::NEG_INFINITY, dev)?.to_dtype(soft_dtype)?.broadcast_as(s.shape())?;
+    let s = keep.where_cond(&s, &neg_inf)?;
+    let probs = candle_nn::ops::softmax_last_dim(&s)?;
+    // Rows with no visible key come out of the softmax as NaN; they are defined as zeros.
+    let probs = keep.where_cond(&probs, &probs.zeros_like()?)?;
+    let out = probs.to_dtype(in_dtype)?.matmul(&v)?; // (b, h, sq, d)
+    out.transpose(1, 2)?.contiguous()
+}
+
+/// `(b, hkv, s, d)` → `(b, hkv·n_rep, s, d)`, as candle-transformers does it.
+fn repeat_kv(x: &Tensor, n_rep: usize) -> Result<Tensor> {
+    let (b, hkv, s, d) = x.dims4()?;
+    if n_rep == 1 {
+        return x.contiguous();
+    }
+    x.unsqueeze(2)?.broadcast_as((b, hkv, n_rep, s, d))?.contiguous()?.reshape((b, hkv * n_rep, s, d))
+}
+
+/// `(sq, sk)` u8: 1 where query row i may see key j.
+fn visible_mask(p: &Problem, dev: &Device) -> Result<Tensor> {
+    let mut m = vec![0u8; p.seq_q * p.seq_k];
+    for i in 0..p.seq_q {
+        let (lo, hi) = p.key_range(i);
+        m[i * p.seq_k + lo..i * p.seq_k + hi].fill(1);
+    }
+    Tensor::from_vec(m, (p.seq_q, p.seq_k), dev)
+}
+
+/// `(sq, sk)` f64: `|i + sk - sq - j|`.
+fn alibi_distance(p: &Problem, dev: &Device) -> Result<Tensor> {
+    let mut m = vec![0f64; p.seq_q * p.seq_k];
+    for i in 0..p.seq_q {
+        let d = p.diag(i);
+        for j in 0..p.seq_k {
+            m[i * p.seq_k + j] = (d - j as i64).unsigned_abs() as f64;
+        }
+    }
+    Tensor::from_vec(m, (p.seq_q, p.seq_k), dev)
+}
