@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Times PyTorch SDPA, pinned to its FlashAttention-2 and cuDNN backends, on the bf16 rows
+of the prefill (issue 4) and decode (issue 5) bench tables: the peers our kernels are
+measured against, in the same run on the GPU machine.
+
+Method: `triton.testing.do_bench(..., return_mode="median")`: CUDA events around each rep,
+warm-up first, median over the reps. do_bench zeroes a 256 MB buffer before every rep, so
+each rep starts with a cold L2 (50 MB on the H100); inputs therefore need no rotation, and
+small rows are measured from HBM, not from L2.
+FLOPs = 4·B·H·Sq·Sk·D, halved for causal. For decode rows, GB/s = bytes of K+V as stored
+(B·Sk·Hkv·D·2 tensors·2 bytes) over the median time; where a backend refused GQA and got
+expanded K/V, the row says so, and `kv_gbps_expanded` gives the bytes it really read.
+
+Causal prefill rows are square (sq = sk), where torch's top-left `is_causal` equals our
+bottom-right mask. Decode rows run without a mask (for sq = 1 any causal mask is a no-op;
+for sq = 4 the bottom-right mask hides 6 of 8192 keys per row; torch's `is_causal` is
+top-left and would hide nearly all), and for sq > 1 also with
+`torch.nn.attention.bias.causal_lower_right`, where a backend accepts it.
+
+Writes bench_torch.json (every measurement and refusal), bench_torch.md (a table) into --out.
+
+    python3 scripts/bench_torch.py --out /tmp/bench [--rep-ms 200] [--only decode]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import warnings
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.testing
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+# (B, H, Hkv, Sq, Sk, D, causal): the rows of issue 4 (prefill) and issue 5 (decode).
+PREFILL = [
+    (1, 8, 8, 512, 512, 64, False),
+    (16, 16, 16, 2048, 2048, 64, False),
+    (16, 16, 16, 2048, 2048, 64, True),
+    (16, 16, 16, 2048, 2048, 128, False),
+    (16, 16, 16, 2048, 2048, 128, True),
+    (4, 32, 32, 4096, 4096, 128, False),
+    (1, 32, 32, 16384, 16384, 128, True),
+]
+DECODE = [
+    (8, 32, 8, 1, 8192, 128, False),
+    (1, 32, 8, 1, 32768, 128, False),
+    (1, 32, 8, 1, 2048, 128, False),
+    (32, 32, 8, 1, 4096, 128, False),
+    (1, 32, 8, 4, 8192, 128, False),
+]
+BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+
+
+def attention_flops(b, h, sq, sk, d, causal):
+    f = 4.0 * b * h * sq * sk * d
+    return f / 2 if causal else f
+
+
+def try_sdpa(backend, q, k, v, **kw):
+    """Runs SDPA once under one backend; returns (output, None) or (None, reason)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with sdpa_kernel([backend]):
+                out = F.scaled_dot_product_attention(q, k, v, **kw)
+            torch.cuda.synchronize()
+            return out, None
+        except (RuntimeError, ValueError, NotImplementedError) as e:
+            why = " | ".join(str(w.message).strip().splitlines()[0] for w in caught) or str(e)
+            return None, why[:400]
+
+
+def bench_one(backend, q, k, v, rep_ms, **kw):
+    # The backend is pinned once, outside the timed function, so that no Python context
+    # switching sits between the events.
+    with sdpa_kernel([backend]):
+        return triton.testing.do_bench(
+            lambda: F.scaled_dot_product_attention(q, k, v, **kw), warmup=50, rep=rep_ms, return_mode="median"
+        )
+
+
+def run_row(row, kind, rep_ms, gen):
+    b, h, hkv, sq, sk, d, causal = row
+    dt = torch.bfloat16
+    q = torch.randn(b, h, sq, d, device="cuda", dtype=dt, generator=gen)
+    k = torch.randn(b, hkv, sk, d, device="cuda", dtype=dt, generator=gen)
+    v = torch.randn(b, hkv, sk, d, device="cuda", dtype=dt, generator=gen)
+    variants = [("causal" if causal else "none", {"is_causal": causal})]
+    if kind == "decode" and sq > 1:
+        from torch.nn.attention.bias import causal_lower_right
+
+        variants.append(("causal_lower_right", {"attn_mask": causal_lower_right(sq, sk)}))
+    kv_bytes = 2 * b * sk * hkv * d * q.element_size()
+    results, outputs = [], {}
+    for mask_name, kw in variants:
+        for name, backend in BACKENDS.items():
+            rec = {
+                "kind": kind, "shape": [b, h, hkv, sq, sk, d], "causal": causal, "mask": mask_name,
+                "backend": name, "kv": "n/a" if h == hkv else "native-gqa",
+            }
+            kk, vv, extra = k, v, dict(kw)
+            if h != hkv:
+                extra["enable_gqa"] = True
+            out, why = try_sdpa(backend, q, kk, vv, **extra)
+            if out is None and h != hkv:
+                # The backend refused GQA: give it K/V expanded to h heads (not timed).
+                g = h // hkv
+                kk, vv = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+                extra.pop("enable_gqa")
+                rec["kv"] = "expanded"
+                rec["gqa_refused"] = why
+                out, why = try_sdpa(backend, q, kk, vv, **extra)
+            if out is None:
+                rec["status"] = "refused"
+                rec["reason"] = why
+                results.append(rec)
+                continue
+            outputs[(mask_name, name)] = out
+            ms = bench_one(backend, q, kk, vv, rep_ms, **extra)
+            rec.update(status="ok", median_us=ms * 1e3)
+            flops = attention_flops(b, h, sq, sk, d, causal)
+            rec["tflops"] = flops / (ms * 1e-3) / 1e12
+            if kind == "decode":
+                rec["kv_gbps"] = kv_bytes / (ms * 1e-3) / 1e9
+                if rec["kv"] == "expanded":
+                    rec["kv_gbps_expanded"] = kv_bytes * (h // hkv) / (ms * 1e-3) / 1e9
+            results.append(rec)
+        # The two backends must agree, or one of them computed something else.
+        if (mask_name, "flash") in outputs and (mask_name, "cudnn") in outputs:
+            diff = (outputs[(mask_name, "flash")].float() - outputs[(mask_name, "cudnn")].float()).abs().max().item()
+            for rec in results:
+                if rec["mask"] == mask_name:
+                    rec["max_abs_diff_flash_vs_cudnn"] = diff
+    del q, k, v, outputs
+    torch.cuda.empty_cache()
+    return results
+
+
+def fmt_shape(s):
+    return "(" + ",".join(str(x) for x in s) + ")"
+
+
+def markdown(meta, results):
+    lines = [
+        f"PyTorch SDPA, bf16, on {meta['device']} ({meta['date']}); torch {meta['torch']}, "
+        f"cuDNN {meta['cudnn']}, triton {meta['triton']}. Median of triton.testing.do_bench "
+        f"(L2 flushed before each rep), rep {meta['rep_ms']} ms.",
+        "",
+        "| kind | (B,H,Hkv,Sq,Sk,D) | mask | flash µs | flash TF/s | flash GB/s | cuDNN µs | cuDNN TF/s | cuDNN GB/s | notes |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    keys = []
+    for r in results:
+        key = (r["kind"], tuple(r["shape"]), r["mask"])
+        if key not in keys:
+            keys.append(key)
+    for key in keys:
+        cells, notes = [], []
+        for be in BACKENDS:
+            r = next((x for x in results if (x["kind"], tuple(x["shape"]), x["mask"]) == key and x["backend"] == be), None)
+            if r is None or r["status"] != "ok":
+                cells += ["refused", "–", "–"]
+                if r is not None:
+                    notes.append(f"{be} refused: {r['reason'][:120]}")
+                continue
+            cells += [f"{r['median_us']:.1f}", f"{r['tflops']:.0f}", f"{r['kv_gbps']:.0f}" if "kv_gbps" in r else "–"]
+            if r["kv"] == "expanded":
+                notes.append(f"{be}: expanded K/V (GQA refused)")
+            if "max_abs_diff_flash_vs_cudnn" in r and be == "cudnn":
+                notes.append(f"max|flash−cuDNN| {r['max_abs_diff_flash_vs_cudnn']:.2g}")
+        lines.append(f"| {key[0]} | {fmt_shape(key[1])} | {key[2]} | " + " | ".join(cells) + " | " + "; ".join(notes) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rep-ms", type=int, default=200, help="do_bench repetition time per measurement")
+    ap.add_argument("--only", choices=["prefill", "decode"], default=None)
+    ap.add_argument("--seed", type=int, default=None)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed)
+    meta = {
+        "device": torch.cuda.get_device_name(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "torch": torch.__version__,
+        "cudnn": torch.backends.cudnn.version(),
+        "triton": triton.__version__,
+        "rep_ms": args.rep_ms,
+        "seed": seed,
+        "method": "triton.testing.do_bench median, L2 flushed per rep; FLOPs 4BHSqSkD (halved causal)",
+    }
+    print(f"bench_torch: {meta}", flush=True)
+    results = []
+    rows = [("prefill", r) for r in PREFILL] + [("decode", r) for r in DECODE]
+    for kind, row in rows:
+        if args.only and args.only != kind:
+            continue
+        for rec in run_row(row, kind, args.rep_ms, gen):
+            results.append(rec)
+            if rec["status"] == "ok":
+                bw = f" {rec['kv_gbps']:7.0f} GB/s" if "kv_gbps" in rec else ""
+                print(f"  {kind:7s} {fmt_shape(rec['shape']):28s} {rec['mask']:18s} {rec['backend']:5s} "
+                      f"{rec['median_us']:10.1f} us {rec['tflops']:6.0f} TF/s{bw} kv={rec['kv']}", flush=True)
+            else:
+                print(f"  {kind:7s} {fmt_shape(rec['shape']):28s} {rec['mask']:18s} {rec['backend']:5s} "
+                      f"REFUSED: {rec['reason']}", flush=True)
+    with open(os.path.join(args.out, "bench_torch.json"), "w") as f:
+        json.dump({"meta": meta, "results": results}, f, indent=1)
+    table = markdown(meta, results)
+    with open(os.path.join(args.out, "bench_torch.md"), "w") as f:
+        f.write(table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

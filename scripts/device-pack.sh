@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Builds the GPU binaries here (no GPU needed) and packs them for the GPU machine, which has
+# no Rust: the GPU test binary (tests/gpu.rs), the bench binary (benches/attention.rs) and
+# the llama example, stripped, with the scripts they need, as one .tar.xz in device-pack/
+# (git-ignored; it travels to the device through `carry`). Prints what to send.
+#
+#   scripts/device-pack.sh
+#
+# Environment: FUSED_ATTN_CACHE (toolkit cache, as scripts/cuda-toolkit.sh), CARGO_TARGET_DIR
+# (default: $FUSED_ATTN_CACHE/target-cuda, outside the checkout so builds stay warm),
+# CUDA_COMPUTE_CAP (default 90: sm_90 cubin/PTX for the H100/H200).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+CACHE="${FUSED_ATTN_CACHE:-$HOME/.cache/candle-fused-attn}"
+export FUSED_ATTN_CACHE="$CACHE"
+eval "$(scripts/cuda-toolkit.sh)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target-cuda}"
+PACK_DIR="$ROOT/device-pack"
+PACK="$PACK_DIR/fused-attn-device.tar.xz"
+STAGE="$PACK_DIR/stage"
+
+# Only the targets that exist yet; each maps to its name inside the pack.
+targets=()
+[ -f tests/gpu.rs ] && targets+=(--test gpu)
+[ -f benches/attention.rs ] && targets+=(--bench attention)
+{ [ -f examples/llama.rs ] || [ -f examples/llama/main.rs ]; } && targets+=(--example llama)
+if [ ${#targets[@]} -eq 0 ]; then
+  echo "device-pack: nothing to build (no tests/gpu.rs, benches/attention.rs or examples/llama.rs)" >&2
+  exit 1
+fi
+
+echo "device-pack: cargo build --release --features cuda ${targets[*]} (target dir $CARGO_TARGET_DIR)" >&2
+t0=$SECONDS
+# The executables' paths come from cargo's own JSON messages, not from globbing deps/.
+artifacts="$(cargo build --release --features cuda "${targets[@]}" --message-format=json-render-diagnostics \
+  | jq -r 'select(.reason == "compiler-artifact" and .executable != null)
+           | "\(.target.kind[0]) \(.target.name) \(.executable)"')"
+echo "device-pack: build took $((SECONDS - t0)) s" >&2
+
+rm -rf "$STAGE"
+mkdir -p "$STAGE/bin" "$STAGE/scripts"
+while read -r kind name exe; do
+  case "$kind/$name" in
+    test/gpu) dest=gpu ;;
+    bench/attention) dest=bench ;;
+    example/llama) dest=llama ;;
+    *) continue ;;
+  esac
+  strip -o "$STAGE/bin/$dest" "$exe"
+  echo "device-pack: bin/$dest <- $exe ($(du -h "$exe" | cut -f1) -> $(du -h "$STAGE/bin/$dest" | cut -f1) stripped)" >&2
+done <<<"$artifacts"
+
+cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch.py "$STAGE/scripts/"
+# The llama helper's device runs: one line of `llama` arguments per run.
+[ -f scripts/llama-device.txt ] && cp scripts/llama-device.txt "$STAGE/"
+{
+  echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src kernels build.rs Cargo.toml tests benches examples || echo '+dirty')"
+  echo "built $(date -u '+%Y-%m-%d %H:%M UTC') CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP"
+} >"$STAGE/PACK_INFO"
+
+rm -f "$PACK"
+XZ_OPT="-6 -T0" tar -cJf "$PACK" -C "$STAGE" .
+rm -rf "$STAGE"
+
+# Everything that travels: the tracked and untracked-not-ignored files, plus the pack.
+tree_bytes="$(git ls-files -z --cached --others --exclude-standard | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)"
+pack_bytes="$(stat -c %s "$PACK")"
+limit=$((64 * 1024 * 1024))
+echo "device-pack: $PACK is $((pack_bytes / 1024 / 1024)) MiB; working tree $((tree_bytes / 1024 / 1024)) MiB; limit 64 MiB together" >&2
+if [ $((pack_bytes + tree_bytes)) -gt "$limit" ]; then
+  echo "device-pack: too large to carry" >&2
+  exit 1
+fi
+
+cat <<EOF
+Send to the GPU machine (device tool \`run\`):
+  carry:   ["device-pack"]
+  command: bash scripts/device-run.sh device-pack/fused-attn-device.tar.xz \$OUT all
+Stages instead of \`all\`: tests oracle sanitize bench torch llama. The table comes back in summary.md.
+EOF

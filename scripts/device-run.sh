@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Runs every GPU check on the GPU machine, which has the driver, PyTorch and compute-sanitizer
+# but no Rust: the binaries come prebuilt in the pack that scripts/device-pack.sh made.
+#
+#   bash scripts/device-run.sh PACK.tar.xz OUT_DIR [STAGE...]
+#
+# Stages (default `all` = tests oracle sanitize bench llama):
+#   tests     the GPU integration tests (tests/gpu.rs), --nocapture --test-threads=1
+#   oracle    scripts/torch_oracle.py writes PyTorch float64 SDPA cases, then the Rust
+#             test gpu_torch_oracle compares our output with them
+#   sanitize  compute-sanitizer memcheck and racecheck on the reduced test subset
+#   bench     the criterion CUDA bench group (short measurement) and, in the same run,
+#             scripts/bench_torch.py (PyTorch SDPA flash and cuDNN backends)
+#   torch     bench_torch.py alone
+#   llama     the example: `llama <args>` for each line of llama-device.txt in the pack
+#
+# OUT_DIR gets summary.md (environment, one row per stage, pass/fail, bench tables), one log
+# per stage (tests, oracle, sanitize, bench, llama) and the torch bench's json/md: at most 8
+# files, the most the device tool brings back. Exits nonzero if
+# any stage failed. A stage whose test binary printed SKIPPED on this machine failed: here
+# there is a GPU, so a skip means the environment is broken.
+set -uo pipefail
+
+if [ $# -lt 2 ]; then
+  sed -n '2,22p' "$0" >&2
+  exit 2
+fi
+PACK="$1"
+OUT="$2"
+shift 2
+STAGES=("$@")
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(all)
+if [ "${STAGES[*]}" = "all" ]; then
+  STAGES=(tests oracle sanitize bench llama)
+fi
+# Per-stage time limits (s); `all` stays well inside one 10-minute device command.
+: "${LIMIT_TESTS:=240}" "${LIMIT_ORACLE:=120}" "${LIMIT_SANITIZE:=150}" "${LIMIT_BENCH:=200}" "${LIMIT_LLAMA:=90}"
+: "${BENCH_FILTER:=cuda}"
+
+mkdir -p "$OUT"
+WORK="${DEVICE_RUN_WORK:-/tmp/fused-attn-device}"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+tar -xJf "$PACK" -C "$WORK" || { echo "cannot unpack $PACK" >&2; exit 2; }
+BIN="$WORK/bin"
+SCRIPTS="$WORK/scripts"
+SUMMARY="$OUT/summary.md"
+
+# CUDA runtime libraries (cublas, curand, nvrtc, cudart) from the nvidia wheels beside torch,
+# and the driver's libcuda from wherever ldconfig knows it.
+CU13_LIB="$(python3 - <<'EOF'
+import os
+try:
+    import nvidia
+    for p in nvidia.__path__:
+        if os.path.isdir(os.path.join(p, "cu13", "lib")):
+            print(os.path.join(p, "cu13", "lib"))
+            break
+except ImportError:
+    pass
+EOF
+)"
+DRIVER_LIB="$(ldconfig -p | awk '/libcuda\.so\.1 / { print $NF; exit }' | xargs -r dirname)"
+export LD_LIBRARY_PATH="${CU13_LIB}${DRIVER_LIB:+:$DRIVER_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONUNBUFFERED=1
+GPU_NAME="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+
+FAILED=0
+ROWS=()
+record() { # stage, PASS|FAIL, seconds, note
+  ROWS+=("| $1 | $2 | $3 | $4 |")
+  [ "$2" = PASS ] || FAILED=1
+  echo "== $1: $2 ($3 s) $4"
+}
+
+{
+  echo "GPU: $GPU_NAME"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  echo "pack: $PACK ($(cat "$WORK/PACK_INFO" 2>/dev/null | tr '\n' ' '))"
+  for b in "$BIN"/*; do
+    missing="$(ldd "$b" 2>&1 | grep -c 'not found')"
+    echo "ldd $(basename "$b"): $missing libraries not found"
+    ldd "$b" 2>&1 | grep -E 'not found|libcuda|libcublas|libcurand|libnvrtc|libcudart' | sed 's/^/    /'
+  done
+} | tee "$WORK/env.txt"
+MISSING_LIBS="$(grep -c 'not found$' "$WORK/env.txt" || true)"
+
+# Runs a command with a time limit, its output into a log; echoes elapsed seconds.
+timed() { # limit log cmd...
+  local limit="$1" log="$2"
+  shift 2
+  local t0=$SECONDS
+  echo "\$ $*" >>"$log"
+  timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
+  local rc=$?
+  echo "(exit $rc after $((SECONDS - t0)) s)" >>"$log"
+  return $rc
+}
+
+# A test run passes if it exits 0, ran at least one test, and nothing was skipped.
+judge_tests() { # rc log label seconds
+  local rc="$1" log="$2" label="$3" secs="$4"
+  local skipped ran note
+  skipped="$(grep -c 'SKIPPED' "$log" || true)"
+  ran="$(grep -E '^test result:' "$log" | tail -1)"
+  note="${ran:-no test result line}"
+  if [ "$rc" -eq 0 ] && [ "$skipped" -eq 0 ] && grep -qE '^test result: ok\. [1-9]' "$log"; then
+    record "$label" PASS "$secs" "$note"
+  else
+    [ "$skipped" -gt 0 ] && note="$note; $skipped SKIPPED lines (GPU missing?)"
+    [ "$rc" -eq 124 ] && note="$note; timed out"
+    record "$label" FAIL "$secs" "exit $rc; $note"
+  fi
+}
+
+have_bin() { [ -x "$BIN/$1" ] || { record "$2" FAIL 0 "bin/$1 is not in the pack"; return 1; }; }
+
+stage_tests() {
+  local log="$OUT/tests.log" t0=$SECONDS
+  have_bin gpu tests || return
+  timed "$LIMIT_TESTS" "$log" "$BIN/gpu" --nocapture --test-threads=1 --skip gpu_torch_oracle
+  judge_tests $? "$log" tests $((SECONDS - t0))
+}
+
+stage_oracle() {
+  local log="$OUT/oracle.log" t0=$SECONDS dir="$WORK/oracle"
+  have_bin gpu oracle || return
+  if ! timed "$LIMIT_ORACLE" "$log" python3 "$SCRIPTS/torch_oracle.py" --out "$dir"; then
+    record oracle FAIL $((SECONDS - t0)) "torch_oracle.py failed (see oracle.log)"
+    return
+  fi
+  timed "$LIMIT_ORACLE" "$log" env FUSED_ATTN_ORACLE_DIR="$dir" "$BIN/gpu" gpu_torch_oracle --exact --nocapture
+  judge_tests $? "$log" oracle $((SECONDS - t0))
+}
+
+stage_sanitize() {
+  local tool rc t0 log
+  have_bin gpu sanitize || return
+  for tool in memcheck racecheck; do
+    t0=$SECONDS
+    log="$WORK/sanitize-$tool.log"
+    timed "$LIMIT_SANITIZE" "$log" compute-sanitizer --tool "$tool" --error-exitcode 97 \
+      "$BIN/gpu" gpu_sanitizer_subset --exact --nocapture --test-threads=1
+    rc=$?
+    cat "$log" >>"$OUT/sanitize.log"
+    local verdict
+    verdict="$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1 | sed 's/^========= //')"
+    if [ "$rc" -eq 0 ] && grep -qE '^test result: ok\. 1 passed' "$log" && ! grep -q SKIPPED "$log"; then
+      record "sanitize-$tool" PASS $((SECONDS - t0)) "${verdict:-no summary line}"
+    else
+      record "sanitize-$tool" FAIL $((SECONDS - t0)) "exit $rc; ${verdict:-no summary line}"
+    fi
+  done
+}
+
+stage_torch() {
+  local log="$OUT/bench.log" t0=$SECONDS
+  if timed "$LIMIT_BENCH" "$log" python3 "$SCRIPTS/bench_torch.py" --out "$OUT" --rep-ms "${TORCH_REP_MS:-200}"; then
+    record torch-sdpa PASS $((SECONDS - t0)) "$(grep -c ' us ' "$log") timings, $(grep -c 'REFUSED' "$log") refusals; table in bench_torch.md"
+  else
+    record torch-sdpa FAIL $((SECONDS - t0)) "bench_torch.py failed (see bench.log)"
+  fi
+}
+
+stage_bench() {
+  local log="$OUT/bench.log" t0=$SECONDS
+  if have_bin bench bench-criterion; then
+    # Short criterion settings: this is a same-run comparison, not a publication run.
+    timed "$LIMIT_BENCH" "$log" "$BIN/bench" "$BENCH_FILTER" --bench \
+      --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot
+    local rc=$?
+    if [ "$rc" -eq 0 ] && grep -q 'time:' "$log"; then
+      record bench-criterion PASS $((SECONDS - t0)) "$(grep -c 'time:' "$log") benchmarks (filter '$BENCH_FILTER')"
+    else
+      record bench-criterion FAIL $((SECONDS - t0)) "exit $rc; $(grep -c 'time:' "$log") timings"
+    fi
+  fi
+  stage_torch
+}
+
+stage_llama() {
+  local log="$OUT/llama.log" t0 n=0 line
+  have_bin llama llama || return
+  local list="$WORK/llama-device.txt"
+  if [ ! -s "$list" ]; then
+    record llama FAIL 0 "no llama-device.txt in the pack (one line of llama arguments per run)"
+    return
+  fi
+  while IFS= read -r line; do
+    case "$line" in '' | '#'*) continue ;; esac
+    n=$((n + 1))
+    t0=$SECONDS
+    # The lines are the llama helper's own argument lists, split like a shell would.
+    eval "set -- $line"
+    if timed "$LIMIT_LLAMA" "$log" "$BIN/llama" "$@"; then
+      record "llama #$n" PASS $((SECONDS - t0)) "\`$line\`"
+    else
+      record "llama #$n" FAIL $((SECONDS - t0)) "\`$line\` (see llama.log)"
+    fi
+  done <"$list"
+}
+
+for stage in "${STAGES[@]}"; do
+  case "$stage" in
+    tests | oracle | sanitize | bench | torch | llama) "stage_$stage" ;;
+    *) record "$stage" FAIL 0 "unknown stage (tests oracle sanitize bench torch llama all)" ;;
+  esac
+done
+
+{
+  echo "# device run: ${STAGES[*]}"
+  echo
+  echo "- GPU: $GPU_NAME"
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "- pack: $(cat "$WORK/PACK_INFO" 2>/dev/null | tr '\n' ' ')"
+  echo "- libraries not found by ldd: ${MISSING_LIBS:-0}"
+  echo
+  echo '```'
+  cat "$WORK/env.txt"
+  echo '```'
+  echo
+  echo "| stage | result | seconds | note |"
+  echo "|---|---|---|---|"
+  printf '%s\n' "${ROWS[@]}"
+  if [ -s "$OUT/bench.log" ]; then
+    echo
+    echo "## criterion (our kernels, candle naive)"
+    echo '```'
+    grep -B1 -A0 'time:' "$OUT/bench.log" | grep -v '^--$' || true
+    echo '```'
+  fi
+  if [ -s "$OUT/bench_torch.md" ]; then
+    echo
+    echo "## PyTorch SDPA"
+    cat "$OUT/bench_torch.md"
+  fi
+  echo
+  [ "$FAILED" -eq 0 ] && echo "ALL PASSED" || echo "SOME STAGES FAILED"
+} >"$SUMMARY"
+cat "$SUMMARY"
+exit "$FAILED"
