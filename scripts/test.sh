@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The one test command, on any machine, GPU or not (CI runs it through .ci/run):
+#
+#   scripts/test.sh
+#
+# 1. fetches the llama example's model (scripts/fetch-model.sh; cached),
+# 2. `cargo test --release`: unit, integration, example builds and doc tests on the CPU,
+# 3. the GPU test binary again with --nocapture, so that its SKIPPED lines show,
+# 4. installs the CUDA toolkit from pinned wheels (scripts/cuda-toolkit.sh; cached) and runs
+#    `cargo build --release --features cuda --all-targets`, so a kernel that does not
+#    compile fails here, on a machine with no GPU. (The CUDA binaries run on the GPU
+#    machine: scripts/device-pack.sh and docs/device-loop.md.)
+#
+# Build outputs stay outside the checkout, so a second run is warm: CPU and CUDA builds get
+# separate target dirs (different features would rebuild each other's crates).
+#   FUSED_ATTN_CACHE         default ~/.cache/candle-fused-attn (toolkit, model, targets)
+#   FUSED_ATTN_CPU_TARGET    default $FUSED_ATTN_CACHE/target
+#   FUSED_ATTN_CUDA_TARGET   default $FUSED_ATTN_CACHE/target-cuda
+#   FUSED_ATTN_SKIP_CUDA=1   skip step 4 (for a quick CPU-only loop)
+# A cold run took about <see docs/device-loop.md> on 2 cores; the budget is 90 minutes.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export FUSED_ATTN_CACHE="${FUSED_ATTN_CACHE:-$HOME/.cache/candle-fused-attn}"
+CPU_TARGET="${FUSED_ATTN_CPU_TARGET:-$FUSED_ATTN_CACHE/target}"
+CUDA_TARGET="${FUSED_ATTN_CUDA_TARGET:-$FUSED_ATTN_CACHE/target-cuda}"
+mkdir -p "$FUSED_ATTN_CACHE"
+
+T_START=$SECONDS
+step() { echo; echo "=== test.sh: $* (at $((SECONDS - T_START)) s)"; }
+
+if [ -x scripts/fetch-model.sh ]; then
+  step "model for the llama example and its test"
+  scripts/fetch-model.sh
+fi
+
+step "CPU: cargo test --release (target $CPU_TARGET)"
+CARGO_TARGET_DIR="$CPU_TARGET" cargo test --release
+
+if [ -f tests/gpu.rs ]; then
+  step "GPU tests on this machine (they print SKIPPED without a CUDA build or device)"
+  CARGO_TARGET_DIR="$CPU_TARGET" cargo test --release --test gpu -- --nocapture --test-threads=1
+fi
+
+if [ "${FUSED_ATTN_SKIP_CUDA:-0}" = 1 ]; then
+  step "CUDA build skipped (FUSED_ATTN_SKIP_CUDA=1)"
+else
+  step "CUDA toolkit (pinned wheels, cached in $FUSED_ATTN_CACHE)"
+  eval "$(scripts/cuda-toolkit.sh)"
+  nvcc --version | tail -2
+  step "CUDA: cargo build --release --features cuda --all-targets (target $CUDA_TARGET)"
+  CARGO_TARGET_DIR="$CUDA_TARGET" cargo build --release --features cuda --all-targets
+fi
+
+step "all steps passed in $((SECONDS - T_START)) s"
