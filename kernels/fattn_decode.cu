@@ -1,0 +1,529 @@
+// Flash-decoding: attention of a few query rows (sq ≤ 16 per kv head group) against a long
+// KV cache, split along the keys so that every SM streams its own slice of K and V.
+//
+// What it computes: exactly `crate::attention` (src/lib.rs): s = scale·<q,k>, softcap
+// c·tanh(s/c), ALiBi -slope·|i + sk - sq - j|, bottom-right causal/window masks, f32 softmax,
+// rows with no visible key output zeros.
+//
+// Work split. One block = (split of the key range, kv head, 16-row group, batch). The rows of
+// a block are the (q head, query) pairs that share the kv head (GQA group × sq, padded to one
+// m16 tile), so K and V are read from memory once per kv head, not once per q head. Each of
+// the 4 warps owns every 4th 16-key tile of the split and streams it through its own cp.async
+// ring (kStages deep, 16-byte coalesced copies, no block barriers in the loop); QKᵀ and PV
+// run on mma.sync m16n8k16 with f32 accumulators and the online softmax stays in registers.
+// The warps merge through shared memory at the end. With one split the block writes the
+// output; otherwise it writes an unnormalized f32 partial (acc, max, sum) and
+// `fattn_decode_combine_*` merges the splits.
+//
+// Fragments without ldmatrix. A dot product does not care about the order of its terms, so
+// the head dims are permuted: a thread reads 8 contiguous dims of Q and K with one 16-byte
+// shared load and spreads them over two k16 steps (phys dim 8t+{0,1,2,3} ↔ logical 2t+{0,1},
+// 2t+8+{0,1}). For PV the thread with n-index g owns the contiguous dims
+// [g·D/8, (g+1)·D/8) of V and builds each B register from two keys with one byte permute;
+// the accumulator of n-tile j then holds dims {2t, 2t+1}·D/8 + j. Shared rows are XOR
+// swizzled per head dim so that both read patterns and the copies are conflict-free.
+//
+// Tiles: 16 rows × 16 keys per warp and stage; stages 3 (D ≤ 128) or 2 (D = 256). Shared
+// memory: Q 16×D + 4 warps × stages × (K,V) 16×D, in the element type; D=128: 100 KB, two
+// blocks per SM.
+//
+// Measured: see kernels/lab/README.md (decode table, H100).
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+// Mirrored by `DecodeParams` in src/cuda/decode.rs (its size is checked there).
+struct DecodeParams {
+    const void* q;  // element pointers, start offsets already applied
+    const void* k;
+    const void* v;
+    void* out;
+    float* partial_o;   // [num_splits][rows_total][head_dim], null when num_splits == 1
+    float* partial_ml;  // [num_splits][rows_total][2] = (max in log2 units, sum)
+    const float* alibi; // (batch, heads) contiguous, null when off
+    long long q_stride_b, q_stride_s, q_stride_h;  // in elements
+    long long k_stride_b, k_stride_s, k_stride_h;
+    long long v_stride_b, v_stride_s, v_stride_h;
+    long long o_stride_b, o_stride_s, o_stride_h;
+    int batch, seq_q, seq_k, heads, kv_heads, head_dim;
+    int group;            // heads / kv_heads
+    int row_groups;       // ceil(group * seq_q / 16)
+    int key_begin;        // union of the rows' visible keys: [key_begin, key_end)
+    int key_end;
+    int keys_per_split;   // a multiple of 64 (4 warps × 16 keys)
+    int num_splits;
+    int window_left;      // -1 = unbounded
+    int window_right;
+    float scale;
+    float softcap;        // 0 = off
+    int aligned;          // 1: every q/k/v row start is 16-byte aligned and head_dim % 8 == 0
+    int pad_;
+};
+static_assert(sizeof(DecodeParams) == 224, "DecodeParams layout changed: update src/cuda/decode.rs");
+
+namespace fattn_decode {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRows = 16;       // query rows per block: one m16 tile
+constexpr int kTileKeys = 16;   // keys per warp per stage
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kNegInf = -__builtin_huge_valf();
+
+template <int D>
+struct Traits {
+    static_assert(D == 64 || D == 128 || D == 256, "instantiated head dims: 64, 128, 256");
+    static constexpr int kChunks = D / 8;                 // 16-byte chunks in a row
+    static constexpr int kStages = D <= 128 ? 3 : 2;
+    static constexpr int kTileElems = kTileKeys * D;
+    static constexpr int kVChunks = D / 64;              // V chunks a thread reads per key
+    static constexpr int kSmemElems = kRows * D + kWarps * kStages * 2 * kTileElems;
+    static constexpr bool kQInRegs = D <= 128;
+    // The f32 merge buffer [warps][rows][D] reuses the K/V ring.
+    static_assert(kWarps * kRows * D * 4 <= kWarps * kStages * 2 * kTileElems * 2, "merge buffer fits");
+    static_assert((kTileKeys * kChunks) % 32 == 0, "whole copy rounds per warp");
+
+    // XOR swizzle of the low 3 chunk bits by row, chosen so that the Q/K fragment reads
+    // (rows g, chunk 4c+t), the V reads (rows 2t+e, chunks g·D/64+u) and row-major copies
+    // each touch 8 distinct 16-byte bank groups per quarter warp.
+    static __device__ __forceinline__ int swizzle(int row) {
+        const int b0 = row & 1, b1 = (row >> 1) & 1, b2 = (row >> 2) & 1;
+        if (D == 64) return (b1 << 1) | ((b2 ^ b0) << 2);
+        if (D == 128) return b1 | ((b2 ^ b0) << 2);
+        return b1 | (b2 << 1) | (b0 << 2);
+    }
+    static __device__ __forceinline__ int offset(int row, int chunk) {
+        return row * D + ((chunk ^ swizzle(row)) << 3);
+    }
+};
+
+template <typename T> struct Elem;
+template <> struct Elem<__nv_bfloat16> {
+    static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+        __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t*>(&v);
+    }
+    static __device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+    static __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+};
+template <> struct Elem<__half> {
+    static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+        __half2 v = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t*>(&v);
+    }
+    static __device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
+    static __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+};
+template <> struct Elem<float> {
+    static __device__ __forceinline__ float from_float(float x) { return x; }
+    static __device__ __forceinline__ float to_float(float x) { return x; }
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// Copies the 8 elements [src, src + 8) of which the first `valid` exist (the rest read as 0)
+// into 16 bytes of shared memory. `aligned` is block-uniform.
+template <typename T>
+__device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid, bool aligned) {
+    static_assert(sizeof(T) == 2, "16-bit elements");
+    if (aligned) {
+        // src-size 0 zero-fills without reading; src is then any mapped address.
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                     "r"(valid * 2));
+    } else {
+        uint16_t e[8];
+#pragma unroll
+        for (int x = 0; x < 8; ++x) e[x] = x < valid ? reinterpret_cast<const uint16_t*>(src)[x] : 0;
+        uint4 w;
+        w.x = e[0] | (uint32_t(e[1]) << 16);
+        w.y = e[2] | (uint32_t(e[3]) << 16);
+        w.z = e[4] | (uint32_t(e[5]) << 16);
+        w.w = e[6] | (uint32_t(e[7]) << 16);
+        *reinterpret_cast<uint4*>(dst) = w;
+    }
+}
+
+__device__ __forceinline__ uint4 lds128(const void* p) { return *reinterpret_cast<const uint4*>(p); }
+
+// The visible keys of query row i: [lo, hi), as Problem::key_range.
+__device__ __forceinline__ void key_range(const DecodeParams& p, int i, int& lo, int& hi) {
+    const long long diag = (long long)i + p.seq_k - p.seq_q;
+    long long l = p.window_left < 0 ? 0 : diag - p.window_left;
+    long long h = p.window_right < 0 ? p.seq_k : diag + p.window_right + 1;
+    l = l < 0 ? 0 : (l > p.seq_k ? p.seq_k : l);
+    h = h < l ? l : (h > p.seq_k ? p.seq_k : h);
+    lo = (int)l;
+    hi = (int)h;
+}
+
+// One warp copies a 16-key tile of K and V (keys [key0, key0+16), zero past `key_limit`)
+// into its stage.
+template <typename T, int D>
+__device__ __forceinline__ void load_kv_tile(const DecodeParams& p, const T* k_head, const T* v_head, T* sk,
+                                             T* sv, int key0, int key_limit, int lane) {
+    using Tr = Traits<D>;
+#pragma unroll
+    for (int it = 0; it < Tr::kTileElems / 8 / 32; ++it) {
+        const int idx = it * 32 + lane;
+        const int row = idx / Tr::kChunks, chunk = idx % Tr::kChunks;
+        const int key = key0 + row;
+        int valid = p.head_dim - chunk * 8;
+        valid = key < key_limit ? (valid < 0 ? 0 : (valid > 8 ? 8 : valid)) : 0;
+        const T* ks = valid ? k_head + key * p.k_stride_s + chunk * 8 : k_head;
+        const T* vs = valid ? v_head + key * p.v_stride_s + chunk * 8 : v_head;
+        const int off = Tr::offset(row, chunk);
+        load_chunk(sk + off, ks, valid, p.aligned);
+        load_chunk(sv + off, vs, valid, p.aligned);
+    }
+}
+
+template <typename T, int D, bool kScoreMod>
+__device__ __forceinline__ void decode_block(const DecodeParams& p) {
+    using Tr = Traits<D>;
+    using E = Elem<T>;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* smem_q = reinterpret_cast<T*>(smem_raw);
+    T* smem_kv = smem_q + kRows * D;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int split = blockIdx.x;
+    const int kvh = blockIdx.y / p.row_groups, row_group = blockIdx.y % p.row_groups;
+    const int b = blockIdx.z;
+    const int rows_in_group = p.group * p.seq_q;
+
+    const int split_begin = p.key_begin + split * p.keys_per_split;
+    const int split_end = min(split_begin + p.keys_per_split, p.key_end);
+    const int n_tiles = split_end > split_begin ? (split_end - split_begin + kTileKeys - 1) / kTileKeys : 0;
+    const int my_tiles = warp < n_tiles ? (n_tiles - warp + kWarps - 1) / kWarps : 0;
+
+    const T* q_base = static_cast<const T*>(p.q) + b * p.q_stride_b;
+    const T* k_head = static_cast<const T*>(p.k) + b * p.k_stride_b + kvh * p.k_stride_h;
+    const T* v_head = static_cast<const T*>(p.v) + b * p.v_stride_b + kvh * p.v_stride_h;
+
+    // Q rows: local row r ↔ (q head kvh·group + hg, query i), hg = r / sq, i = r % sq.
+    for (int idx = tid; idx < kRows * Tr::kChunks; idx += kThreads) {
+        const int row = idx / Tr::kChunks, chunk = idx % Tr::kChunks;
+        const int r = row_group * kRows + row;
+        int valid = 0;
+        const T* src = q_base;
+        if (r < rows_in_group) {
+            const int hg = r / p.seq_q, i = r % p.seq_q;
+            valid = min(max(p.head_dim - chunk * 8, 0), 8);
+            if (valid) src = q_base + i * p.q_stride_s + (kvh * p.group + hg) * p.q_stride_h + chunk * 8;
+        }
+        load_chunk(smem_q + Tr::offset(row, chunk), src, valid, p.aligned);
+    }
+    cp_async_commit();
+
+    T* my_ring = smem_kv + warp * Tr::kStages * 2 * Tr::kTileElems;
+#pragma unroll
+    for (int s = 0; s < Tr::kStages - 1; ++s) {
+        if (s < my_tiles) {
+            load_kv_tile<T, D>(p, k_head, v_head, my_ring + s * 2 * Tr::kTileElems,
+                               my_ring + s * 2 * Tr::kTileElems + Tr::kTileElems,
+                               split_begin + (warp + s * kWarps) * kTileKeys, split_end, lane);
+        }
+        cp_async_commit();
+    }
+    cp_async_wait<Tr::kStages - 1>();  // the Q group, the oldest
+    __syncthreads();
+
+    // Per-thread row facts for rows g and g + 8.
+    int row_lo[2], row_hi[2];
+    int row_diag[2];
+    float row_slope[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const int r = row_group * kRows + g + 8 * half;
+        row_lo[half] = p.key_begin;
+        row_hi[half] = p.key_end;
+        row_diag[half] = 0;
+        row_slope[half] = 0.f;
+        if (r < rows_in_group) {
+            const int hg = r / p.seq_q, i = r % p.seq_q;
+            key_range(p, i, row_lo[half], row_hi[half]);
+            row_diag[half] = i + p.seq_k - p.seq_q;
+            if (kScoreMod && p.alibi) row_slope[half] = p.alibi[b * p.heads + kvh * p.group + hg];
+        }
+        row_hi[half] = min(row_hi[half], split_end);
+    }
+    // Tiles inside [common_lo, common_hi) need no per-element mask for any row.
+    int common_lo, unused, first_lo, common_hi;
+    key_range(p, p.seq_q - 1, common_lo, unused);
+    key_range(p, 0, first_lo, common_hi);
+    common_hi = min(common_hi, split_end);
+
+    uint4 q_frag[Tr::kQInRegs ? D / 32 : 1][2];
+    if (Tr::kQInRegs) {
+#pragma unroll
+        for (int cc = 0; cc < D / 32; ++cc) {
+            q_frag[cc][0] = lds128(smem_q + Tr::offset(g, 4 * cc + t));
+            q_frag[cc][1] = lds128(smem_q + Tr::offset(g + 8, 4 * cc + t));
+        }
+    }
+
+    float acc[D / 8][4];
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.f, 0.f};
+    const float scale_log2 = p.scale * kLog2e;
+
+    for (int n = 0; n < my_tiles; ++n) {
+        cp_async_wait<Tr::kStages - 2>();
+        __syncwarp();
+        {
+            const int nn = n + Tr::kStages - 1;
+            if (nn < my_tiles) {
+                T* st = my_ring + (nn % Tr::kStages) * 2 * Tr::kTileElems;
+                load_kv_tile<T, D>(p, k_head, v_head, st, st + Tr::kTileElems,
+                                   split_begin + (warp + nn * kWarps) * kTileKeys, split_end, lane);
+            }
+            cp_async_commit();
+        }
+        const T* sk = my_ring + (n % Tr::kStages) * 2 * Tr::kTileElems;
+        const T* sv = sk + Tr::kTileElems;
+        const int key0 = split_begin + (warp + n * kWarps) * kTileKeys;
+
+        // S = Q Kᵀ: 16 rows × 16 keys (two n8 tiles: keys g and g + 8 of the tile).
+        float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+        for (int cc = 0; cc < D / 32; ++cc) {
+            uint4 qa, qb;
+            if (Tr::kQInRegs) {
+                qa = q_frag[Tr::kQInRegs ? cc : 0][0];
+                qb = q_frag[Tr::kQInRegs ? cc : 0][1];
+            } else {
+                qa = lds128(smem_q + Tr::offset(g, 4 * cc + t));
+                qb = lds128(smem_q + Tr::offset(g + 8, 4 * cc + t));
+            }
+            const uint32_t a_lo[4] = {qa.x, qb.x, qa.y, qb.y};
+            const uint32_t a_hi[4] = {qa.z, qb.z, qa.w, qb.w};
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+                const uint4 kb = lds128(sk + Tr::offset(nt * 8 + g, 4 * cc + t));
+                E::mma(s[nt], a_lo, kb.x, kb.y);
+                E::mma(s[nt], a_hi, kb.z, kb.w);
+            }
+        }
+
+        // Scores in log2 units; masks only on tiles that straddle a boundary.
+        const bool needs_mask = key0 < common_lo || key0 + kTileKeys > common_hi;
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int half = e >> 1;
+                const int key = key0 + nt * 8 + 2 * t + (e & 1);
+                float x = s[nt][e];
+                if (kScoreMod) {
+                    x *= p.scale;
+                    if (p.softcap > 0.f) x = p.softcap * tanhf(x / p.softcap);
+                    x -= row_slope[half] * (float)abs(row_diag[half] - key);
+                    x *= kLog2e;
+                } else {
+                    x *= scale_log2;
+                }
+                if (needs_mask && (key < row_lo[half] || key >= row_hi[half])) x = kNegInf;
+                s[nt][e] = x;
+            }
+        }
+
+        // Online softmax for rows g (half 0) and g + 8 (half 1); a row lives on 4 lanes.
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            float mx = fmaxf(fmaxf(s[0][2 * half], s[0][2 * half + 1]), fmaxf(s[1][2 * half], s[1][2 * half + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(row_max[half], mx);
+            const float m_ref = m_new == kNegInf ? 0.f : m_new;  // all masked so far: no NaN
+            const float alpha = exp2f(row_max[half] - m_ref);
+            row_max[half] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+                s[nt][2 * half] = exp2f(s[nt][2 * half] - m_ref);
+                s[nt][2 * half + 1] = exp2f(s[nt][2 * half + 1] - m_ref);
+                sum += s[nt][2 * half] + s[nt][2 * half + 1];
+            }
+            row_sum[half] = row_sum[half] * alpha + sum;
+#pragma unroll
+            for (int j = 0; j < D / 8; ++j) {
+                acc[j][2 * half] *= alpha;
+                acc[j][2 * half + 1] *= alpha;
+            }
+        }
+
+        // O += P V. P's A fragment is S's accumulator layout; V's B fragment pairs keys
+        // (2t, 2t+1) and (2t+8, 2t+9) at dim g·D/8 + j.
+        const uint32_t pa[4] = {E::pack(s[0][0], s[0][1]), E::pack(s[0][2], s[0][3]), E::pack(s[1][0], s[1][1]),
+                                E::pack(s[1][2], s[1][3])};
+#pragma unroll
+        for (int u = 0; u < Tr::kVChunks; ++u) {
+            const int chunk = g * Tr::kVChunks + u;
+            const uint4 v0 = lds128(sv + Tr::offset(2 * t, chunk));
+            const uint4 v1 = lds128(sv + Tr::offset(2 * t + 1, chunk));
+            const uint4 v2 = lds128(sv + Tr::offset(2 * t + 8, chunk));
+            const uint4 v3 = lds128(sv + Tr::offset(2 * t + 9, chunk));
+            const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
+            const uint32_t w2[4] = {v2.x, v2.y, v2.z, v2.w}, w3[4] = {v3.x, v3.y, v3.z, v3.w};
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u;
+                const uint32_t b0 = __byte_perm(w0[e / 2], w1[e / 2], sel);
+                const uint32_t b1 = __byte_perm(w2[e / 2], w3[e / 2], sel);
+                E::mma(acc[8 * u + e], pa, b0, b1);
+            }
+        }
+    }
+
+    // Merge the 4 warps: each scales its accumulator to the block max and adds into smem.
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 1);
+        row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 2);
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // every warp is done with its ring: it becomes the merge buffer
+    float* merge_o = reinterpret_cast<float*>(smem_kv);          // [warps][rows][D]
+    __shared__ float merge_ml[kWarps][kRows][2];
+    __shared__ float block_ml[kRows][2];
+    if (t == 0) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            merge_ml[warp][g + 8 * half][0] = row_max[half];
+            merge_ml[warp][g + 8 * half][1] = row_sum[half];
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const int row = g + 8 * half;
+        float m = kNegInf;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) m = fmaxf(m, merge_ml[w][row][0]);
+        const float m_ref = m == kNegInf ? 0.f : m;
+        const float factor = exp2f(row_max[half] - m_ref);
+        if (warp == 0 && t == 0) {
+            float l = 0.f;
+#pragma unroll
+            for (int w = 0; w < kWarps; ++w) l += merge_ml[w][row][1] * exp2f(merge_ml[w][row][0] - m_ref);
+            block_ml[row][0] = m;
+            block_ml[row][1] = l;
+        }
+        float* dst = merge_o + (warp * kRows + row) * D;
+#pragma unroll
+        for (int col = 0; col < 2; ++col) {
+#pragma unroll
+            for (int j = 0; j < D / 8; j += 4) {
+                float4 w4 = make_float4(acc[j][2 * half + col] * factor, acc[j + 1][2 * half + col] * factor,
+                                        acc[j + 2][2 * half + col] * factor, acc[j + 3][2 * half + col] * factor);
+                *reinterpret_cast<float4*>(dst + (2 * t + col) * (D / 8) + j) = w4;
+            }
+        }
+    }
+    __syncthreads();
+
+    // 8 threads per row, D/8 contiguous dims each.
+    const int row = tid / 8, part = tid % 8;
+    const int r = row_group * kRows + row;
+    if (r >= rows_in_group) return;
+    const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.group + hg;
+    const float m = block_ml[row][0], l = block_ml[row][1];
+    float o[D / 8];
+#pragma unroll
+    for (int x = 0; x < D / 8; ++x) {
+        float v = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) v += merge_o[(w * kRows + row) * D + part * (D / 8) + x];
+        o[x] = v;
+    }
+    const int d0 = part * (D / 8);
+    if (p.num_splits == 1) {
+        const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
+        T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
+#pragma unroll
+        for (int x = 0; x < D / 8; ++x)
+            if (d0 + x < p.head_dim) dst[d0 + x] = E::from_float(o[x] * inv);
+    } else {
+        const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
+        const long long row_id = ((long long)b * p.seq_q + i) * p.heads + h;
+        const long long slot = split * rows_total + row_id;
+        float* dst = p.partial_o + slot * p.head_dim;
+#pragma unroll
+        for (int x = 0; x < D / 8; ++x)
+            if (d0 + x < p.head_dim) dst[d0 + x] = o[x];
+        if (part == 0) {
+            p.partial_ml[2 * slot] = m;
+            p.partial_ml[2 * slot + 1] = l;
+        }
+    }
+}
+
+// One warp per output row: out = Σ_s 2^(m_s - M) o_s / Σ_s 2^(m_s - M) l_s.
+template <typename T>
+__device__ __forceinline__ void combine_rows(const DecodeParams& p) {
+    const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
+    const long long row_id = (long long)blockIdx.x * kWarps + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row_id >= rows_total) return;
+    float m = kNegInf;
+    for (int s = 0; s < p.num_splits; ++s) m = fmaxf(m, p.partial_ml[2 * (s * rows_total + row_id)]);
+    const float m_ref = m == kNegInf ? 0.f : m;
+    float l = 0.f;
+    for (int s = 0; s < p.num_splits; ++s) {
+        const long long slot = s * rows_total + row_id;
+        l += p.partial_ml[2 * slot + 1] * exp2f(p.partial_ml[2 * slot] - m_ref);
+    }
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int h = (int)(row_id % p.heads);
+    const int i = (int)((row_id / p.heads) % p.seq_q);
+    const int b = (int)(row_id / ((long long)p.heads * p.seq_q));
+    T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
+    for (int d = lane; d < p.head_dim; d += 32) {
+        float o = 0.f;
+        for (int s = 0; s < p.num_splits; ++s) {
+            const long long slot = s * rows_total + row_id;
+            o += p.partial_o[slot * p.head_dim + d] * exp2f(p.partial_ml[2 * slot] - m_ref);
+        }
+        dst[d] = Elem<T>::from_float(o * inv);
+    }
+}
+
+}  // namespace fattn_decode
+
+// Kernel names: fattn_decode_{dtype}_d{D}[_mod]; `_mod` has softcap/ALiBi code.
+#define FATTN_DECODE_KERNEL(dtype, T, D, MOD, suffix)                                                   \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads)                                \
+        fattn_decode_##dtype##_d##D##suffix(const DecodeParams p) {                                       \
+        fattn_decode::decode_block<T, D, MOD>(p);                                                       \
+    }
+#define FATTN_DECODE_DTYPE(dtype, T)                  \
+    FATTN_DECODE_KERNEL(dtype, T, 64, false, )        \
+    FATTN_DECODE_KERNEL(dtype, T, 64, true, _mod)     \
+    FATTN_DECODE_KERNEL(dtype, T, 128, false, )       \
+    FATTN_DECODE_KERNEL(dtype, T, 128, true, _mod)    \
+    FATTN_DECODE_KERNEL(dtype, T, 256, false, )       \
+    FATTN_DECODE_KERNEL(dtype, T, 256, true, _mod)    \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) \
+        fattn_decode_combine_##dtype(const DecodeParams p) { fattn_decode::combine_rows<T>(p); }
+
+FATTN_DECODE_DTYPE(bf16, __nv_bfloat16)
+FATTN_DECODE_DTYPE(f16, __half)

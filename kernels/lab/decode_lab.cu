@@ -1,0 +1,113 @@
+// Host launcher for kernels/fattn_decode.cu, loaded by kernels/lab/decode_lab.py through ctypes
+// so that our kernel and PyTorch SDPA are checked and timed in one process by one method.
+// It mirrors src/cuda/decode.rs (kernel choice, split count, workspace layout); the crate's
+// tests cover the Rust side. Build (on any machine with nvcc 13):
+//   nvcc -O3 -shared -Xcompiler -fPIC -cudart static -gencode arch=compute_90,code=sm_90 \
+//        kernels/lab/decode_lab.cu -o .decode-lab/libdecode_lab.so
+
+#include "../fattn_decode.cu"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+using KernelFn = void (*)(const DecodeParams);
+
+static int g_last_splits = 0;
+static int g_last_blocks_per_sm = 0;
+
+extern "C" int lab_last_splits() { return g_last_splits; }
+extern "C" int lab_last_blocks_per_sm() { return g_last_blocks_per_sm; }
+
+static KernelFn pick(int dtype, int dim, bool mod, int* smem) {
+#define PICK(D)                                                                                     \
+    *smem = fattn_decode::Traits<D>::kSmemElems * 2;                                                 \
+    if (dtype == 0) return mod ? fattn_decode_bf16_d##D##_mod : fattn_decode_bf16_d##D;            \
+    return mod ? fattn_decode_f16_d##D##_mod : fattn_decode_f16_d##D;
+    if (dim <= 64) { PICK(64) }
+    if (dim <= 128) { PICK(128) }
+    if (dim <= 256) { PICK(256) }
+#undef PICK
+    return nullptr;
+}
+
+static void key_range_host(int i, int sq, int sk, int wl, int wr, int* lo, int* hi) {
+    const long long diag = (long long)i + sk - sq;
+    long long l = wl < 0 ? 0 : diag - wl;
+    long long h = wr < 0 ? sk : diag + wr + 1;
+    l = std::min<long long>(std::max<long long>(l, 0), sk);
+    h = std::min<long long>(std::max<long long>(h, l), sk);
+    *lo = (int)l;
+    *hi = (int)h;
+}
+
+// strides: q (b, s, h), k (b, s, h), v (b, s, h), out (b, s, h), in elements.
+extern "C" int lab_decode(int dtype, const void* q, const void* k, const void* v, void* out, const long long* strides,
+                          int b, int sq, int sk, int h, int hkv, int d, float scale, float softcap, int wl, int wr,
+                          const float* alibi, int splits_override, float* workspace, long long workspace_floats,
+                          void* stream) {
+    int smem = 0;
+    const bool mod = softcap > 0.f || alibi != nullptr;
+    KernelFn fn = pick(dtype, d, mod, &smem);
+    if (!fn) return -1;
+    cudaError_t e = cudaFuncSetAttribute((const void*)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) return 1000 + (int)e;
+    int blocks_per_sm = 0, sms = 0, dev = 0;
+    if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, (const void*)fn, fattn_decode::kThreads,
+                                                           smem)) != cudaSuccess)
+        return 2000 + (int)e;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess) return 3000 + (int)e;
+    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return 3000 + (int)e;
+
+    DecodeParams p{};
+    p.q = q; p.k = k; p.v = v; p.out = out;
+    p.q_stride_b = strides[0]; p.q_stride_s = strides[1]; p.q_stride_h = strides[2];
+    p.k_stride_b = strides[3]; p.k_stride_s = strides[4]; p.k_stride_h = strides[5];
+    p.v_stride_b = strides[6]; p.v_stride_s = strides[7]; p.v_stride_h = strides[8];
+    p.o_stride_b = strides[9]; p.o_stride_s = strides[10]; p.o_stride_h = strides[11];
+    p.batch = b; p.seq_q = sq; p.seq_k = sk; p.heads = h; p.kv_heads = hkv; p.head_dim = d;
+    p.group = h / hkv;
+    p.row_groups = (p.group * sq + fattn_decode::kRows - 1) / fattn_decode::kRows;
+    int lo0, hi0, lo1, hi1;
+    key_range_host(0, sq, sk, wl, wr, &lo0, &hi0);
+    key_range_host(sq - 1, sq, sk, wl, wr, &lo1, &hi1);
+    p.key_begin = lo0;
+    p.key_end = std::max(hi1, lo0);
+    p.window_left = wl; p.window_right = wr;
+    p.scale = scale; p.softcap = softcap; p.alibi = alibi;
+    bool aligned = d % 8 == 0;
+    for (const void* ptr : {q, k, v}) aligned = aligned && ((uintptr_t)ptr % 16 == 0);
+    for (int x = 0; x < 9; ++x) aligned = aligned && strides[x] % 8 == 0;
+    p.aligned = aligned;
+
+    // Splits: as many blocks as are resident at once (rounded down), in whole 64-key rounds.
+    const long long key_len = p.key_end - p.key_begin;
+    const long long rounds = (key_len + 63) / 64;
+    const long long pairs = (long long)b * hkv * p.row_groups;
+    const long long slots = (long long)sms * blocks_per_sm;
+    long long splits = splits_override > 0 ? splits_override : slots / pairs;
+    splits = std::max<long long>(1, std::min<long long>(splits, std::max<long long>(rounds, 1)));
+    const long long rounds_per_split = rounds > 0 ? (rounds + splits - 1) / splits : 0;
+    p.keys_per_split = (int)(rounds_per_split * 64);
+    p.num_splits = key_len > 0 ? (int)((key_len + p.keys_per_split - 1) / p.keys_per_split) : 1;
+    g_last_splits = p.num_splits;
+    g_last_blocks_per_sm = blocks_per_sm;
+    const long long rows_total = (long long)b * sq * h;
+    if (p.num_splits > 1) {
+        const long long need = (long long)p.num_splits * rows_total * (d + 2);
+        if (need > workspace_floats) return -2;
+        p.partial_o = workspace;
+        p.partial_ml = workspace + (long long)p.num_splits * rows_total * d;
+    }
+    cudaStream_t st = (cudaStream_t)stream;
+    dim3 grid(p.num_splits, hkv * p.row_groups, b);
+    fn<<<grid, fattn_decode::kThreads, smem, st>>>(p);
+    if ((e = cudaGetLastError()) != cudaSuccess) return 4000 + (int)e;
+    if (p.num_splits > 1) {
+        KernelFn comb = dtype == 0 ? fattn_decode_combine_bf16 : fattn_decode_combine_f16;
+        comb<<<(unsigned)((rows_total + fattn_decode::kWarps - 1) / fattn_decode::kWarps), fattn_decode::kThreads, 0,
+               st>>>(p);
+        if ((e = cudaGetLastError()) != cudaSuccess) return 5000 + (int)e;
+    }
+    return 0;
+}
