@@ -1,0 +1,483 @@
+// Attention forward, FlashAttention-2 style, for sm_80 and newer.
+//
+// What it computes: o = softmax(s) v per (batch, q head, query row), with s the scaled
+// dot products after softcap, ALiBi and the bottom-right causal/window masks (REFERENCE.md),
+// softmax in f32, f32 accumulation. Rows that see no key output zeros.
+//
+// f16/bf16 (`fattn_fwd_{f16,bf16}_d{D}[_mods]`): one CTA owns kBlockM query rows of one
+// (batch, head); each warp owns 16·kMTiles of them. Q is loaded once through shared
+// memory into registers (mma A fragments). K and V tiles of kBlockN keys stream through a
+// kStages-deep cp.async pipeline into XOR-swizzled shared memory and are read with
+// ldmatrix (V transposed). S = Q·Kᵀ and O += P·V are mma.sync m16n8k16 with f32
+// accumulators; the online softmax stays in registers in log2 units (exp2, with
+// softmax_scale·log2 e folded into one multiply). Key blocks that no row of the CTA sees are
+// never visited; mask arithmetic runs only on blocks that some row sees partially. The
+// output is staged through the (dead) Q tile and written with 16-byte stores. `_mods`
+// instances add softcap/ALiBi; the plain ones skip that arithmetic entirely.
+//
+// f32 (`fattn_fwd_f32`): same algorithm in plain f32 FMA (no TF32, so its error matches
+// candle's f32 matmul, which runs cuBLAS without TF32 by default).
+//
+// Grid: x = batch·heads, y = query blocks, heaviest (last, for causal) first. Blocks of the
+// same head run together, so K/V are shared through L2.
+//
+// Tile choice and measured results: see kernels/NOTES.md and the traits below.
+
+#include "fattn_common.cuh"
+
+namespace fattn {
+
+// ---- tile traits --------------------------------------------------------------------------
+
+template <int kHeadDim_, int kWarps_, int kMTiles_, int kBlockN_, int kStages_>
+struct TileConfig {
+    static constexpr int kHeadDim = kHeadDim_;
+    static constexpr int kWarps = kWarps_;
+    static constexpr int kMTiles = kMTiles_;  // m16 tiles per warp
+    static constexpr int kBlockN = kBlockN_;
+    static constexpr int kStages = kStages_;
+    static constexpr int kThreads = kWarps * 32;
+    static constexpr int kWarpRows = 16 * kMTiles;
+    static constexpr int kBlockM = kWarpRows * kWarps;
+    static constexpr int kChunksPerRow = kHeadDim / 8;  // 16-byte chunks of 8 elements
+    static constexpr int kQElems = kBlockM * kHeadDim;
+    static constexpr int kKVStageElems = 2 * kBlockN * kHeadDim;  // K then V
+    static constexpr int kSmemBytes = (kQElems + kStages * kKVStageElems) * 2;
+
+    static_assert(kHeadDim % 16 == 0, "head dim must be a multiple of the mma k (16)");
+    static_assert(kChunksPerRow % 4 == 0, "the swizzle needs rows of a multiple of 4 chunks");
+    static_assert(kBlockN % 16 == 0, "key block must be a multiple of 16 (ldmatrix.x4 pairs)");
+    static_assert(kStages >= 2, "the pipeline needs at least two stages");
+    static_assert(kSmemBytes <= 227 * 1024, "tile does not fit in shared memory");
+};
+
+// Per head-dim instance. Registers per thread ≈ Q (kMTiles·D/4) + S (kMTiles·kBlockN/2)
+// + O (kMTiles·D/2); kept under ~200 to avoid spills. Unsupported head dims have no
+// specialization and fail to compile.
+template <int kHeadDim>
+struct FwdTraits;
+template <>
+struct FwdTraits<32> : TileConfig<32, 4, 2, 64, 3> {};
+template <>
+struct FwdTraits<64> : TileConfig<64, 4, 2, 64, 3> {};
+template <>
+struct FwdTraits<96> : TileConfig<96, 8, 1, 64, 2> {};
+template <>
+struct FwdTraits<128> : TileConfig<128, 8, 1, 64, 2> {};
+template <>
+struct FwdTraits<256> : TileConfig<256, 4, 1, 32, 2> {};
+
+// Physical chunk index of (row, chunk) in a tile with kChunksPerRow chunks per row. The XOR
+// keeps the 8 rows one ldmatrix phase reads in 8 distinct 16-byte bank groups.
+template <int kChunksPerRow>
+__device__ __forceinline__ int swizzle(int row, int chunk) {
+    if constexpr (kChunksPerRow % 8 == 0) {
+        return row * kChunksPerRow + (chunk ^ (row & 7));
+    } else {
+        return row * kChunksPerRow + (chunk ^ ((row >> 1) & 3));
+    }
+}
+
+// Copies rows [row0, row0 + kRows) of a (seq, head_dim) matrix into a swizzled tile.
+// Rows >= row_end and columns >= head_dim are zero-filled (padding never reads memory).
+// `vec` uses 16-byte cp.async; otherwise element loads (unaligned or odd head dims).
+template <class Cfg, int kRows>
+__device__ __forceinline__ void load_tile(uint16_t* tile, const uint16_t* g, int64_t row_stride, int row0,
+                                          int row_end, int head_dim, bool vec, int tid) {
+    constexpr int kChunks = kRows * Cfg::kChunksPerRow;
+#pragma unroll
+    for (int i = 0; i < (kChunks + Cfg::kThreads - 1) / Cfg::kThreads; ++i) {
+        const int chunk = tid + i * Cfg::kThreads;
+        if (kChunks % Cfg::kThreads != 0 && chunk >= kChunks) break;
+        const int r = chunk / Cfg::kChunksPerRow;
+        const int c = chunk % Cfg::kChunksPerRow;
+        uint16_t* dst = tile + swizzle<Cfg::kChunksPerRow>(r, c) * 8;
+        const int row = row0 + r;
+        const bool row_ok = row < row_end;
+        const uint16_t* src = g + static_cast<int64_t>(row) * row_stride + c * 8;
+        if (vec) {
+            const bool ok = row_ok && c * 8 < head_dim;
+            cp_async_16(dst, ok ? src : g, ok);
+        } else {
+            union {
+                uint4 v;
+                uint16_t e[8];
+            } buf;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) buf.e[e] = (row_ok && c * 8 + e < head_dim) ? src[e] : uint16_t(0);
+            *reinterpret_cast<uint4*>(dst) = buf.v;
+        }
+    }
+}
+
+template <class Cfg, class E, bool kMods>
+__device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
+    constexpr int D = Cfg::kHeadDim;
+    constexpr int BM = Cfg::kBlockM;
+    constexpr int BN = Cfg::kBlockN;
+    constexpr int MT = Cfg::kMTiles;
+    constexpr int ST = Cfg::kStages;
+    constexpr int CPR = Cfg::kChunksPerRow;
+    const float kNegInf = -CUDART_INF_F;
+
+    extern __shared__ uint4 smem_u4[];
+    uint16_t* sQ = reinterpret_cast<uint16_t*>(smem_u4);
+    uint16_t* sKV = sQ + Cfg::kQElems;
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32;
+    const int lane = tid % 32;
+    const int g = lane / 4;  // mma fragment row within 8
+    const int t = lane % 4;  // mma fragment column pair
+
+    const int bh = blockIdx.x;
+    const int b = bh / p.heads;
+    const int h = bh % p.heads;
+    const int kvh = h / p.kv_group;
+    const int m_block = gridDim.y - 1 - blockIdx.y;  // heaviest query block first
+    const int m0 = m_block * BM;
+    const int m_last = min(m0 + BM, p.seq_q) - 1;
+
+    const uint16_t* qg = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
+    const uint16_t* kg = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride + kvh * p.k_head_stride;
+    const uint16_t* vg = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride + kvh * p.v_head_stride;
+    const bool vec_in = p.vec_in != 0;
+
+    const KeyRange keys = block_key_range(p, m0, m_last);
+    const int nb_begin = keys.lo / BN;
+    const int nb_end = keys.hi > keys.lo ? (keys.hi + BN - 1) / BN : nb_begin;
+
+    auto load_kv = [&](int nb, int stage) {
+        uint16_t* sK = sKV + stage * Cfg::kKVStageElems;
+        load_tile<Cfg, BN>(sK, kg, p.k_seq_stride, nb * BN, p.seq_k, p.head_dim, vec_in, tid);
+        load_tile<Cfg, BN>(sK + BN * D, vg, p.v_seq_stride, nb * BN, p.seq_k, p.head_dim, vec_in, tid);
+    };
+
+    // Q, then the first ST-1 key blocks, one commit group each (empty groups keep counts uniform).
+    load_tile<Cfg, BM>(sQ, qg, p.q_seq_stride, m0, p.seq_q, p.head_dim, vec_in, tid);
+    cp_async_commit();
+#pragma unroll
+    for (int s = 0; s < ST - 1; ++s) {
+        if (nb_begin + s < nb_end) load_kv(nb_begin + s, s);
+        cp_async_commit();
+    }
+    cp_async_wait<ST - 1>();
+    __syncthreads();
+
+    const int warp_row0 = warp * Cfg::kWarpRows;
+    uint32_t qf[MT][D / 16][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)
+            ldmatrix_x4(qf[mt][kk], sQ + swizzle<CPR>(warp_row0 + mt * 16 + lane % 16, kk * 2 + lane / 16) * 8);
+
+    // This thread's rows: warp_row0 + mt·16 + g + half·8.
+    KeyRange row_keys[MT][2];
+    float alibi_log2 = 0.f;
+    if (kMods && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[b * p.heads + h] * CUDART_L2E_F;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) row_keys[mt][hf] = key_range(p, m0 + warp_row0 + mt * 16 + g + hf * 8);
+
+    float o[MT][D / 8][4];
+    float row_max[MT][2];
+    float row_sum[MT][2];  // this thread's partial sum; the quad reduces it at the end
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.f;
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            row_max[mt][hf] = kNegInf;
+            row_sum[mt][hf] = 0.f;
+        }
+    }
+
+    for (int nb = nb_begin; nb < nb_end; ++nb) {
+        const int it = nb - nb_begin;
+        if (nb + ST - 1 < nb_end) load_kv(nb + ST - 1, (it + ST - 1) % ST);
+        cp_async_commit();
+        cp_async_wait<ST - 1>();
+        __syncthreads();
+
+        const uint16_t* sK = sKV + (it % ST) * Cfg::kKVStageElems;
+        const uint16_t* sV = sK + BN * D;
+
+        // S = Q Kᵀ
+        float s[MT][BN / 8][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+            for (int np = 0; np < BN / 16; ++np) {
+                uint32_t kf[4];
+                ldmatrix_x4(kf, sK + swizzle<CPR>(np * 16 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2) * 8);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    E::mma(s[mt][2 * np], qf[mt][kk], kf[0], kf[1]);
+                    E::mma(s[mt][2 * np + 1], qf[mt][kk], kf[2], kf[3]);
+                }
+            }
+        }
+
+        // Scores in log2 units, masked only where some row sees part of the block.
+        const int n0 = nb * BN;
+        const bool masked = !block_fully_visible(p, m0, m_last, n0, n0 + BN);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int hf = e / 2;
+                    const int key = n0 + nt * 8 + 2 * t + e % 2;
+                    float x;
+                    if constexpr (kMods) {
+                        const int row = m0 + warp_row0 + mt * 16 + g + hf * 8;
+                        x = modified_score_log2(p, s[mt][nt][e], alibi_log2, row, key);
+                    } else {
+                        x = s[mt][nt][e] * p.scale_log2;
+                    }
+                    if (masked && !row_keys[mt][hf].contains(key)) x = kNegInf;
+                    s[mt][nt][e] = x;
+                }
+
+        // Online softmax: new row max, rescale the running sum and O, P = exp2(x - max).
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                float mx = row_max[mt][hf];
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hf], s[mt][nt][2 * hf + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                // A row with nothing visible yet keeps max -inf; subtract 0 so exp2 gives 0, not NaN.
+                const float base = mx == kNegInf ? 0.f : mx;
+                const float corr = exp2_approx(row_max[mt][hf] - base);
+                row_max[mt][hf] = mx;
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; ++nt) {
+                    s[mt][nt][2 * hf] = exp2_approx(s[mt][nt][2 * hf] - base);
+                    s[mt][nt][2 * hf + 1] = exp2_approx(s[mt][nt][2 * hf + 1] - base);
+                    sum += s[mt][nt][2 * hf] + s[mt][nt][2 * hf + 1];
+                }
+                row_sum[mt][hf] = row_sum[mt][hf] * corr + sum;
+#pragma unroll
+                for (int dt = 0; dt < D / 8; ++dt) {
+                    o[mt][dt][2 * hf] *= corr;
+                    o[mt][dt][2 * hf + 1] *= corr;
+                }
+            }
+
+        // O += P V; the S accumulator layout is the A fragment layout of the next mma.
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+            uint32_t pf[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                pf[mt][0] = E::pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                pf[mt][1] = E::pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                pf[mt][2] = E::pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                pf[mt][3] = E::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int dp = 0; dp < D / 16; ++dp) {
+                uint32_t vf[4];
+                ldmatrix_x4_trans(vf, sV + swizzle<CPR>(kk * 16 + lane % 8 + ((lane / 8) % 2) * 8, dp * 2 + lane / 16) * 8);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    E::mma(o[mt][2 * dp], pf[mt], vf[0], vf[1]);
+                    E::mma(o[mt][2 * dp + 1], pf[mt], vf[2], vf[3]);
+                }
+            }
+        }
+        __syncthreads();  // the stage read here is refilled by the next iteration
+    }
+    cp_async_wait<0>();
+
+    // Normalize, stage this warp's rows in its own part of the Q tile, store 16 bytes at a time.
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            float l = row_sum[mt][hf];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            const float inv = l > 0.f ? 1.f / l : 0.f;
+            const int r = warp_row0 + mt * 16 + g + hf * 8;
+#pragma unroll
+            for (int dt = 0; dt < D / 8; ++dt) {
+                const uint32_t packed = E::pack(o[mt][dt][2 * hf] * inv, o[mt][dt][2 * hf + 1] * inv);
+                *reinterpret_cast<uint32_t*>(sQ + swizzle<CPR>(r, dt) * 8 + 2 * t) = packed;
+            }
+        }
+    __syncwarp();
+
+    uint16_t* og = static_cast<uint16_t*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+    constexpr int kWarpChunks = Cfg::kWarpRows * CPR;
+#pragma unroll
+    for (int i = 0; i < kWarpChunks / 32; ++i) {
+        const int chunk = lane + i * 32;
+        const int r = warp_row0 + chunk / CPR;
+        const int c = chunk % CPR;
+        const int row = m0 + r;
+        if (row >= p.seq_q || c * 8 >= p.head_dim) continue;
+        const uint4 val = *reinterpret_cast<const uint4*>(sQ + swizzle<CPR>(r, c) * 8);
+        uint16_t* dst = og + static_cast<int64_t>(row) * p.o_seq_stride + c * 8;
+        if (p.vec_out) {
+            *reinterpret_cast<uint4*>(dst) = val;
+        } else {
+            const uint16_t* e = reinterpret_cast<const uint16_t*>(&val);
+            for (int k = 0; k < 8 && c * 8 + k < p.head_dim; ++k) dst[k] = e[k];
+        }
+    }
+}
+
+// ---- f32: plain FMA ---------------------------------------------------------------------
+
+namespace f32 {
+constexpr int kWarps = 4;
+constexpr int kRowsPerWarp = 4;
+constexpr int kBlockM = kWarps * kRowsPerWarp;
+constexpr int kBlockN = 32;  // one key per lane in S = Q Kᵀ
+constexpr int kMaxColsPerLane = 8;  // head_dim <= 256 = 8 · 32
+// K rows are padded to an odd stride so a warp reading one column of 32 rows hits 32 banks.
+__host__ __device__ constexpr int k_stride(int head_dim) { return head_dim % 2 == 0 ? head_dim + 1 : head_dim; }
+__host__ __device__ constexpr int smem_floats(int head_dim) {
+    return kBlockM * head_dim + kBlockN * k_stride(head_dim) + kBlockN * head_dim;
+}
+}  // namespace f32
+
+__device__ __forceinline__ void fwd_f32(const FattnParams& p) {
+    using namespace f32;
+    const float kNegInf = -CUDART_INF_F;
+    extern __shared__ uint4 smem_u4[];
+    const int D = p.head_dim;
+    const int KS = k_stride(D);
+    float* sQ = reinterpret_cast<float*>(smem_u4);
+    float* sK = sQ + kBlockM * D;
+    float* sV = sK + kBlockN * KS;
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32;
+    const int lane = tid % 32;
+    const int bh = blockIdx.x;
+    const int b = bh / p.heads;
+    const int h = bh % p.heads;
+    const int kvh = h / p.kv_group;
+    const int m0 = (gridDim.y - 1 - blockIdx.y) * kBlockM;
+    const int m_last = min(m0 + kBlockM, p.seq_q) - 1;
+
+    const float* qg = static_cast<const float*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
+    const float* kg = static_cast<const float*>(p.k) + b * p.k_batch_stride + kvh * p.k_head_stride;
+    const float* vg = static_cast<const float*>(p.v) + b * p.v_batch_stride + kvh * p.v_head_stride;
+
+    for (int i = tid; i < kBlockM * D; i += blockDim.x) {
+        const int r = i / D, c = i % D;
+        sQ[i] = m0 + r < p.seq_q ? qg[static_cast<int64_t>(m0 + r) * p.q_seq_stride + c] : 0.f;
+    }
+
+    const float alibi_log2 = p.alibi_slopes != nullptr ? p.alibi_slopes[b * p.heads + h] * CUDART_L2E_F : 0.f;
+    const KeyRange keys = block_key_range(p, m0, m_last);
+    float acc[kRowsPerWarp][kMaxColsPerLane];
+    float row_max[kRowsPerWarp], row_sum[kRowsPerWarp];
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+        row_max[rr] = kNegInf;
+        row_sum[rr] = 0.f;
+#pragma unroll
+        for (int u = 0; u < kMaxColsPerLane; ++u) acc[rr][u] = 0.f;
+    }
+
+    for (int n0 = (keys.lo / kBlockN) * kBlockN; n0 < keys.hi; n0 += kBlockN) {
+        __syncthreads();  // previous tile fully consumed (and Q stored, first time)
+        for (int i = tid; i < kBlockN * D; i += blockDim.x) {
+            const int r = i / D, c = i % D;
+            const bool ok = n0 + r < p.seq_k;
+            sK[r * KS + c] = ok ? kg[static_cast<int64_t>(n0 + r) * p.k_seq_stride + c] : 0.f;
+            sV[r * D + c] = ok ? vg[static_cast<int64_t>(n0 + r) * p.v_seq_stride + c] : 0.f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+            const int r = warp * kRowsPerWarp + rr;
+            const int row = m0 + r;
+            const int key = n0 + lane;
+            float dot = 0.f;
+            for (int c = 0; c < D; ++c) dot = fmaf(sQ[r * D + c], sK[lane * KS + c], dot);
+            float x = modified_score_log2(p, dot, alibi_log2, row, key);
+            if (!key_range(p, row).contains(key) || key >= p.seq_k) x = kNegInf;
+            float mx = x;
+#pragma unroll
+            for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            mx = fmaxf(mx, row_max[rr]);
+            const float base = mx == kNegInf ? 0.f : mx;
+            const float corr = exp2_approx(row_max[rr] - base);
+            row_max[rr] = mx;
+            const float pj = exp2_approx(x - base);
+            row_sum[rr] = row_sum[rr] * corr + pj;
+#pragma unroll
+            for (int u = 0; u < kMaxColsPerLane; ++u) acc[rr][u] *= corr;
+            for (int j = 0; j < kBlockN; ++j) {
+                const float pb = __shfl_sync(0xffffffffu, pj, j);
+#pragma unroll
+                for (int u = 0; u < kMaxColsPerLane; ++u) {
+                    const int c = lane + 32 * u;
+                    if (c < D) acc[rr][u] = fmaf(pb, sV[j * D + c], acc[rr][u]);
+                }
+            }
+        }
+    }
+
+    float* og = static_cast<float*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+        float l = row_sum[rr];
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int row = m0 + warp * kRowsPerWarp + rr;
+        if (row >= p.seq_q) continue;
+#pragma unroll
+        for (int u = 0; u < kMaxColsPerLane; ++u) {
+            const int c = lane + 32 * u;
+            if (c < D) og[static_cast<int64_t>(row) * p.o_seq_stride + c] = acc[rr][u] * inv;
+        }
+    }
+}
+
+}  // namespace fattn
+
+// ---- entry points: the set of instances is written once, here --------------------------
+
+#define FATTN_HEAD_DIMS(X) X(32) X(64) X(96) X(128) X(256)
+
+#define FATTN_DEFINE_TC(ELEM, NAME, D)                                                                             \
+    extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads)                                   \
+        fattn_fwd_##NAME##_d##D(const __grid_constant__ FattnParams p) {                                           \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, false>(p);                                        \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads)                                   \
+        fattn_fwd_##NAME##_d##D##_mods(const __grid_constant__ FattnParams p) {                                    \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, true>(p);                                         \
+    }
+#define FATTN_DEFINE_F16(D) FATTN_DEFINE_TC(F16, f16, D)
+#define FATTN_DEFINE_BF16(D) FATTN_DEFINE_TC(BF16, bf16, D)
+FATTN_HEAD_DIMS(FATTN_DEFINE_F16)
+FATTN_HEAD_DIMS(FATTN_DEFINE_BF16)
+
+extern "C" __global__ void __launch_bounds__(fattn::f32::kWarps * 32)
+    fattn_fwd_f32(const __grid_constant__ FattnParams p) {
+    fattn::fwd_f32(p);
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs the kernel lab on the GPU machine: correctness sweep, bench of our kernels and tile
+# variants, PyTorch anchors in the same run, optional compute-sanitizer. Logs go to $OUT.
+#   lab/run.sh [check] [bench] [torch] [sanitize]
+# The lab binary is built here (lab/build.sh) and carried in lab/bin/.
+set -uo pipefail
+cd "$(dirname "$0")"
+OUT="${OUT:-/tmp/lab-out}"; mkdir -p "$OUT"
+BIN=bin/lab
+[ -x "$BIN" ] || { tar -xJf bin/lab.tar.xz -C bin 2>/dev/null; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+for step in "$@"; do
+  case "$step" in
+    check) "$BIN" check 2>&1 | tee "$OUT/check.txt" ;;
+    bench) "$BIN" bench 2>&1 | tee "$OUT/bench.txt" ;;
+    torch) PYTHONUNBUFFERED=1 python3 torch_bench.py 2>&1 | tee "$OUT/torch.txt" ;;
+    sanitize)
+      LAB_SMALL=1 compute-sanitizer --tool memcheck "$BIN" check 2>&1 | tail -5 | tee "$OUT/memcheck.txt"
+      LAB_SMALL=1 compute-sanitizer --tool racecheck "$BIN" check 2>&1 | tail -5 | tee "$OUT/racecheck.txt" ;;
+  esac
+done
