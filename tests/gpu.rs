@@ -1,0 +1,452 @@
+//! Every GPU check, in one test binary (each file in tests/ links its own ~37 MB binary, and
+//! the GPU machine gets them carried, so they live together here).
+//!
+//! Without the `cuda` feature, or without a CUDA device, every test prints
+//! `SKIPPED: <test>: <reason>` and returns; run with `--nocapture` to see the lines.
+//! scripts/device-run.sh treats a SKIPPED line on the GPU machine as a failure.
+//!
+//! * `gpu_sweep_{f32,f16,bf16}`: the random sweep of tests/common on CUDA, 500 cases each,
+//!   with the GPU size space (decode caches up to 32k).
+//! * `gpu_decode`: sq 1..16 against sk up to 32k, GQA 1, 4, 8 and MQA, every mask kind.
+//! * `gpu_errors`: bad input on CUDA returns an `Error` naming the problem.
+//! * `gpu_output_poisoned`: every element written, fully masked rows exactly zero, two runs
+//!   bit-identical. `gpu_poison_reaches_allocations` checks the poisoning itself.
+//! * `gpu_nan_*`: NaN confinement, as the crate documents it.
+//! * `gpu_torch_oracle`: PyTorch float64 SDPA outputs from scripts/torch_oracle.py, read from
+//!   `$FUSED_ATTN_ORACLE_DIR`.
+//! * `gpu_sanitizer_subset`: a few small shapes per dtype and mask, for compute-sanitizer.
+//!
+//! Every GPU call runs into poisoned memory (see [`poison_pool`]), and every comparison uses
+//! the crate's one tolerance rule, `common::CaseResult::passes`. Seeds are fresh per run and
+//! printed; `FUSED_ATTN_SEED=N` reproduces a run.
+
+mod common;
+
+use candle_core::{DType, Device, Result, Tensor};
+use candle_fused_attn::{attention, attention_ref, AttnParams};
+use common::{case_seed, measure, oracle, Alibi, Case, CaseResult, Limits};
+
+const SWEEP_CASES: usize = 500;
+
+/// The CUDA device, or `None` after printing why the test is skipped.
+fn cuda_device(test: &str) -> Option<Device> {
+    if !cfg!(feature = "cuda") {
+        println!("SKIPPED: {test}: built without the `cuda` feature (build with --features cuda)");
+        return None;
+    }
+    match Device::new_cuda(0) {
+        Ok(dev) => Some(dev),
+        Err(e) => {
+            println!("SKIPPED: {test}: no CUDA device 0: {e}");
+            None
+        }
+    }
+}
+
+fn fresh_seed(test: &str) -> u64 {
+    let seed = match std::env::var("FUSED_ATTN_SEED") {
+        Ok(s) => s.parse().expect("FUSED_ATTN_SEED must be an integer"),
+        Err(_) => rand::random(),
+    };
+    println!("{test}: seed {seed} (FUSED_ATTN_SEED={seed} reproduces)");
+    seed
+}
+
+/// Fills `bytes` of device memory with all-ones bits (NaN in f32, f16 and bf16) and frees
+/// it. candle allocates from CUDA's stream-ordered pool, so the next allocations on the
+/// same stream, our output among them, reuse this memory: an element the kernel never
+/// writes stays NaN and fails the finiteness check. `gpu_poison_reaches_allocations`
+/// checks that the pool really hands it back.
+fn poison_pool(dev: &Device, bytes: usize) -> Result<()> {
+    drop(Tensor::full(u32::MAX, bytes.div_ceil(4).max(1), dev)?);
+    Ok(())
+}
+
+/// Enough poison for the output and any scratch the op allocates (split-KV partials).
+fn poison_for(dev: &Device, q: &Tensor) -> Result<()> {
+    poison_pool(dev, (8 * q.elem_count() * q.dtype().size_in_bytes()).max(1 << 20))
+}
+
+/// One case on `dev`: our op into poisoned memory, the naive path in the same dtype (on
+/// `dev`, or on the CPU when `naive_on_cpu`, so that only our kernels run on the GPU), and
+/// the f64 oracle on the CPU.
+fn check(dev: &Device, dtype: DType, case: &Case, naive_on_cpu: bool) -> Result<CaseResult> {
+    let (q, k, v, p) = case.inputs(dev, dtype)?;
+    poison_for(dev, &q)?;
+    let fused = attention(&q, &k, &v, &p)?;
+    assert_eq!((fused.dims(), fused.dtype()), (q.dims(), dtype), "fused output shape and dtype");
+    let naive = if naive_on_cpu {
+        let cpu = |t: &Tensor| t.to_device(&Device::Cpu);
+        let mut pc = p.clone();
+        pc.alibi_slopes = p.alibi_slopes.as_ref().map(cpu).transpose()?;
+        attention_ref(&cpu(&q)?, &cpu(&k)?, &cpu(&v)?, &pc)?
+    } else {
+        attention_ref(&q, &k, &v, &p)?
+    };
+    measure(dtype, &fused, &naive, &oracle(&q, &k, &v, &p)?, &v)
+}
+
+fn describe(case: &Case) -> String {
+    let mut s = format!(
+        "(b{},h{},hkv{},sq{},sk{},d{})",
+        case.batch, case.heads, case.kv_heads, case.seq_q, case.seq_k, case.head_dim
+    );
+    if case.causal {
+        s += " causal";
+    }
+    if (case.window_left, case.window_right) != (None, None) {
+        s += &format!(" window ({:?},{:?})", case.window_left, case.window_right);
+    }
+    if let Some(c) = case.softcap {
+        s += &format!(" softcap {c}");
+    }
+    if case.alibi != Alibi::None {
+        s += &format!(" alibi {:?}", case.alibi);
+    }
+    s
+}
+
+/// Checks every (dtype, case), prints each failure and the worst margin, fails if any did.
+fn check_all(test: &str, dev: &Device, cases: &[(DType, Case)], naive_on_cpu: bool) {
+    let mut failures = Vec::new();
+    let mut worst = (0f64, String::new());
+    for (dtype, case) in cases {
+        let r = check(dev, *dtype, case, naive_on_cpu)
+            .unwrap_or_else(|e| panic!("{test}: {dtype:?} {}: error {e}", describe(case)));
+        if r.ratio() > worst.0 {
+            worst = (r.ratio(), format!("{dtype:?} {}", describe(case)));
+        }
+        if !r.passes() {
+            let line = format!("{dtype:?} {} (case seed {}): {r:?}, allowed {:.3e}", describe(case), case.seed, r.allowed());
+            println!("{test}: FAIL {line}");
+            failures.push(line);
+        }
+    }
+    println!("{test}: {} cases, {} failed; worst error/allowed {:.3} at {}", cases.len(), failures.len(), worst.0, worst.1);
+    assert!(failures.is_empty(), "{test}: {} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+fn sweep(test: &str, dtype: DType) {
+    let Some(dev) = cuda_device(test) else { return };
+    let seed = fresh_seed(test);
+    let limits = Limits::gpu();
+    let cases: Vec<_> = (0..SWEEP_CASES).map(|i| (dtype, Case::random(case_seed(seed, i), &limits))).collect();
+    check_all(test, &dev, &cases, false);
+}
+
+#[test]
+fn gpu_sweep_f32() {
+    sweep("gpu_sweep_f32", DType::F32);
+}
+
+#[test]
+fn gpu_sweep_f16() {
+    sweep("gpu_sweep_f16", DType::F16);
+}
+
+#[test]
+fn gpu_sweep_bf16() {
+    sweep("gpu_sweep_bf16", DType::BF16);
+}
+
+/// Decode: a KV-cache step (sq 1) and speculative steps (sq up to 16) against caches of up
+/// to 32k, with GQA ratios 1, 4, 8 and MQA, every mask kind, every dtype.
+#[test]
+fn gpu_decode() {
+    let Some(dev) = cuda_device("gpu_decode") else { return };
+    let seed = fresh_seed("gpu_decode");
+    let dtypes = [DType::BF16, DType::F16, DType::F32];
+    let mut cases = Vec::new();
+    let mut i = 0usize;
+    for (heads, kv_heads) in [(32, 32), (32, 8), (32, 4), (16, 1)] {
+        for seq_q in [1, 3, 8, 16] {
+            for seq_k in [1, 100, 2049, 8191, 32768] {
+                let batch = if seq_k >= 8191 { 1 } else { 2 };
+                let head_dim = [128, 64, 128, 96][i % 4];
+                let mut c = Case::plain(case_seed(seed, i), (batch, heads, kv_heads, seq_q, seq_k, head_dim));
+                // (i + i/5) rotates the mask against sk, so every sk meets every mask kind.
+                match (i + i / 5) % 5 {
+                    0 => c.causal = true,
+                    1 => {}
+                    2 => (c.window_left, c.window_right) = (Some(seq_k / 3), Some(0)),
+                    3 => (c.causal, c.alibi) = (true, Alibi::PerHead),
+                    _ => (c.causal, c.softcap) = (true, Some(30.0)),
+                }
+                cases.push((dtypes[i % 3], c));
+                i += 1;
+            }
+        }
+    }
+    check_all("gpu_decode", &dev, &cases, false);
+}
+
+fn expect_error(what: &str, result: Result<Tensor>, needle: &str) {
+    match result {
+        Ok(t) => panic!("gpu_errors: {what}: expected an error containing {needle:?}, got a tensor {:?}", t.dims()),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.contains(needle), "gpu_errors: {what}: error {msg:?} does not contain {needle:?}");
+            println!("gpu_errors: {what}: {msg}");
+        }
+    }
+}
+
+/// Bad input on CUDA returns an `Error` that names the problem, before any launch.
+#[test]
+fn gpu_errors() -> Result<()> {
+    let Some(dev) = cuda_device("gpu_errors") else { return Ok(()) };
+    let cpu = Device::Cpu;
+    let t = |dims: (usize, usize, usize, usize), dt: DType, d: &Device| Tensor::zeros(dims, dt, d);
+    let q = t((1, 4, 2, 64), DType::BF16, &dev)?;
+    let k = t((1, 8, 2, 64), DType::BF16, &dev)?;
+    let p = AttnParams::new(0.125);
+
+    let k_cpu = t((1, 8, 2, 64), DType::BF16, &cpu)?;
+    expect_error("k on the CPU, q and v on CUDA", attention(&q, &k_cpu, &k, &p), "one device");
+    expect_error("q on the CPU, k and v on CUDA", attention(&k_cpu, &k, &k, &p), "one device");
+    let slopes_cpu = Tensor::new(&[0.5f32, 0.25], &cpu)?;
+    let with_cpu_slopes = AttnParams::new(0.125).alibi_slopes(&slopes_cpu);
+    expect_error("ALiBi slopes on the CPU", attention(&q, &k, &k, &with_cpu_slopes), "alibi_slopes are on");
+    let k16 = t((1, 8, 2, 64), DType::F16, &dev)?;
+    expect_error("k f16, q bf16", attention(&q, &k16, &k16, &p), "dtypes differ");
+    let (q64, k64) = (t((1, 4, 2, 64), DType::F64, &dev)?, t((1, 8, 2, 64), DType::F64, &dev)?);
+    expect_error("f64 on CUDA", attention(&q64, &k64, &k64, &p), "unsupported dtype");
+    let (qbig, kbig) = (t((1, 4, 2, 320), DType::BF16, &dev)?, t((1, 8, 2, 320), DType::BF16, &dev)?);
+    expect_error("head_dim 320", attention(&qbig, &kbig, &kbig, &p), "above the supported maximum");
+    let q3 = t((1, 4, 3, 64), DType::BF16, &dev)?;
+    expect_error("3 q heads over 2 kv heads", attention(&q3, &k, &k, &p), "must divide");
+    let v_short = t((1, 7, 2, 64), DType::BF16, &dev)?;
+    expect_error("k and v lengths differ", attention(&q, &k, &v_short, &p), "sequence lengths differ");
+    Ok(())
+}
+
+/// The poisoning that every GPU check relies on reaches a later allocation; if candle or
+/// the driver stops reusing pool memory, this test says so instead of the checks going blind.
+#[test]
+fn gpu_poison_reaches_allocations() -> Result<()> {
+    let Some(dev) = cuda_device("gpu_poison_reaches_allocations") else { return Ok(()) };
+    poison_reaches(&dev)
+}
+
+#[cfg(feature = "cuda")]
+fn poison_reaches(dev: &Device) -> Result<()> {
+    let cuda = dev.as_cuda_device()?;
+    let bytes = 3 << 20;
+    poison_pool(dev, 4 * bytes)?;
+    // SAFETY: the uninitialized slice is only copied back to the host and inspected as
+    // bytes; no kernel reads it as data.
+    let fresh = unsafe { cuda.alloc::<u8>(bytes)? };
+    let host = cuda.clone_dtoh(&fresh)?;
+    let poisoned = host.iter().filter(|&&b| b == 0xFF).count();
+    println!("gpu_poison_reaches_allocations: {poisoned} of {bytes} bytes of a fresh allocation hold the poison");
+    assert_eq!(poisoned, bytes, "the pool did not hand the poisoned memory back: output poisoning is blind");
+    Ok(())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn poison_reaches(_: &Device) -> Result<()> {
+    unreachable!("cuda_device returns None without the cuda feature")
+}
+
+fn to_f64_vec(t: &Tensor) -> Result<Vec<f64>> {
+    t.to_device(&Device::Cpu)?.to_dtype(DType::F64)?.flatten_all()?.to_vec1::<f64>()
+}
+
+/// Every output element is written: the output memory starts as NaN bits, the result is
+/// finite, within tolerance, exactly zero on rows that see no key, and the same bits on a
+/// second run (a difference means a race or an unwritten element).
+#[test]
+fn gpu_output_poisoned() -> Result<()> {
+    let Some(dev) = cuda_device("gpu_output_poisoned") else { return Ok(()) };
+    let seed = fresh_seed("gpu_output_poisoned");
+    let shapes = [
+        // (b, h, hkv, sq, sk, d), dtype, causal, window
+        ((2, 8, 2, 130, 61, 64), DType::BF16, true, (None, None)), // rows 0..69 see no key
+        ((1, 4, 4, 1, 4097, 128), DType::F16, true, (None, None)),
+        ((1, 32, 8, 16, 32768, 128), DType::BF16, true, (None, None)),
+        ((3, 6, 3, 77, 77, 96), DType::F32, false, (Some(5), Some(2))),
+        ((1, 4, 1, 200, 90, 256), DType::BF16, false, (Some(20), Some(3))), // some rows empty
+        ((2, 16, 16, 513, 513, 32), DType::F16, false, (None, None)),
+    ];
+    for (i, (shape, dtype, causal, (wl, wr))) in shapes.into_iter().enumerate() {
+        let mut case = Case::plain(case_seed(seed, i), shape);
+        (case.causal, case.window_left, case.window_right) = (causal, wl, wr);
+        let (q, k, v, p) = case.inputs(&dev, dtype)?;
+        poison_for(&dev, &q)?;
+        let first = attention(&q, &k, &v, &p)?;
+        poison_for(&dev, &q)?;
+        let second = attention(&q, &k, &v, &p)?;
+        let (a, b) = (to_f64_vec(&first)?, to_f64_vec(&second)?);
+        let unwritten = a.iter().filter(|x| !x.is_finite()).count();
+        assert_eq!(unwritten, 0, "{}: {unwritten} output elements not written (poison left)", describe(&case));
+        let differ = a.iter().zip(&b).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+        assert_eq!(differ, 0, "{}: two runs on the same input differ in {differ} elements", describe(&case));
+
+        let r = measure(dtype, &first, &attention_ref(&q, &k, &v, &p)?, &oracle(&q, &k, &v, &p)?, &v)?;
+        assert!(r.passes(), "{dtype:?} {}: {r:?}", describe(&case));
+        // Rows with no visible key are exactly zero (the oracle is zero there too, so the
+        // tolerance alone would allow tiny values).
+        let (b_, sq, h, d) = q.dims4()?;
+        let empty_rows: Vec<usize> = (0..sq).filter(|&i| visible_keys(&p, i, sq, case.seq_k) == 0).collect();
+        for bi in 0..b_ {
+            for &row in &empty_rows {
+                let start = (bi * sq + row) * h * d;
+                assert!(a[start..start + h * d].iter().all(|&x| x == 0.0), "{}: empty row {row} not zero", describe(&case));
+            }
+        }
+        println!("gpu_output_poisoned: {dtype:?} {}: ok, {} empty rows, error/allowed {:.3}", describe(&case), empty_rows.len(), r.ratio());
+    }
+    Ok(())
+}
+
+/// How many keys row `i` sees under `p` (bottom-right aligned), as the crate documents.
+fn visible_keys(p: &AttnParams, i: usize, sq: usize, sk: usize) -> usize {
+    let diag = i as i64 + sk as i64 - sq as i64;
+    let right = if p.causal { Some(0) } else { p.window_size_right };
+    let lo = p.window_size_left.map_or(0, |l| (diag - l as i64).max(0));
+    let hi = right.map_or(sk as i64, |r| (diag + r as i64 + 1).min(sk as i64));
+    (hi - lo).max(0) as usize
+}
+
+/// `t` with one (batch, seq, head) row set to NaN, on `t`'s device.
+fn with_nan_row(t: &Tensor, (b, s, h): (usize, usize, usize)) -> Result<Tensor> {
+    let (_, sn, hn, d) = t.dims4()?;
+    let mut data = t.to_device(&Device::Cpu)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+    let start = ((b * sn + s) * hn + h) * d;
+    data[start..start + d].fill(f32::NAN);
+    Tensor::from_vec(data, t.dims(), &Device::Cpu)?.to_dtype(t.dtype())?.to_device(t.device())
+}
+
+/// (batch, seq, head) rows of `out` that hold any NaN.
+fn nan_rows(out: &Tensor) -> Result<Vec<(usize, usize, usize)>> {
+    let (b, s, h, d) = out.dims4()?;
+    let data = to_f64_vec(out)?;
+    let mut rows = Vec::new();
+    for bi in 0..b {
+        for si in 0..s {
+            for hi in 0..h {
+                let start = ((bi * s + si) * h + hi) * d;
+                if data[start..start + d].iter().any(|x| x.is_nan()) {
+                    rows.push((bi, si, hi));
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// NaN in one query row reaches exactly that row's output (GQA heads share a block).
+#[test]
+fn gpu_nan_in_a_query_row_stays_in_that_row() -> Result<()> {
+    let Some(dev) = cuda_device("gpu_nan_in_a_query_row_stays_in_that_row") else { return Ok(()) };
+    let seed = fresh_seed("gpu_nan_in_a_query_row_stays_in_that_row");
+    for (i, (dtype, sq, causal)) in [(DType::BF16, 37, false), (DType::F16, 130, true), (DType::F32, 3, true)].into_iter().enumerate() {
+        let case = Case::plain(case_seed(seed, i), (2, 8, 2, sq, 300, 64));
+        let (q, k, v, _) = case.inputs(&dev, dtype)?;
+        let p = AttnParams::new(0.125).causal(causal);
+        let target = (1, sq / 2, 5);
+        let out = attention(&with_nan_row(&q, target)?, &k, &v, &p)?;
+        assert_eq!(nan_rows(&out)?, vec![target], "{dtype:?} sq {sq} causal {causal}");
+    }
+    Ok(())
+}
+
+/// NaN in one key reaches exactly the rows that see it: causal, sq = sk, rows i ≥ j of the
+/// q heads reading that kv head (and, with a left window, only up to j + window).
+#[test]
+fn gpu_nan_in_a_key_reaches_only_rows_that_see_it() -> Result<()> {
+    let Some(dev) = cuda_device("gpu_nan_in_a_key_reaches_only_rows_that_see_it") else { return Ok(()) };
+    let seed = fresh_seed("gpu_nan_in_a_key_reaches_only_rows_that_see_it");
+    let (s, h, hkv, j, kvh) = (700, 4, 2, 300, 1);
+    for (i, dtype) in [DType::BF16, DType::F16, DType::F32].into_iter().enumerate() {
+        let case = Case::plain(case_seed(seed, i), (1, h, hkv, s, s, 64));
+        let (q, k, v, _) = case.inputs(&dev, dtype)?;
+        let k_nan = with_nan_row(&k, (0, j, kvh))?;
+        for window_left in [None, Some(100)] {
+            let p = AttnParams::new(0.125).causal(true).window(window_left, Some(0));
+            let out = attention(&q, &k_nan, &v, &p)?;
+            let sees = |si: usize, hi: usize| hi / (h / hkv) == kvh && si >= j && window_left.is_none_or(|l| si <= j + l);
+            let expected: Vec<_> = (0..s).flat_map(|si| (0..h).map(move |hi| (0, si, hi))).filter(|&(_, si, hi)| sees(si, hi)).collect();
+            assert_eq!(nan_rows(&out)?, expected, "{dtype:?} window_left {window_left:?}");
+        }
+    }
+    Ok(())
+}
+
+/// Compares with PyTorch float64 SDPA on the cases scripts/torch_oracle.py wrote, with the
+/// same rule as every other check (torch's output in place of `attention_ref` in f64).
+#[test]
+fn gpu_torch_oracle() -> Result<()> {
+    let Some(dev) = cuda_device("gpu_torch_oracle") else { return Ok(()) };
+    let Ok(dir) = std::env::var("FUSED_ATTN_ORACLE_DIR") else {
+        println!("SKIPPED: gpu_torch_oracle: FUSED_ATTN_ORACLE_DIR is not set (scripts/torch_oracle.py writes the files)");
+        return Ok(());
+    };
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "gpu_torch_oracle: no .safetensors files in {dir}");
+    let mut failures = Vec::new();
+    for path in &paths {
+        let name = path.file_stem().unwrap_or_default().to_string_lossy().to_string();
+        let tensors = candle_core::safetensors::load(path, &dev)?;
+        let get = |key: &str| {
+            tensors.get(key).cloned().ok_or_else(|| candle_core::Error::Msg(format!("{}: no tensor {key}", path.display())))
+        };
+        let (q, k, v, torch_out) = (get("q")?, get("k")?, get("v")?, get("out")?);
+        // [softmax_scale, causal, window_left, window_right], -1 = unbounded.
+        let meta = get("params")?.to_vec1::<f64>()?;
+        let window = |x: f64| (x >= 0.0).then_some(x as usize);
+        let mut p = AttnParams::new(meta[0] as f32).causal(meta[1] != 0.0).window(window(meta[2]), window(meta[3]));
+        if let Some(slopes) = tensors.get("alibi_slopes") {
+            p = p.alibi_slopes(slopes);
+        }
+        poison_for(&dev, &q)?;
+        let fused = attention(&q, &k, &v, &p)?;
+        let naive = attention_ref(&q, &k, &v, &p)?;
+        let r = measure(q.dtype(), &fused, &naive, &torch_out, &v)?;
+        let line = format!(
+            "{name:34} {:?} {:?}: fused err {:.3e}, naive err {:.3e}, allowed {:.3e}, fused rel-L2 {:.2e}",
+            q.dims(),
+            q.dtype(),
+            r.fused_max_abs,
+            r.naive_max_abs,
+            r.allowed(),
+            r.fused_rel_l2
+        );
+        println!("gpu_torch_oracle: {line}{}", if r.passes() { "" } else { "  FAIL" });
+        if !r.passes() {
+            failures.push(line);
+        }
+    }
+    println!("gpu_torch_oracle: {} cases from {dir}, {} failed", paths.len(), failures.len());
+    assert!(failures.is_empty(), "gpu_torch_oracle: {} of {} failed:\n{}", failures.len(), paths.len(), failures.join("\n"));
+    Ok(())
+}
+
+/// Small enough for compute-sanitizer memcheck and racecheck: a few shapes (odd sizes, GQA,
+/// decode) per dtype and mask kind. The naive path runs on the CPU, so only our kernels
+/// (and the poison fill) run on the GPU under the sanitizer.
+#[test]
+fn gpu_sanitizer_subset() {
+    let Some(dev) = cuda_device("gpu_sanitizer_subset") else { return };
+    let seed = fresh_seed("gpu_sanitizer_subset");
+    let mut cases = Vec::new();
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        for shape in [(1, 2, 1, 17, 33, 64), (1, 4, 2, 70, 70, 128), (2, 8, 2, 1, 300, 128), (1, 2, 2, 5, 129, 40)] {
+            for mask in 0..4 {
+                let mut c = Case::plain(case_seed(seed, cases.len()), shape);
+                match mask {
+                    0 => {}
+                    1 => c.causal = true,
+                    2 => (c.window_left, c.window_right) = (Some(7), Some(3)),
+                    _ => (c.causal, c.alibi, c.softcap) = (true, Alibi::PerHead, Some(20.0)),
+                }
+                cases.push((dtype, c));
+            }
+        }
+    }
+    check_all("gpu_sanitizer_subset", &dev, &cases, true);
+}
