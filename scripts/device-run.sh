@@ -78,19 +78,18 @@ record() { # stage, PASS|FAIL, seconds, note
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   echo "pack: $PACK ($(cat "$WORK/PACK_INFO" 2>/dev/null | tr '\n' ' '))"
   for b in "$BIN"/*; do
-    missing="$(ldd "$b" 2>&1 | grep -c 'not found')"
-    echo "ldd $(basename "$b"): $missing libraries not found"
+    echo "ldd $(basename "$b"): $(ldd "$b" 2>&1 | grep -c '=> not found') libraries not found"
     ldd "$b" 2>&1 | grep -E 'not found|libcuda|libcublas|libcurand|libnvrtc|libcudart' | sed 's/^/    /'
   done
 } | tee "$WORK/env.txt"
-MISSING_LIBS="$(grep -c 'not found$' "$WORK/env.txt" || true)"
+MISSING_LIBS="$(for b in "$BIN"/*; do ldd "$b" 2>&1; done | grep -c '=> not found' || true)"
 
 # Runs a command with a time limit, its output into a log; echoes elapsed seconds.
 timed() { # limit log cmd...
   local limit="$1" log="$2"
   shift 2
   local t0=$SECONDS
-  echo "\$ $*" >>"$log"
+  { printf '$'; printf ' %q' "$@"; echo; } >>"$log"
   timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
   local rc=$?
   echo "(exit $rc after $((SECONDS - t0)) s)" >>"$log"
