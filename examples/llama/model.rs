@@ -1,0 +1,493 @@
+//! A LLaMA-architecture decoder in plain candle ops: RMSNorm, RoPE, SwiGLU, GQA attention
+//! and a KV cache preallocated to the run's length and written in place.
+//!
+//! Weights come from a GGUF file (dequantized to the run dtype) or are random at the
+//! shapes of a real model (`Config::llama3_8b`, `Config::llama2_7b`), for throughput runs.
+//!
+//! The two attention back ends see the same q, the same cache and the same scale; only the
+//! attention itself differs:
+//! * [`Attention::Naive`] is candle-transformers' llama: upcast to f32, `repeat_kv`,
+//!   `q kᵀ / √d`, causal mask, `softmax_last_dim`, `· v`, back to the run dtype.
+//! * [`Attention::Fused`] is `candle_fused_attn::flash_attn` on the un-repeated K/V views of
+//!   the cache; its mask is bottom-right aligned, so a prefill and a decode step are the
+//!   same call.
+
+use std::path::Path;
+
+use candle_core::quantized::gguf_file;
+use candle_core::{bail, DType, Device, Module, Result, Tensor, D};
+use candle_nn::{Embedding, Linear};
+
+/// Which attention implementation the model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attention {
+    Fused,
+    Naive,
+}
+
+impl Attention {
+    pub fn name(self) -> &'static str {
+        match self {
+            Attention::Fused => "fused",
+            Attention::Naive => "naive",
+        }
+    }
+}
+
+/// The dimensions and constants of a LLaMA-architecture model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub num_layers: usize,
+    pub num_heads: usize,
+    pub num_kv_heads: usize,
+    pub head_dim: usize,
+    pub rope_theta: f32,
+    pub rms_norm_eps: f32,
+    /// The context length the model was trained for (longer runs are allowed; RoPE extrapolates).
+    pub context_length: usize,
+    /// Whether the output projection reuses the token embedding.
+    pub tied_embeddings: bool,
+}
+
+impl Config {
+    /// Meta-Llama-3-8B's shapes (GQA 32:8, 128k vocabulary, untied output).
+    pub fn llama3_8b() -> Self {
+        Self {
+            vocab_size: 128_256,
+            hidden_size: 4096,
+            intermediate_size: 14_336,
+            num_layers: 32,
+            num_heads: 32,
+            num_kv_heads: 8,
+            head_dim: 128,
+            rope_theta: 500_000.0,
+            rms_norm_eps: 1e-5,
+            context_length: 8192,
+            tied_embeddings: false,
+        }
+    }
+
+    /// Llama-2-7B's shapes (multi-head attention, 32k vocabulary, untied output).
+    pub fn llama2_7b() -> Self {
+        Self {
+            vocab_size: 32_000,
+            hidden_size: 4096,
+            intermediate_size: 11_008,
+            num_layers: 32,
+            num_heads: 32,
+            num_kv_heads: 32,
+            head_dim: 128,
+            rope_theta: 10_000.0,
+            rms_norm_eps: 1e-5,
+            context_length: 4096,
+            tied_embeddings: false,
+        }
+    }
+
+    /// Reads the `llama.*` metadata of a GGUF file.
+    pub fn from_gguf(content: &gguf_file::Content) -> Result<Self> {
+        let arch = metadata(content, "general.architecture")?.to_string()?.clone();
+        if arch != "llama" {
+            bail!("the GGUF's general.architecture is {arch:?}; this example runs \"llama\" models only")
+        }
+        let usize_of = |key: &str| -> Result<usize> { Ok(metadata(content, key)?.to_u32()? as usize) };
+        let hidden_size = usize_of("llama.embedding_length")?;
+        let num_heads = usize_of("llama.attention.head_count")?;
+        let num_kv_heads = match content.metadata.get("llama.attention.head_count_kv") {
+            Some(v) => v.to_u32()? as usize,
+            None => num_heads,
+        };
+        let head_dim = match content.metadata.get("llama.rope.dimension_count") {
+            Some(v) => v.to_u32()? as usize,
+            None => hidden_size / num_heads,
+        };
+        if head_dim * num_heads != hidden_size {
+            bail!("unsupported GGUF: rope dimension {head_dim} × {num_heads} heads != embedding {hidden_size} (partial rotary is not implemented)")
+        }
+        let rope_theta = match content.metadata.get("llama.rope.freq_base") {
+            Some(v) => v.to_f32()?,
+            None => 10_000.0,
+        };
+        let vocab_size = match content.metadata.get("llama.vocab_size") {
+            Some(v) => v.to_u32()? as usize,
+            None => metadata(content, "tokenizer.ggml.tokens")?.to_vec()?.len(),
+        };
+        Ok(Self {
+            vocab_size,
+            hidden_size,
+            intermediate_size: usize_of("llama.feed_forward_length")?,
+            num_layers: usize_of("llama.block_count")?,
+            num_heads,
+            num_kv_heads,
+            head_dim,
+            rope_theta,
+            rms_norm_eps: metadata(content, "llama.attention.layer_norm_rms_epsilon")?.to_f32()?,
+            context_length: usize_of("llama.context_length")?,
+            tied_embeddings: !content.tensor_infos.contains_key("output.weight"),
+        })
+    }
+
+    /// Parameters, for the memory estimate printed before a synthetic model is built.
+    pub fn num_parameters(&self) -> usize {
+        let (h, kv) = (self.hidden_size, self.num_kv_heads * self.head_dim);
+        let per_layer = 2 * h * h + 2 * h * kv + 3 * h * self.intermediate_size + 2 * h;
+        let output = if self.tied_embeddings { 0 } else { self.vocab_size * h };
+        self.vocab_size * h + self.num_layers * per_layer + h + output
+    }
+}
+
+/// Opens a GGUF file and reads its header (metadata and tensor directory).
+pub fn open_gguf(path: &Path) -> Result<(gguf_file::Content, std::fs::File)> {
+    let mut file = std::fs::File::open(path)
+        .map_err(|e| candle_core::Error::Msg(format!("cannot open model {}: {e}", path.display())))?;
+    let content = gguf_file::Content::read(&mut file).map_err(|e| e.with_path(path))?;
+    Ok((content, file))
+}
+
+pub fn metadata<'a>(content: &'a gguf_file::Content, key: &str) -> Result<&'a gguf_file::Value> {
+    match content.metadata.get(key) {
+        Some(v) => Ok(v),
+        None => bail!("the GGUF has no metadata key {key:?}"),
+    }
+}
+
+struct Block {
+    attn_norm: Tensor,
+    wq: Linear,
+    wk: Linear,
+    wv: Linear,
+    wo: Linear,
+    ffn_norm: Tensor,
+    w_gate: Linear,
+    w_up: Linear,
+    w_down: Linear,
+}
+
+/// Per-layer K and V buffers of shape `(1, kv_heads, capacity, head_dim)` (the layout
+/// candle-transformers' llama keeps), allocated once and written in place with `slice_set`.
+pub struct KvCache {
+    k: Vec<Tensor>,
+    v: Vec<Tensor>,
+    len: usize,
+    capacity: usize,
+}
+
+impl KvCache {
+    pub fn new(cfg: &Config, capacity: usize, dtype: DType, device: &Device) -> Result<Self> {
+        let shape = (1, cfg.num_kv_heads, capacity, cfg.head_dim);
+        let zeros = || Tensor::zeros(shape, dtype, device);
+        Ok(Self {
+            k: (0..cfg.num_layers).map(|_| zeros()).collect::<Result<_>>()?,
+            v: (0..cfg.num_layers).map(|_| zeros()).collect::<Result<_>>()?,
+            len: 0,
+            capacity,
+        })
+    }
+}
+
+pub struct Llama {
+    cfg: Config,
+    embed: Embedding,
+    blocks: Vec<Block>,
+    output_norm: Tensor,
+    lm_head: Linear,
+    /// RoPE tables `(max_positions, head_dim / 2)` in the run dtype.
+    cos: Tensor,
+    sin: Tensor,
+    device: Device,
+}
+
+impl Llama {
+    /// Builds the model from an opened GGUF (see [`open_gguf`]), dequantizing every weight
+    /// to `dtype` on `device`. `max_positions` sizes the RoPE tables: the longest run
+    /// (prompt + generated) to expect.
+    pub fn from_gguf(
+        content: &gguf_file::Content,
+        file: &mut std::fs::File,
+        device: &Device,
+        dtype: DType,
+        max_positions: usize,
+    ) -> Result<Self> {
+        let cfg = Config::from_gguf(content)?;
+        // Dequantize on the CPU (every quantization type candle knows is supported there),
+        // then convert and move: this runs once, and the run itself uses dense weights.
+        let mut weight = |name: &str| -> Result<Tensor> {
+            content
+                .tensor(file, name, &Device::Cpu)?
+                .dequantize(&Device::Cpu)?
+                .to_dtype(dtype)?
+                .to_device(device)
+        };
+        let embed_weight = weight("token_embd.weight")?;
+        let mut blocks = Vec::with_capacity(cfg.num_layers);
+        for i in 0..cfg.num_layers {
+            let mut w = |suffix: &str| weight(&format!("blk.{i}.{suffix}.weight"));
+            blocks.push(Block {
+                attn_norm: w("attn_norm")?,
+                wq: Linear::new(w("attn_q")?, None),
+                wk: Linear::new(w("attn_k")?, None),
+                wv: Linear::new(w("attn_v")?, None),
+                wo: Linear::new(w("attn_output")?, None),
+                ffn_norm: w("ffn_norm")?,
+                w_gate: Linear::new(w("ffn_gate")?, None),
+                w_up: Linear::new(w("ffn_up")?, None),
+                w_down: Linear::new(w("ffn_down")?, None),
+            });
+        }
+        let output_norm = weight("output_norm.weight")?;
+        let lm_head = if cfg.tied_embeddings { embed_weight.clone() } else { weight("output.weight")? };
+        Self::assemble(cfg, embed_weight, blocks, output_norm, lm_head, device, dtype, max_positions)
+    }
+
+    /// Random weights at `cfg`'s shapes: uniform with variance `1 / fan_in`, so activations
+    /// stay O(1) through every layer; norms are ones. For throughput only (no text). A seed
+    /// gives the same weights on the same kind of device (the CPU and CUDA generators differ).
+    pub fn synthetic(cfg: Config, seed: u64, device: &Device, dtype: DType, max_positions: usize) -> Result<Self> {
+        if device.is_cuda() {
+            device.set_seed(seed)?;
+        }
+        let mut tensor_index = 0u64;
+        let mut random = |rows: usize, cols: usize| -> Result<Tensor> {
+            tensor_index += 1;
+            let bound = (3.0 / cols as f64).sqrt();
+            let t = if device.is_cpu() {
+                cpu_uniform(rows * cols, bound, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ tensor_index)?
+                    .reshape((rows, cols))?
+            } else {
+                Tensor::rand(-bound as f32, bound as f32, (rows, cols), device)?
+            };
+            t.to_dtype(dtype)
+        };
+        let ones = |n: usize| Tensor::ones(n, dtype, device);
+        let (h, kv) = (cfg.hidden_size, cfg.num_kv_heads * cfg.head_dim);
+        let embed_weight = random(cfg.vocab_size, h)?;
+        let mut blocks = Vec::with_capacity(cfg.num_layers);
+        for _ in 0..cfg.num_layers {
+            blocks.push(Block {
+                attn_norm: ones(h)?,
+                wq: Linear::new(random(h, h)?, None),
+                wk: Linear::new(random(kv, h)?, None),
+                wv: Linear::new(random(kv, h)?, None),
+                wo: Linear::new(random(h, h)?, None),
+                ffn_norm: ones(h)?,
+                w_gate: Linear::new(random(cfg.intermediate_size, h)?, None),
+                w_up: Linear::new(random(cfg.intermediate_size, h)?, None),
+                w_down: Linear::new(random(h, cfg.intermediate_size)?, None),
+            });
+        }
+        let lm_head = if cfg.tied_embeddings { embed_weight.clone() } else { random(cfg.vocab_size, h)? };
+        let output_norm = ones(h)?;
+        Self::assemble(cfg, embed_weight, blocks, output_norm, lm_head, device, dtype, max_positions)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        cfg: Config,
+        embed_weight: Tensor,
+        blocks: Vec<Block>,
+        output_norm: Tensor,
+        lm_head: Tensor,
+        device: &Device,
+        dtype: DType,
+        max_positions: usize,
+    ) -> Result<Self> {
+        let (cos, sin) = rope_tables(&cfg, max_positions, device, dtype)?;
+        Ok(Self {
+            embed: Embedding::new(embed_weight, cfg.hidden_size),
+            blocks,
+            output_norm,
+            lm_head: Linear::new(lm_head, None),
+            cos,
+            sin,
+            device: device.clone(),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The dtype of weights, activations and the KV cache.
+    pub fn dtype(&self) -> DType {
+        self.output_norm.dtype()
+    }
+
+    /// The longest run the RoPE tables cover.
+    pub fn max_positions(&self) -> usize {
+        self.cos.dim(0).unwrap_or(0)
+    }
+
+    /// Runs `tokens` at positions `cache.len()..`, appends their K/V to the cache, and
+    /// returns the f32 logits `(vocab)` of the last token.
+    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache, attention: Attention) -> Result<Tensor> {
+        let (pos, seq_len) = (cache.len, tokens.len());
+        if seq_len == 0 {
+            bail!("forward needs at least one token")
+        }
+        let end = pos + seq_len;
+        if end > cache.capacity || end > self.max_positions() {
+            bail!(
+                "the run needs {end} positions but the KV cache holds {} and the RoPE tables cover {}",
+                cache.capacity,
+                self.max_positions()
+            )
+        }
+        let cos = self.cos.narrow(0, pos, seq_len)?;
+        let sin = self.sin.narrow(0, pos, seq_len)?;
+        // candle-transformers builds its causal mask once per forward and shares it.
+        let mask = match attention {
+            Attention::Naive if seq_len > 1 => Some(causal_mask(seq_len, end, &self.device)?),
+            _ => None,
+        };
+        let mut x = self.embed.forward(&Tensor::new(tokens, &self.device)?.unsqueeze(0)?)?;
+        for (i, block) in self.blocks.iter().enumerate() {
+            let (k_cache, v_cache) = (&cache.k[i], &cache.v[i]);
+            x = self.block_forward(block, &x, &cos, &sin, (k_cache, v_cache), pos, attention, mask.as_ref())?;
+        }
+        cache.len = end;
+        let last = x.narrow(1, seq_len - 1, 1)?;
+        let last = rms_norm(&last, &self.output_norm, self.cfg.rms_norm_eps)?;
+        self.lm_head.forward(&last)?.flatten_all()?.to_dtype(DType::F32)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn block_forward(
+        &self,
+        b: &Block,
+        x: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        (k_cache, v_cache): (&Tensor, &Tensor),
+        pos: usize,
+        attention: Attention,
+        mask: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        let cfg = &self.cfg;
+        let (batch, seq_len, hidden) = x.dims3()?;
+        let (h, hkv, d) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+
+        let xn = rms_norm(x, &b.attn_norm, cfg.rms_norm_eps)?;
+        let heads = |t: Tensor, n: usize| t.reshape((batch, seq_len, n, d))?.transpose(1, 2)?.contiguous();
+        let q = heads(b.wq.forward(&xn)?, h)?;
+        let k = heads(b.wk.forward(&xn)?, hkv)?;
+        let v = heads(b.wv.forward(&xn)?, hkv)?;
+        // GGUF stores q/k rows permuted for llama.cpp's rotation of interleaved pairs
+        // (dims 0/1, 2/3, …), so the interleaved variant is the one that matches the weights.
+        let q = candle_nn::rotary_emb::rope_i(&q, cos, sin)?;
+        let k = candle_nn::rotary_emb::rope_i(&k, cos, sin)?;
+
+        k_cache.slice_set(&k, 2, pos)?;
+        v_cache.slice_set(&v, 2, pos)?;
+        let k_all = k_cache.narrow(2, 0, pos + seq_len)?; // (1, hkv, L, d), a view
+        let v_all = v_cache.narrow(2, 0, pos + seq_len)?;
+
+        let scale = 1.0 / (d as f64).sqrt();
+        let y = match attention {
+            Attention::Fused => {
+                // (b, s, heads, d) views: the op reads them through their strides, K/V un-repeated.
+                let out = candle_fused_attn::flash_attn(
+                    &q.transpose(1, 2)?,
+                    &k_all.transpose(1, 2)?,
+                    &v_all.transpose(1, 2)?,
+                    scale as f32,
+                    true,
+                )?;
+                out.reshape((batch, seq_len, hidden))?
+            }
+            Attention::Naive => naive_attention(&q, &k_all, &v_all, h / hkv, scale, mask)?
+                .transpose(1, 2)?
+                .reshape((batch, seq_len, hidden))?,
+        };
+        let x = (x + b.wo.forward(&y)?)?;
+
+        let xn = rms_norm(&x, &b.ffn_norm, cfg.rms_norm_eps)?;
+        let gate = candle_nn::ops::silu(&b.w_gate.forward(&xn)?)?;
+        let mlp = b.w_down.forward(&(gate * b.w_up.forward(&xn)?)?)?;
+        x + mlp
+    }
+}
+
+/// candle-nn's fused `rms_norm` accumulates in f32; f64 runs (the tests' oracle) take the
+/// plain-ops version, which stays in f64.
+fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32) -> Result<Tensor> {
+    if x.dtype() == DType::F64 {
+        candle_nn::ops::rms_norm_slow(x, weight, eps)
+    } else {
+        candle_nn::ops::rms_norm(x, weight, eps)
+    }
+}
+
+/// candle-transformers' llama attention (`models/llama.rs`, non-flash branch): q `(b, h, s, d)`,
+/// k/v `(b, hkv, L, d)`; returns `(b, h, s, d)` in q's dtype.
+fn naive_attention(q: &Tensor, k: &Tensor, v: &Tensor, n_rep: usize, scale: f64, mask: Option<&Tensor>) -> Result<Tensor> {
+    let in_dtype = q.dtype();
+    // f32 as candle-transformers; f64 (the tests' oracle) is kept.
+    let att_dtype = if in_dtype == DType::F64 { DType::F64 } else { DType::F32 };
+    let q = q.to_dtype(att_dtype)?;
+    let k = repeat_kv(k.to_dtype(att_dtype)?, n_rep)?;
+    let v = repeat_kv(v.to_dtype(att_dtype)?, n_rep)?;
+    let att = (q.matmul(&k.t()?)? * scale)?;
+    let att = match mask {
+        None => att,
+        Some(mask) => {
+            let mask = mask.broadcast_as(att.shape())?;
+            let neg_inf = Tensor::new(f32::NEG_INFINITY, att.device())?
+                .to_dtype(att_dtype)?
+                .broadcast_as(att.shape())?;
+            mask.where_cond(&neg_inf, &att)?
+        }
+    };
+    let att = candle_nn::ops::softmax_last_dim(&att)?;
+    att.matmul(&v.contiguous()?)?.to_dtype(in_dtype)
+}
+
+/// `candle_transformers::utils::repeat_kv`: `(b, hkv, L, d)` → `(b, hkv·n_rep, L, d)`.
+fn repeat_kv(x: Tensor, n_rep: usize) -> Result<Tensor> {
+    if n_rep == 1 {
+        return Ok(x);
+    }
+    let (b, hkv, len, d) = x.dims4()?;
+    Tensor::cat(&vec![&x; n_rep], 2)?.reshape((b, hkv * n_rep, len, d))
+}
+
+/// `(seq_len, total)` u8, 1 where key `j` is in the future of query `i` (bottom-right
+/// aligned: query `i` sits at position `total - seq_len + i`).
+fn causal_mask(seq_len: usize, total: usize, device: &Device) -> Result<Tensor> {
+    let offset = total - seq_len;
+    let mask: Vec<u8> = (0..seq_len)
+        .flat_map(|i| (0..total).map(move |j| u8::from(j > i + offset)))
+        .collect();
+    Tensor::from_slice(&mask, (seq_len, total), device)
+}
+
+/// `cos`/`sin` of `position · θ^(-2i/d)`, computed in f32 and stored in the run dtype.
+fn rope_tables(cfg: &Config, max_positions: usize, device: &Device, dtype: DType) -> Result<(Tensor, Tensor)> {
+    let half = cfg.head_dim / 2;
+    let inv_freq: Vec<f32> = (0..half)
+        .map(|i| 1.0 / cfg.rope_theta.powf(2.0 * i as f32 / cfg.head_dim as f32))
+        .collect();
+    let inv_freq = Tensor::from_vec(inv_freq, (1, half), device)?;
+    let positions = Tensor::arange(0u32, max_positions as u32, device)?
+        .to_dtype(DType::F32)?
+        .reshape((max_positions, 1))?;
+    let angles = positions.broadcast_mul(&inv_freq)?;
+    Ok((angles.cos()?.to_dtype(dtype)?, angles.sin()?.to_dtype(dtype)?))
+}
+
+/// `n` uniform values in `[-bound, bound)` from a seeded generator, as an f32 tensor.
+fn cpu_uniform(n: usize, bound: f64, seed: u64) -> Result<Tensor> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let bound = bound as f32;
+    let values: Vec<f32> = (0..n).map(|_| rng.random_range(-bound..bound)).collect();
+    Tensor::from_vec(values, n, &Device::Cpu)
+}
+
+/// Index of the largest logit.
+pub fn argmax(logits: &Tensor) -> Result<u32> {
+    logits.argmax(D::Minus1)?.to_scalar::<u32>()
+}
