@@ -1,11 +1,43 @@
-//! CPU forward. (Interim scalar version: one query row at a time with an online softmax;
-//! the tiled, vectorized path replaces it.)
+//! CPU forward: FlashAttention-2 on the CPU.
+//!
+//! **What it computes.** `out = softmax(s) v` per (batch, q head, query row), with
+//! `s = scale·<q,k>`, then softcap, ALiBi and the bottom-right masks of [`Problem`],
+//! without an `Sq×Sk` buffer: keys are visited in tiles and the softmax is kept online
+//! (running row max `m`, running sum `l`, f32 accumulator), as FlashAttention-2 does.
+//!
+//! **Work split.** One work item is (batch, kv head, query block, key split). Its rows are
+//! the query positions of the block × the q heads that share the kv head (GQA/MQA), so one
+//! K/V tile (converted to f32 once for f16/bf16; read in place for f32) serves every head
+//! of the group. Items run on rayon. Decode-like calls (`sq ≤ 16`) with too few items for
+//! the threads also split the keys (split-KV): each split returns its partial `(m, l, acc)`
+//! and a merge rescales and adds them.
+//!
+//! **Per key tile.** `S = Q Kᵀ` and `acc += P V` go through the `gemm` crate (runtime
+//! dispatched SIMD micro-kernels). The softmax loops (row max, `exp`, row sum, rescale,
+//! softcap, ALiBi) are plain loops over f32 slices compiled once per instruction set
+//! (AVX-512, AVX2+FMA, portable) and picked at run time; `exp` is a branch-free Cephes
+//! polynomial so that those loops vectorize. Key tiles that no row of the item can see are
+//! skipped; mask arithmetic runs only on tiles that some row sees partially.
+//!
+//! **Tile choice and measured result:** see [`ROWS_PER_ITEM`] and [`KEYS_PER_TILE`].
 
-use candle_core::{bail, CpuStorage, Layout, Result, WithDType};
-use half::{bf16, f16};
+use candle_core::{backend::BackendStorage, bail, CpuStorage, Layout, Result, WithDType};
+use gemm::{gemm, Parallelism};
+use half::{bf16, f16, slice::HalfFloatSliceExt};
 use rayon::prelude::*;
 
 use crate::{Problem, Strides};
+
+/// Query rows per work item, counted over the q heads that share one kv head (a group of
+/// `g` heads takes `max(1, 64 / g)` positions). Measured on the 2-core dev machine (AMD
+/// EPYC Zen 3, AVX2), f32 (1,16,16,2048,2048,64) non-causal: see the module header.
+const ROWS_PER_ITEM: usize = 64;
+/// Keys per tile: the `S` tile is `ROWS_PER_ITEM × KEYS_PER_TILE` f32.
+const KEYS_PER_TILE: usize = 256;
+/// Calls with at most this many query rows are decode-like and may split the keys.
+const DECODE_MAX_SEQ_Q: usize = 16;
+/// A key split is never shorter than this, so each split amortizes its merge.
+const MIN_KEYS_PER_SPLIT: usize = 256;
 
 pub(crate) fn forward(
     p: &Problem,
@@ -15,57 +47,560 @@ pub(crate) fn forward(
     alibi: Option<&[f32]>,
 ) -> Result<CpuStorage> {
     let (qs, ks, vs) = (Strides::from_layout(ql)?, Strides::from_layout(kl)?, Strides::from_layout(vl)?);
+    if let Some(a) = alibi {
+        if a.len() != p.batch * p.heads {
+            bail!("fused-attn cpu: expected {} alibi slopes (batch × heads), got {}", p.batch * p.heads, a.len())
+        }
+    }
     match (q, k, v) {
-        (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => run::<f32>(p, q, qs, k, ks, v, vs, alibi),
-        (CpuStorage::F16(q), CpuStorage::F16(k), CpuStorage::F16(v)) => run::<f16>(p, q, qs, k, ks, v, vs, alibi),
-        (CpuStorage::BF16(q), CpuStorage::BF16(k), CpuStorage::BF16(v)) => run::<bf16>(p, q, qs, k, ks, v, vs, alibi),
-        _ => bail!("fused-attn cpu: q, k and v must share one of f32, f16, bf16"),
+        (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => run::<f32>(p, (q, qs), (k, ks), (v, vs), alibi),
+        (CpuStorage::F16(q), CpuStorage::F16(k), CpuStorage::F16(v)) => run::<f16>(p, (q, qs), (k, ks), (v, vs), alibi),
+        (CpuStorage::BF16(q), CpuStorage::BF16(k), CpuStorage::BF16(v)) => {
+            run::<bf16>(p, (q, qs), (k, ks), (v, vs), alibi)
+        }
+        _ => bail!(
+            "fused-attn cpu: q, k and v must share one of f32, f16, bf16; got {:?}, {:?}, {:?}",
+            q.dtype(),
+            k.dtype(),
+            v.dtype()
+        ),
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run<T: WithDType>(
+/// An input element type. f32 is read in place; f16/bf16 are converted per tile.
+trait Element: WithDType {
+    fn to_f32(src: &[Self], dst: &mut [f32]);
+    fn from_f32(src: &[f32], dst: &mut [Self]);
+    /// The data as f32 when it already is f32 (then K/V tiles need no conversion).
+    fn as_f32(src: &[Self]) -> Option<&[f32]>;
+}
+
+impl Element for f32 {
+    #[inline(always)]
+    fn to_f32(src: &[f32], dst: &mut [f32]) {
+        dst.copy_from_slice(src)
+    }
+    #[inline(always)]
+    fn from_f32(src: &[f32], dst: &mut [f32]) {
+        dst.copy_from_slice(src)
+    }
+    fn as_f32(src: &[f32]) -> Option<&[f32]> {
+        Some(src)
+    }
+}
+
+impl Element for f16 {
+    #[inline(always)]
+    fn to_f32(src: &[f16], dst: &mut [f32]) {
+        src.convert_to_f32_slice(dst) // F16C when the CPU has it (runtime detected by `half`)
+    }
+    #[inline(always)]
+    fn from_f32(src: &[f32], dst: &mut [f16]) {
+        dst.convert_from_f32_slice(src)
+    }
+    fn as_f32(_: &[f16]) -> Option<&[f32]> {
+        None
+    }
+}
+
+impl Element for bf16 {
+    #[inline(always)]
+    fn to_f32(src: &[bf16], dst: &mut [f32]) {
+        // bf16 is the top half of an f32: a shift, exact for every value, NaN included.
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = f32::from_bits((s.to_bits() as u32) << 16);
+        }
+    }
+    #[inline(always)]
+    fn from_f32(src: &[f32], dst: &mut [bf16]) {
+        dst.convert_from_f32_slice(src)
+    }
+    fn as_f32(_: &[bf16]) -> Option<&[f32]> {
+        None
+    }
+}
+
+/// One strided `(batch, seq, heads, head_dim)` input.
+#[derive(Clone, Copy)]
+struct Input<'a, T> {
+    data: &'a [T],
+    st: Strides,
+}
+
+impl<'a, T> Input<'a, T> {
+    /// Checks that every `(b, s, h)` row of `d` elements lies inside `data`, which makes the
+    /// strided tile reads below sound.
+    fn new((data, st): (&'a [T], Strides), dims: (usize, usize, usize), d: usize, name: &str) -> Result<Self> {
+        let (b, s, h) = dims;
+        let last = st.offset + (b - 1) * st.batch + (s - 1) * st.seq + (h - 1) * st.head + d;
+        if last > data.len() {
+            bail!("fused-attn cpu: {name} layout {st:?} reaches element {last} of a {}-element buffer", data.len())
+        }
+        Ok(Self { data, st })
+    }
+
+    #[inline(always)]
+    fn start(&self, b: usize, s: usize, h: usize) -> usize {
+        self.st.offset + b * self.st.batch + s * self.st.seq + h * self.st.head
+    }
+
+    #[inline(always)]
+    fn row(&self, b: usize, s: usize, h: usize, d: usize) -> &'a [T] {
+        &self.data[self.start(b, s, h)..][..d]
+    }
+}
+
+/// What every work item shares.
+struct Ctx<'a, T> {
+    p: Problem,
+    q: Input<'a, T>,
+    k: Input<'a, T>,
+    v: Input<'a, T>,
+    alibi: Option<&'a [f32]>,
+    /// Query positions per item; rows per item = `q_block × group`.
+    q_block: usize,
+}
+
+/// One unit of parallel work: query positions `q0..q1` of all q heads of kv head `kvh` in
+/// batch `b`, against keys `k_lo..k_hi`.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    b: usize,
+    kvh: usize,
+    q0: usize,
+    q1: usize,
+    k_lo: usize,
+    k_hi: usize,
+}
+
+/// Per-thread buffers, reused across items. Row `r` of an item is query position
+/// `q0 + r / g`, q head `kvh·g + r % g`, which is also the output's memory order.
+#[derive(Default)]
+struct Scratch {
+    q: Vec<f32>,
+    s: Vec<f32>,
+    acc: Vec<f32>,
+    m: Vec<f32>,
+    l: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+}
+
+/// An item's online-softmax state after its last key tile.
+struct Partial {
+    m: Vec<f32>,
+    l: Vec<f32>,
+    acc: Vec<f32>,
+}
+
+fn run<T: Element>(
     p: &Problem,
-    q: &[T],
-    qs: Strides,
-    k: &[T],
-    ks: Strides,
-    v: &[T],
-    vs: Strides,
+    q: (&[T], Strides),
+    k: (&[T], Strides),
+    v: (&[T], Strides),
     alibi: Option<&[f32]>,
 ) -> Result<CpuStorage> {
-    let (sq, h, d) = (p.seq_q, p.heads, p.head_dim);
-    let mut out = vec![T::zero(); p.batch * sq * h * d];
-    out.par_chunks_mut(d).enumerate().for_each(|(row, o)| {
-        let (bi, i, hi) = (row / (sq * h), (row / h) % sq, row % h);
-        let kh = hi / p.group_size();
-        let slope = alibi.map_or(0.0, |a| a[bi * h + hi]);
-        let qrow = &q[qs.offset + bi * qs.batch + i * qs.seq + hi * qs.head..][..d];
-        let qf: Vec<f32> = qrow.iter().map(|x| x.to_f64() as f32).collect();
-        let (lo, hi_k) = p.key_range(i);
-        let (mut m, mut l) = (f32::NEG_INFINITY, 0f32);
-        let mut acc = vec![0f32; d];
-        for j in lo..hi_k {
-            let krow = &k[ks.offset + bi * ks.batch + j * ks.seq + kh * ks.head..][..d];
-            let mut s: f32 = qf.iter().zip(krow).map(|(a, b)| a * b.to_f64() as f32).sum::<f32>() * p.scale;
-            if p.softcap > 0.0 {
-                s = p.softcap * (s / p.softcap).tanh();
-            }
-            s -= slope * (p.diag(i) - j as i64).unsigned_abs() as f32;
-            let m_new = m.max(s);
-            let corr = (m - m_new).exp();
-            let e = (s - m_new).exp();
-            l = l * corr + e;
-            let vrow = &v[vs.offset + bi * vs.batch + j * vs.seq + kh * vs.head..][..d];
-            for (a, x) in acc.iter_mut().zip(vrow) {
-                *a = *a * corr + e * x.to_f64() as f32;
-            }
-            m = m_new;
+    let (b, sq, sk, h, hkv, d) = (p.batch, p.seq_q, p.seq_k, p.heads, p.kv_heads, p.head_dim);
+    let mut out = vec![T::zero(); b * sq * h * d];
+    if out.is_empty() || sk == 0 {
+        return Ok(T::to_cpu_storage_owned(out));
+    }
+    let ctx = Ctx {
+        p: *p,
+        q: Input::new(q, (b, sq, h), d, "q")?,
+        k: Input::new(k, (b, sk, hkv), d, "k")?,
+        v: Input::new(v, (b, sk, hkv), d, "v")?,
+        alibi,
+        q_block: (ROWS_PER_ITEM / p.group_size()).clamp(1, sq),
+    };
+    let n_qblocks = sq.div_ceil(ctx.q_block);
+    let n_groups = b * hkv * n_qblocks;
+    let threads = rayon::current_num_threads();
+    let n_splits = if sq <= DECODE_MAX_SEQ_Q && n_groups < 4 * threads {
+        (4 * threads).div_ceil(n_groups).min(sk.div_ceil(MIN_KEYS_PER_SPLIT)).max(1)
+    } else {
+        1
+    };
+    let item = |idx: usize, split: usize| -> Item {
+        let (bi, rest) = (idx / (hkv * n_qblocks), idx % (hkv * n_qblocks));
+        let (kvh, qb) = (rest / n_qblocks, rest % n_qblocks);
+        let q0 = qb * ctx.q_block;
+        let per_split = sk.div_ceil(n_splits);
+        Item {
+            b: bi,
+            kvh,
+            q0,
+            q1: (q0 + ctx.q_block).min(sq),
+            k_lo: split * per_split,
+            k_hi: ((split + 1) * per_split).min(sk),
         }
-        let inv = if l > 0.0 { 1.0 / l } else { 0.0 };
-        for (o, a) in o.iter_mut().zip(&acc) {
-            *o = T::from_f64((a * inv) as f64);
-        }
-    });
+    };
+    let attend = select_kernel::<T>();
+    let row_len = d * p.group_size();
+    let out_ptr = SendPtr(out.as_mut_ptr());
+
+    if n_splits == 1 {
+        (0..n_groups).into_par_iter().for_each_init(Scratch::default, |sc, idx| {
+            let it = item(idx, 0);
+            // SAFETY: `attend` reads the inputs only inside the bounds `Input::new` checked
+            // and writes only `sc`, which it sizes itself.
+            unsafe { attend(&ctx, &it, sc) };
+            let rows = (it.q1 - it.q0) * p.group_size();
+            let normalized = &mut sc.q[..rows * d]; // Q is no longer needed: reuse it.
+            finalize_rows(&sc.acc[..rows * d], &sc.l[..rows], d, normalized);
+            for (i, src) in (it.q0..it.q1).zip(normalized.chunks_exact(row_len)) {
+                let start = ((it.b * sq + i) * h + it.kvh * p.group_size()) * d;
+                // SAFETY: items partition the (batch, position, kv-head group) rows of `out`,
+                // so this in-bounds range (i < sq, kvh < hkv) is written by this item only,
+                // and `out` outlives the parallel loop.
+                let dst = unsafe { std::slice::from_raw_parts_mut(out_ptr.get().add(start), row_len) };
+                T::from_f32(src, dst);
+            }
+        });
+    } else {
+        let partials: Vec<Partial> = (0..n_groups * n_splits)
+            .into_par_iter()
+            .map_init(Scratch::default, |sc, idx| {
+                let it = item(idx / n_splits, idx % n_splits);
+                // SAFETY: as above.
+                unsafe { attend(&ctx, &it, sc) };
+                let rows = (it.q1 - it.q0) * p.group_size();
+                Partial { m: sc.m[..rows].to_vec(), l: sc.l[..rows].to_vec(), acc: sc.acc[..rows * d].to_vec() }
+            })
+            .collect();
+        out.par_chunks_mut(sq * h * d)
+            .enumerate()
+            .for_each(|(bi, out_b)| merge_splits(&ctx, bi, &partials, n_qblocks, n_splits, out_b));
+    }
     Ok(T::to_cpu_storage_owned(out))
+}
+
+/// Combines the key splits of every (kv head, query block) of batch `bi` and writes the
+/// output rows: `acc = Σ e^(m_s - M) acc_s`, `l = Σ e^(m_s - M) l_s`, `out = acc / l`.
+fn merge_splits<T: Element>(
+    ctx: &Ctx<'_, T>,
+    bi: usize,
+    partials: &[Partial],
+    n_qblocks: usize,
+    n_splits: usize,
+    out_b: &mut [T],
+) {
+    let p = &ctx.p;
+    let (d, g) = (p.head_dim, p.group_size());
+    for kvh in 0..p.kv_heads {
+        for qb in 0..n_qblocks {
+            let group = (bi * p.kv_heads + kvh) * n_qblocks + qb;
+            let splits = &partials[group * n_splits..][..n_splits];
+            let q0 = qb * ctx.q_block;
+            let q1 = (q0 + ctx.q_block).min(p.seq_q);
+            let rows = (q1 - q0) * g;
+            let mut acc = vec![0f32; rows * d];
+            let mut l = vec![0f32; rows];
+            for r in 0..rows {
+                let m_max = splits.iter().fold(f32::NEG_INFINITY, |a, s| a.max(s.m[r]));
+                let m_use = if m_max == f32::NEG_INFINITY { 0.0 } else { m_max };
+                for s in splits {
+                    let w = (s.m[r] - m_use).exp();
+                    l[r] += w * s.l[r];
+                    for (a, x) in acc[r * d..][..d].iter_mut().zip(&s.acc[r * d..][..d]) {
+                        *a += w * x;
+                    }
+                }
+            }
+            let mut buf = vec![0f32; g * d];
+            for i in q0..q1 {
+                let r0 = (i - q0) * g;
+                finalize_rows(&acc[r0 * d..][..g * d], &l[r0..][..g], d, &mut buf);
+                T::from_f32(&buf, &mut out_b[(i * p.heads + kvh * g) * d..][..g * d]);
+            }
+        }
+    }
+}
+
+/// `out = acc / l` per row; a row that saw no key (`l == 0`) outputs zeros. A NaN `l`
+/// stays NaN.
+fn finalize_rows(acc: &[f32], l: &[f32], d: usize, out: &mut [f32]) {
+    for (r, &lr) in l.iter().enumerate() {
+        let inv = if lr == 0.0 { 0.0 } else { 1.0 / lr };
+        for (o, a) in out[r * d..][..d].iter_mut().zip(&acc[r * d..][..d]) {
+            *o = a * inv;
+        }
+    }
+}
+
+/// A pointer shared across rayon tasks that write disjoint ranges.
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: only used to write disjoint ranges of one buffer from several threads.
+unsafe impl<T> Send for SendPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SendPtr<T> {}
+impl<T> SendPtr<T> {
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+type AttendFn<T> = unsafe fn(&Ctx<'_, T>, &Item, &mut Scratch);
+
+/// The widest instruction set this CPU has, for the softmax loops (the `gemm` crate
+/// dispatches its own kernels).
+fn select_kernel<T: Element>() -> AttendFn<T> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_x86_feature_detected!("avx512f") {
+            return attend_avx512::<T>;
+        }
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            return attend_avx2::<T>;
+        }
+    }
+    attend_portable::<T>
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn attend_avx512<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; the features were detected.
+    unsafe { attend(ctx, it, sc) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn attend_avx2<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; the features were detected.
+    unsafe { attend(ctx, it, sc) }
+}
+
+unsafe fn attend_portable<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's.
+    unsafe { attend(ctx, it, sc) }
+}
+
+/// Runs one item's key tiles and leaves its online-softmax state `(m, l, acc)` in `sc`
+/// (rows `0..(q1 - q0)·g`).
+///
+/// # Safety
+/// `ctx.k` and `ctx.v` must have passed `Input::new` (every row lies inside its buffer).
+#[inline(always)]
+unsafe fn attend<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    let p = &ctx.p;
+    let (d, g) = (p.head_dim, p.group_size());
+    let rows = (it.q1 - it.q0) * g;
+    let ld = KEYS_PER_TILE;
+    sc.q.resize(rows * d, 0.0);
+    sc.s.resize(rows * ld, 0.0);
+    sc.acc.clear();
+    sc.acc.resize(rows * d, 0.0);
+    sc.m.clear();
+    sc.m.resize(rows, f32::NEG_INFINITY);
+    sc.l.clear();
+    sc.l.resize(rows, 0.0);
+
+    // With a softcap c the score is c·tanh(scale·<q,k> / c): fold scale / c into Q.
+    let q_scale = if p.softcap > 0.0 { p.scale / p.softcap } else { p.scale };
+    for (r, dst) in sc.q.chunks_exact_mut(d).enumerate() {
+        let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+        T::to_f32(ctx.q.row(it.b, i, hq, d), dst);
+        dst.iter_mut().for_each(|x| *x *= q_scale);
+    }
+
+    // Key ranges are monotone in the row, so the item's keys are [lo(q0), hi(q1 - 1)).
+    let (first_lo, first_hi) = p.key_range(it.q0);
+    let (last_lo, last_hi) = p.key_range(it.q1 - 1);
+    let (lo, hi) = (first_lo.max(it.k_lo), last_hi.min(it.k_hi));
+    for j0 in (lo..hi).step_by(KEYS_PER_TILE) {
+        let j1 = (j0 + KEYS_PER_TILE).min(hi);
+        let jb = j1 - j0;
+        // Every row sees every key of the tile: no mask arithmetic.
+        let full = last_lo <= j0 && first_hi >= j1;
+        if !full
+            && !(it.q0..it.q1).any(|i| {
+                let (a, b) = p.key_range(i);
+                a < j1 && b > j0
+            })
+        {
+            continue; // no row sees this tile
+        }
+
+        let (k_ptr, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
+        // SAFETY: S is rows × jb at row stride ld ≤ its allocation; Q is rows × d; the K
+        // tile is jb rows of d at k_stride, inside its buffer (`kv_tile`).
+        unsafe {
+            gemm(
+                rows, jb, d,
+                sc.s.as_mut_ptr(), 1, ld as isize, false,
+                sc.q.as_ptr(), 1, d as isize,
+                k_ptr, k_stride as isize, 1,
+                0.0, 1.0, false, false, false, Parallelism::None,
+            )
+        };
+
+        for r in 0..rows {
+            let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+            let srow = &mut sc.s[r * ld..][..jb];
+            if p.softcap > 0.0 {
+                softcap_in_place(srow, p.softcap);
+            }
+            if let Some(slopes) = ctx.alibi {
+                add_alibi(srow, slopes[it.b * p.heads + hq], (p.diag(i) - j0 as i64) as f32);
+            }
+            if !full {
+                let (a, b) = p.key_range(i);
+                let a = a.saturating_sub(j0).min(jb);
+                let b = b.saturating_sub(j0).clamp(a, jb);
+                srow[..a].fill(f32::NEG_INFINITY);
+                srow[b..].fill(f32::NEG_INFINITY);
+            }
+            let m_old = sc.m[r];
+            let m_new = m_old.max(row_max(srow));
+            // A row that has seen no visible score yet keeps m = -inf; exponentiate against
+            // 0 so that its masked scores give 0 and NaN scores stay NaN.
+            let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
+            let sum = exp_sub_in_place(srow, m_use);
+            let corr = (m_old - m_use).exp();
+            sc.l[r] = sc.l[r] * corr + sum;
+            sc.m[r] = m_new;
+            if corr != 1.0 {
+                sc.acc[r * d..][..d].iter_mut().for_each(|a| *a *= corr);
+            }
+        }
+
+        let (v_ptr, v_stride) = kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v);
+        // SAFETY: acc is rows × d; P (in S) is rows × jb at stride ld; the V tile is jb rows
+        // of d at v_stride, inside its buffer (`kv_tile`).
+        unsafe {
+            gemm(
+                rows, d, jb,
+                sc.acc.as_mut_ptr(), 1, d as isize, true,
+                sc.s.as_ptr(), 1, ld as isize,
+                v_ptr, 1, v_stride as isize,
+                1.0, 1.0, false, false, false, Parallelism::None,
+            )
+        };
+    }
+}
+
+/// The K or V tile of keys `j0..j0 + jb` of kv head `kvh` as f32 rows of `d` at the
+/// returned stride: in place for f32 inputs, else converted into `buf`.
+#[inline(always)]
+fn kv_tile<T: Element>(
+    x: &Input<'_, T>,
+    b: usize,
+    j0: usize,
+    jb: usize,
+    kvh: usize,
+    d: usize,
+    buf: &mut Vec<f32>,
+) -> (*const f32, usize) {
+    if let Some(data) = T::as_f32(x.data) {
+        return (data[x.start(b, j0, kvh)..].as_ptr(), x.st.seq);
+    }
+    buf.resize(jb * d, 0.0);
+    for (jj, dst) in buf.chunks_exact_mut(d).enumerate() {
+        T::to_f32(x.row(b, j0 + jj, kvh, d), dst);
+    }
+    (buf.as_ptr(), d)
+}
+
+/// SIMD width the reductions below keep as independent lanes (16 f32 = one AVX-512
+/// register, two AVX2 registers), so that LLVM vectorizes them without reassociating.
+const LANES: usize = 16;
+
+/// The largest element, ignoring NaN; `-inf` for an empty or all-NaN slice.
+#[inline(always)]
+fn row_max(x: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let mut chunks = x.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (l, &v) in lanes.iter_mut().zip(c) {
+            *l = if v > *l { v } else { *l };
+        }
+    }
+    let tail = chunks.remainder().iter().fold(f32::NEG_INFINITY, |a, &v| if v > a { v } else { a });
+    lanes.iter().fold(tail, |a, &v| if v > a { v } else { a })
+}
+
+/// `x = exp(x - m)` in place; returns the sum.
+#[inline(always)]
+fn exp_sub_in_place(x: &mut [f32], m: f32) -> f32 {
+    let mut lanes = [0f32; LANES];
+    let mut chunks = x.chunks_exact_mut(LANES);
+    for c in &mut chunks {
+        for (l, v) in lanes.iter_mut().zip(c.iter_mut()) {
+            *v = exp_f32(*v - m);
+            *l += *v;
+        }
+    }
+    let mut sum = 0f32;
+    for v in chunks.into_remainder() {
+        *v = exp_f32(*v - m);
+        sum += *v;
+    }
+    sum + lanes.iter().sum::<f32>()
+}
+
+/// `x = c·tanh(x)`, with `tanh(x) = sign(x)·(1 - e^(-2|x|)) / (1 + e^(-2|x|))`.
+#[inline(always)]
+fn softcap_in_place(x: &mut [f32], c: f32) {
+    for v in x.iter_mut() {
+        let t = exp_f32(-2.0 * v.abs());
+        *v = c * ((1.0 - t) / (1.0 + t)).copysign(*v);
+    }
+}
+
+/// `x[jj] -= slope·|dist0 - jj|`, where `dist0 = diag(i) - j0`.
+#[inline(always)]
+fn add_alibi(x: &mut [f32], slope: f32, dist0: f32) {
+    for (jj, v) in x.iter_mut().enumerate() {
+        *v -= slope * (dist0 - jj as f32).abs();
+    }
+}
+
+/// `e^x` in f32 without branches or calls, so loops over it vectorize: Cephes `expf`
+/// (range reduction by n·ln 2 in two parts, degree-6 polynomial; ~1 ulp). Exact 0 below
+/// -87.3 (and for -inf); NaN stays NaN; inputs are clamped at 88 (the callers pass x ≤ 0).
+#[inline(always)]
+fn exp_f32(x: f32) -> f32 {
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // 1.5·2^23: adding it rounds to an integer held in the low mantissa bits.
+    const ROUND: f32 = 12_582_912.0;
+    let xc = x.clamp(-88.0, 88.0);
+    let t = xc * std::f32::consts::LOG2_E + ROUND;
+    let n = t - ROUND;
+    let r = xc - n * LN2_HI - n * LN2_LO;
+    let poly = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
+        + 1.666_666_5e-1)
+        * r
+        + 5.000_000_1e-1;
+    let e = poly * (r * r) + r + 1.0;
+    // 2^n from the integer in t's low bits.
+    let pow2 = f32::from_bits(t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23);
+    if x < -87.3 {
+        0.0
+    } else {
+        e * pow2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_f32_matches_std_to_a_few_ulp() {
+        let mut worst = 0f32;
+        let mut x = -87.0f32;
+        while x <= 88.0 {
+            let (got, want) = (exp_f32(x), (x as f64).exp());
+            worst = worst.max(((got as f64 - want) / want).abs() as f32);
+            x += 0.00731;
+        }
+        assert!(worst < 4.0 * f32::EPSILON, "max relative error {worst}");
+        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_f32(-100.0), 0.0);
+        assert!(exp_f32(f32::NAN).is_nan());
+        assert_eq!(exp_f32(0.0), 1.0);
+    }
 }
