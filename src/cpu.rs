@@ -31,11 +31,14 @@ use crate::{Problem, Strides};
 /// Query rows per work item, counted over the q heads that share one kv head (a group of
 /// `g` heads takes `max(1, 64 / g)` positions). Measured on the 2-core dev machine (AMD
 /// EPYC Zen 3, AVX2), f32 (1,16,16,2048,2048,64) non-causal: see the module header.
-const ROWS_PER_ITEM: usize = 64;
+const ROWS_PER_ITEM: usize = 48;
 /// Keys per tile: the `S` tile is `ROWS_PER_ITEM × KEYS_PER_TILE` f32.
 const KEYS_PER_TILE: usize = 256;
 /// Calls with at most this many query rows are decode-like and may split the keys.
 const DECODE_MAX_SEQ_Q: usize = 16;
+/// Items with at most this many rows and one query block use direct dot products and
+/// axpys instead of gemm (decode: 1–8 q heads per kv head).
+const DIRECT_MAX_ROWS: usize = 8;
 /// A key split is never shorter than this, so each split amortizes its merge.
 const MIN_KEYS_PER_SPLIT: usize = 256;
 
@@ -159,6 +162,53 @@ struct Ctx<'a, T> {
     alibi: Option<&'a [f32]>,
     /// Query positions per item; rows per item = `q_block × group`.
     q_block: usize,
+    /// When several query blocks reuse each key, K and V are prepared once per call
+    /// instead of once per tile and item.
+    shared: Option<SharedKv>,
+}
+
+/// K transposed and V, in f32, laid out for gemm: `kt[((b·hkv + kvh)·d + t)·kt_ld + j] =
+/// k[b, j, kvh, t]` and `v[((b·hkv + kvh)·sk + j)·v_ld + c] = v[b, j, kvh, c]`. O(Sk·D)
+/// per kv head (the size of K and V themselves), never Sq×Sk.
+struct SharedKv {
+    kt: Vec<f32>,
+    kt_ld: usize,
+    v: Vec<f32>,
+    v_ld: usize,
+}
+
+/// A row stride (in f32) of at least `n` that is a whole number of 64-byte lines but not a
+/// multiple of 4 KiB / 64 lines, so that the rows of a tile do not all fall into the same
+/// L1 sets (a 1024- or 2048-float stride made the unpacked micro-kernel 30% slower).
+fn padded_stride(n: usize) -> usize {
+    let lines = n.div_ceil(16);
+    16 * if lines % 4 == 0 { lines + 1 } else { lines }
+}
+
+impl SharedKv {
+    fn new<T: Element>(p: &Problem, k: &Input<'_, T>, v: &Input<'_, T>) -> Self {
+        let (sk, d) = (p.seq_k, p.head_dim);
+        let (kt_ld, v_ld) = (padded_stride(sk), padded_stride(d));
+        let mut kt = vec![0f32; p.batch * p.kv_heads * d * kt_ld];
+        kt.par_chunks_mut(d * kt_ld).enumerate().for_each(|(bh, kt)| {
+            let (b, kvh) = (bh / p.kv_heads, bh % p.kv_heads);
+            let mut row = [0f32; crate::MAX_HEAD_DIM];
+            for j in 0..sk {
+                T::to_f32(k.row(b, j, kvh, d), &mut row[..d]);
+                for (t, &x) in row[..d].iter().enumerate() {
+                    kt[t * kt_ld + j] = x;
+                }
+            }
+        });
+        let mut vf = vec![0f32; p.batch * p.kv_heads * sk * v_ld];
+        vf.par_chunks_mut(sk * v_ld).enumerate().for_each(|(bh, vf)| {
+            let (b, kvh) = (bh / p.kv_heads, bh % p.kv_heads);
+            for (j, dst) in vf.chunks_exact_mut(v_ld).enumerate() {
+                T::to_f32(v.row(b, j, kvh, d), &mut dst[..d]);
+            }
+        });
+        Self { kt, kt_ld, v: vf, v_ld }
+    }
 }
 
 /// One unit of parallel work: query positions `q0..q1` of all q heads of kv head `kvh` in
@@ -212,8 +262,10 @@ fn run<T: Element>(
         v: Input::new(v, (b, sk, hkv), d, "v")?,
         alibi,
         q_block: (ROWS_PER_ITEM / p.group_size()).clamp(1, sq),
+        shared: None,
     };
     let n_qblocks = sq.div_ceil(ctx.q_block);
+    let ctx = Ctx { shared: (n_qblocks > 1).then(|| SharedKv::new(p, &ctx.k, &ctx.v)), ..ctx };
     let n_groups = b * hkv * n_qblocks;
     let threads = rayon::current_num_threads();
     let n_splits = if sq <= DECODE_MAX_SEQ_Q && n_groups < 4 * threads {
@@ -387,7 +439,8 @@ unsafe fn attend<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     let p = &ctx.p;
     let (d, g) = (p.head_dim, p.group_size());
     let rows = (it.q1 - it.q0) * g;
-    let ld = KEYS_PER_TILE;
+    let keys = KEYS_PER_TILE;
+    let ld = padded_stride(keys);
     sc.q.resize(rows * d, 0.0);
     sc.s.resize(rows * ld, 0.0);
     sc.acc.clear();
@@ -409,8 +462,8 @@ unsafe fn attend<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     let (first_lo, first_hi) = p.key_range(it.q0);
     let (last_lo, last_hi) = p.key_range(it.q1 - 1);
     let (lo, hi) = (first_lo.max(it.k_lo), last_hi.min(it.k_hi));
-    for j0 in (lo..hi).step_by(KEYS_PER_TILE) {
-        let j1 = (j0 + KEYS_PER_TILE).min(hi);
+    for j0 in (lo..hi).step_by(keys) {
+        let j1 = (j0 + keys).min(hi);
         let jb = j1 - j0;
         // Every row sees every key of the tile: no mask arithmetic.
         let full = last_lo <= j0 && first_hi >= j1;
@@ -423,18 +476,49 @@ unsafe fn attend<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
             continue; // no row sees this tile
         }
 
-        let (k_ptr, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
-        // SAFETY: S is rows × jb at row stride ld ≤ its allocation; Q is rows × d; the K
-        // tile is jb rows of d at k_stride, inside its buffer (`kv_tile`).
-        unsafe {
-            gemm(
-                rows, jb, d,
-                sc.s.as_mut_ptr(), 1, ld as isize, false,
-                sc.q.as_ptr(), 1, d as isize,
-                k_ptr, k_stride as isize, 1,
-                0.0, 1.0, false, false, false, Parallelism::None,
-            )
-        };
+        let (kvb, sk) = (it.b * p.kv_heads + it.kvh, p.seq_k);
+        // Decode-like items (few rows, one query block) stream K and V once: dot products
+        // and axpys straight off the rows, no transposition or packing.
+        let direct = rows <= DIRECT_MAX_ROWS && ctx.shared.is_none();
+        if let Some(shared) = &ctx.shared {
+            // In gemm's column-major terms this is Sᵀ (jb × rows) = K (jb × d) · Qᵀ (d × rows),
+            // with every operand already column-major (the shared Kᵀ, Q rows, S rows), so
+            // gemm streams them without packing.
+            // SAFETY: S holds rows × ld (jb ≤ ld); the Kᵀ tile is d columns of jb keys at
+            // stride kt_ld inside `shared.kt` (j0 + jb ≤ sk ≤ kt_ld); Q holds rows × d.
+            unsafe {
+                gemm(
+                    jb, rows, d,
+                    sc.s.as_mut_ptr(), ld as isize, 1, false,
+                    shared.kt[kvb * d * shared.kt_ld + j0..].as_ptr(), shared.kt_ld as isize, 1,
+                    sc.q.as_ptr(), d as isize, 1,
+                    0.0, 1.0, false, false, false, Parallelism::None,
+                )
+            };
+        } else {
+            let (k_ptr, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
+            if direct {
+                // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer.
+                let k_rows = unsafe { std::slice::from_raw_parts(k_ptr, (jb - 1) * k_stride + d) };
+                for (jj, krow) in (0..jb).map(|jj| (jj, &k_rows[jj * k_stride..][..d])) {
+                    prefetch_row(k_ptr.wrapping_add((jj + PREFETCH_ROWS) * k_stride), d);
+                    for (r, qrow) in sc.q.chunks_exact(d).enumerate() {
+                        sc.s[r * ld + jj] = dot(qrow, krow);
+                    }
+                }
+            } else {
+                // SAFETY: as above, with K rows (row-major; gemm packs them) at k_stride.
+                unsafe {
+                    gemm(
+                        jb, rows, d,
+                        sc.s.as_mut_ptr(), ld as isize, 1, false,
+                        k_ptr, 1, k_stride as isize,
+                        sc.q.as_ptr(), d as isize, 1,
+                        0.0, 1.0, false, false, false, Parallelism::None,
+                    )
+                };
+            }
+        }
 
         for r in 0..rows {
             let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
@@ -466,19 +550,72 @@ unsafe fn attend<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
             }
         }
 
-        let (v_ptr, v_stride) = kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v);
-        // SAFETY: acc is rows × d; P (in S) is rows × jb at stride ld; the V tile is jb rows
-        // of d at v_stride, inside its buffer (`kv_tile`).
+        let (v_ptr, v_stride) = match &ctx.shared {
+            Some(shared) => (shared.v[(kvb * sk + j0) * shared.v_ld..].as_ptr(), shared.v_ld),
+            None => kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v),
+        };
+        if direct {
+            // SAFETY: `kv_tile` returns jb rows of d at v_stride inside one buffer.
+            let v_rows = unsafe { std::slice::from_raw_parts(v_ptr, (jb - 1) * v_stride + d) };
+            for jj in 0..jb {
+                let vrow = &v_rows[jj * v_stride..][..d];
+                prefetch_row(v_ptr.wrapping_add((jj + PREFETCH_ROWS) * v_stride), d);
+                for (r, acc) in sc.acc.chunks_exact_mut(d).enumerate() {
+                    let pr = sc.s[r * ld + jj];
+                    acc.iter_mut().zip(vrow).for_each(|(a, &x)| *a = pr.mul_add(x, *a));
+                }
+            }
+            continue;
+        }
+        // Oᵀ (d × rows) += Vᵀ (d × jb) · Pᵀ (jb × rows): V rows, P rows and the accumulator
+        // rows are all column-major operands for gemm, so again nothing is packed.
+        // SAFETY: acc holds rows × d; P (in S) rows × ld; the V tile is jb rows of d at
+        // v_stride inside its buffer (`kv_tile`, or `shared.v` with j0 + jb ≤ sk).
         unsafe {
             gemm(
-                rows, d, jb,
-                sc.acc.as_mut_ptr(), 1, d as isize, true,
-                sc.s.as_ptr(), 1, ld as isize,
-                v_ptr, 1, v_stride as isize,
+                d, rows, jb,
+                sc.acc.as_mut_ptr(), d as isize, 1, true,
+                v_ptr, v_stride as isize, 1,
+                sc.s.as_ptr(), ld as isize, 1,
                 1.0, 1.0, false, false, false, Parallelism::None,
             )
         };
     }
+}
+
+/// K/V rows the direct (decode) loops prefetch ahead. Rows of one kv head lie a
+/// `kv_heads·d` stride apart, often 4 KiB or more, where the hardware prefetchers (which
+/// stay within a page) do not follow; without this the (1,32,8,1,4096,128) f32 decode
+/// spent most of its time waiting on loads (16 ms; see the module header for the result).
+const PREFETCH_ROWS: usize = 8;
+
+/// Asks for the `d` floats at `ptr` to be brought into L1.
+#[inline(always)]
+fn prefetch_row(ptr: *const f32, d: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..d).step_by(16) {
+        // SAFETY: a prefetch is a hint that never faults, whatever the address; the pointer
+        // is formed with wrapping arithmetic and never dereferenced.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr.wrapping_add(off) as *const i8)
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (ptr, d);
+}
+
+/// `<a, b>` with independent lanes, so that it vectorizes.
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; LANES];
+    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let tail: f32 = ac.remainder().iter().zip(bc.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ac.zip(bc) {
+        for ((l, &x), &y) in lanes.iter_mut().zip(x).zip(y) {
+            *l = x.mul_add(y, *l);
+        }
+    }
+    tail + lanes.iter().sum::<f32>()
 }
 
 /// The K or V tile of keys `j0..j0 + jb` of kv head `kvh` as f32 rows of `d` at the
@@ -558,7 +695,8 @@ fn add_alibi(x: &mut [f32], slope: f32, dist0: f32) {
 }
 
 /// `e^x` in f32 without branches or calls, so loops over it vectorize: Cephes `expf`
-/// (range reduction by n·ln 2 in two parts, degree-6 polynomial; ~1 ulp). Exact 0 below
+/// (range reduction by n·ln 2 in two parts, degree-6 polynomial; ~1 ulp), in FMAs (the
+/// AVX2/AVX-512 instances have FMA; elsewhere `mul_add` is slower but exact). Exact 0 below
 /// -87.3 (and for -inf); NaN stays NaN; inputs are clamped at 88 (the callers pass x ≤ 0).
 #[inline(always)]
 fn exp_f32(x: f32) -> f32 {
@@ -567,14 +705,16 @@ fn exp_f32(x: f32) -> f32 {
     // 1.5·2^23: adding it rounds to an integer held in the low mantissa bits.
     const ROUND: f32 = 12_582_912.0;
     let xc = x.clamp(-88.0, 88.0);
-    let t = xc * std::f32::consts::LOG2_E + ROUND;
+    let t = xc.mul_add(std::f32::consts::LOG2_E, ROUND);
     let n = t - ROUND;
-    let r = xc - n * LN2_HI - n * LN2_LO;
-    let poly = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
-        + 1.666_666_5e-1)
-        * r
-        + 5.000_000_1e-1;
-    let e = poly * (r * r) + r + 1.0;
+    let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, xc));
+    let poly = 1.987_569_1e-4f32
+        .mul_add(r, 1.398_199_9e-3)
+        .mul_add(r, 8.333_452e-3)
+        .mul_add(r, 4.166_579_6e-2)
+        .mul_add(r, 1.666_666_5e-1)
+        .mul_add(r, 5.000_000_1e-1);
+    let e = poly.mul_add(r * r, r) + 1.0;
     // 2^n from the integer in t's low bits.
     let pow2 = f32::from_bits(t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23);
     if x < -87.3 {
