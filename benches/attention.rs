@@ -1,1 +1,148 @@
-fn main() {}
+//! Fused attention against the naive `attention_ref`, per device and dtype.
+//!
+//! Groups are named `{device}_fused_attn_{dtype}` and `{device}_naive_{dtype}` (the
+//! candle-nn bench style), one benchmark per shape `b{B}_h{H}_kv{Hkv}_q{Sq}_k{Sk}_d{D}`
+//! with a `_causal` suffix where masked. Throughput is in attention FLOPs,
+//! 4·B·H·Sq·Sk·D (halved for causal), so criterion's `elem/s` reads as FLOP/s.
+//!
+//! `cargo bench --bench attention` runs the CPU groups; with `--features cuda` and a CUDA
+//! device the `cuda_` groups (the bf16 tables of the CUDA issues) run as well. Pass a
+//! filter to run one group, e.g. `cargo bench --bench attention -- cpu_fused_attn_f32`.
+
+use std::time::{Duration, Instant};
+
+use candle_core::{DType, Device, Tensor};
+use candle_fused_attn::{attention, attention_ref, AttnParams};
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+
+/// One bench row, written (B,H,Hkv,Sq,Sk,D) + causal.
+#[derive(Clone, Copy)]
+struct Shape {
+    b: usize,
+    h: usize,
+    hkv: usize,
+    sq: usize,
+    sk: usize,
+    d: usize,
+    causal: bool,
+}
+
+const fn shape((b, h, hkv, sq, sk, d): (usize, usize, usize, usize, usize, usize), causal: bool) -> Shape {
+    Shape { b, h, hkv, sq, sk, d, causal }
+}
+
+impl Shape {
+    fn flops(&self) -> u64 {
+        let full = 4 * self.b * self.h * self.sq * self.sk * self.d;
+        (if self.causal { full / 2 } else { full }) as u64
+    }
+    fn label(&self) -> String {
+        let Shape { b, h, hkv, sq, sk, d, causal } = *self;
+        format!("b{b}_h{h}_kv{hkv}_q{sq}_k{sk}_d{d}{}", if causal { "_causal" } else { "" })
+    }
+}
+
+/// The CPU table of issue 2.
+const CPU_SHAPES: &[Shape] = &[
+    shape((1, 8, 8, 512, 512, 64), false),
+    shape((1, 16, 16, 2048, 2048, 64), false),
+    shape((1, 16, 16, 2048, 2048, 64), true),
+    shape((1, 32, 8, 1, 4096, 128), false), // decode
+];
+
+/// The bf16 tables of issue 4 (prefill) and issue 5 (decode).
+#[cfg(feature = "cuda")]
+const CUDA_SHAPES: &[Shape] = &[
+    shape((1, 8, 8, 512, 512, 64), false),
+    shape((16, 16, 16, 2048, 2048, 64), false),
+    shape((16, 16, 16, 2048, 2048, 64), true),
+    shape((16, 16, 16, 2048, 2048, 128), false),
+    shape((16, 16, 16, 2048, 2048, 128), true),
+    shape((4, 32, 32, 4096, 4096, 128), false),
+    shape((1, 32, 32, 16384, 16384, 128), true),
+    shape((8, 32, 8, 1, 8192, 128), false),
+    shape((1, 32, 8, 1, 32768, 128), false),
+    shape((1, 32, 8, 1, 2048, 128), false),
+    shape((32, 32, 8, 1, 4096, 128), false),
+    shape((1, 32, 8, 4, 8192, 128), false),
+];
+
+fn device_prefix(dev: &Device) -> &'static str {
+    if dev.is_cpu() {
+        "cpu"
+    } else if dev.is_cuda() {
+        "cuda"
+    } else {
+        "other"
+    }
+}
+
+fn dtype_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "f32",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        _ => "other",
+    }
+}
+
+/// Benches fused and naive attention on `dev` for every `(dtype, shape)`. The naive path
+/// is skipped where it would not fit (`naive_max_scores` bounds its B·H·Sq·Sk f32 scores).
+fn bench_device(c: &mut Criterion, dev: &Device, dtypes: &[DType], shapes: &[Shape], naive_max_scores: usize) {
+    let prefix = device_prefix(dev);
+    for &dtype in dtypes {
+        for (kind, fused) in [("fused_attn", true), ("naive", false)] {
+            let mut group = c.benchmark_group(format!("{prefix}_{kind}_{}", dtype_name(dtype)));
+            for s in shapes {
+                if !fused && s.b * s.h * s.sq * s.sk > naive_max_scores {
+                    continue;
+                }
+                let (q, k, v) = inputs(s, dev, dtype).expect("bench inputs");
+                let params = AttnParams::new(1.0 / (s.d as f32).sqrt()).causal(s.causal);
+                let run = || if fused { attention(&q, &k, &v, &params) } else { attention_ref(&q, &k, &v, &params) };
+                // One untimed call also gives the per-iteration time that sizes the group.
+                let t0 = Instant::now();
+                black_box(run().expect("attention"));
+                dev.synchronize().expect("sync");
+                let once = t0.elapsed();
+                // Criterion's minimum is 10 samples; keep slow rows to about 10 s each.
+                group.sample_size(if once > Duration::from_millis(100) { 10 } else { 30 });
+                group.warm_up_time(Duration::from_secs(1));
+                group.measurement_time((once * 12).clamp(Duration::from_secs(2), Duration::from_secs(20)));
+                group.throughput(Throughput::Elements(s.flops()));
+                group.bench_function(BenchmarkId::from_parameter(s.label()), |bencher| {
+                    bencher.iter_custom(|iters| {
+                        dev.synchronize().expect("sync");
+                        let start = Instant::now();
+                        for _ in 0..iters {
+                            black_box(run().expect("attention"));
+                        }
+                        dev.synchronize().expect("sync");
+                        start.elapsed()
+                    })
+                });
+            }
+            group.finish();
+        }
+    }
+}
+
+/// Random q, k, v of the shape in `dtype` on `dev` (normal, std 1).
+fn inputs(s: &Shape, dev: &Device, dtype: DType) -> candle_core::Result<(Tensor, Tensor, Tensor)> {
+    let randn = |seq: usize, heads: usize| Tensor::randn(0f32, 1.0, (s.b, seq, heads, s.d), dev)?.to_dtype(dtype);
+    Ok((randn(s.sq, s.h)?, randn(s.sk, s.hkv)?, randn(s.sk, s.hkv)?))
+}
+
+fn benches(c: &mut Criterion) {
+    // The naive path needs B·H·Sq·Sk f32 scores plus copies; all CPU rows fit in 24 GiB.
+    bench_device(c, &Device::Cpu, &[DType::F32, DType::BF16], CPU_SHAPES, 1 << 27);
+    #[cfg(feature = "cuda")]
+    match Device::new_cuda(0) {
+        // The naive (16,16,16,2048,2048) row needs 4 GiB of scores; the 16k row would need 32 GiB.
+        Ok(dev) => bench_device(c, &dev, &[DType::BF16], CUDA_SHAPES, 1 << 30),
+        Err(e) => eprintln!("no CUDA device, cuda groups skipped: {e}"),
+    }
+}
+
+criterion_group!(attention_benches, benches);
+criterion_main!(attention_benches);
