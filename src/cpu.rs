@@ -33,7 +33,7 @@ use crate::{Problem, Strides};
 /// EPYC Zen 3, AVX2), f32 (1,16,16,2048,2048,64) non-causal: see the module header.
 const ROWS_PER_ITEM: usize = 48;
 /// Keys per tile: the `S` tile is `ROWS_PER_ITEM × KEYS_PER_TILE` f32.
-const KEYS_PER_TILE: usize = 256;
+const KEYS_PER_TILE: usize = 128;
 /// Calls with at most this many query rows are decode-like and may split the keys.
 const DECODE_MAX_SEQ_Q: usize = 16;
 /// Items with at most this many rows and one query block use direct dot products and
