@@ -29,13 +29,19 @@ namespace fattn {
 
 // ---- tile traits --------------------------------------------------------------------------
 
-template <int kHeadDim_, int kWarps_, int kMTiles_, int kBlockN_, int kStages_>
+template <int kHeadDim_, int kWarps_, int kMTiles_, int kBlockN_, int kStages_, bool kQInRegs_,
+          int kMinBlocksPerSM_ = 1>
 struct TileConfig {
     static constexpr int kHeadDim = kHeadDim_;
     static constexpr int kWarps = kWarps_;
     static constexpr int kMTiles = kMTiles_;  // m16 tiles per warp
     static constexpr int kBlockN = kBlockN_;
     static constexpr int kStages = kStages_;
+    // Q fragments held in registers for the whole loop, or re-read from the (kept) Q tile
+    // with ldmatrix at every key block, which frees kMTiles·D/4 registers for larger tiles.
+    static constexpr bool kQInRegs = kQInRegs_;
+    // __launch_bounds__ occupancy hint: caps registers at 64K / (kThreads · this).
+    static constexpr int kMinBlocksPerSM = kMinBlocksPerSM_;
     static constexpr int kThreads = kWarps * 32;
     static constexpr int kWarpRows = 16 * kMTiles;
     static constexpr int kBlockM = kWarpRows * kWarps;
@@ -48,7 +54,8 @@ struct TileConfig {
     static_assert(kChunksPerRow % 4 == 0, "the swizzle needs rows of a multiple of 4 chunks");
     static_assert(kBlockN % 16 == 0, "key block must be a multiple of 16 (ldmatrix.x4 pairs)");
     static_assert(kStages >= 2, "the pipeline needs at least two stages");
-    static_assert(kSmemBytes <= 227 * 1024, "tile does not fit in shared memory");
+    // One build runs on every sm_80+ GPU: sm_86/sm_89 give a block at most 99 KiB.
+    static_assert(kSmemBytes <= 99 * 1024, "tile does not fit in shared memory on every sm_80+ GPU");
 };
 
 // Per head-dim instance. Registers per thread ≈ Q (kMTiles·D/4) + S (kMTiles·kBlockN/2)
@@ -57,15 +64,15 @@ struct TileConfig {
 template <int kHeadDim>
 struct FwdTraits;
 template <>
-struct FwdTraits<32> : TileConfig<32, 4, 2, 64, 3> {};
+struct FwdTraits<32> : TileConfig<32, 4, 2, 64, 3, true> {};
 template <>
-struct FwdTraits<64> : TileConfig<64, 4, 2, 64, 3> {};
+struct FwdTraits<64> : TileConfig<64, 4, 2, 64, 3, true> {};
 template <>
-struct FwdTraits<96> : TileConfig<96, 8, 1, 64, 2> {};
+struct FwdTraits<96> : TileConfig<96, 8, 1, 64, 2, false, 2> {};
 template <>
-struct FwdTraits<128> : TileConfig<128, 8, 1, 64, 2> {};
+struct FwdTraits<128> : TileConfig<128, 8, 1, 64, 2, false, 2> {};
 template <>
-struct FwdTraits<256> : TileConfig<256, 4, 1, 32, 2> {};
+struct FwdTraits<256> : TileConfig<256, 4, 1, 32, 2, false> {};
 
 // Physical chunk index of (row, chunk) in a tile with kChunksPerRow chunks per row. The XOR
 // keeps the 8 rows one ldmatrix phase reads in 8 distinct 16-byte bank groups.
@@ -78,34 +85,64 @@ __device__ __forceinline__ int swizzle(int row, int chunk) {
     }
 }
 
+// Element-wise fallback of `load_tile` for unaligned rows or head dims that are not a
+// multiple of 8. Kept out of line so that its address arithmetic costs the fast path no
+// registers.
+template <class Cfg, int kRows>
+__device__ __noinline__ void load_tile_elementwise(uint16_t* tile, const uint16_t* g, int64_t row_stride, int row0,
+                                                   int row_end, int head_dim, int tid) {
+    constexpr int kChunks = kRows * Cfg::kChunksPerRow;
+    for (int chunk = tid; chunk < kChunks; chunk += Cfg::kThreads) {
+        const int r = chunk / Cfg::kChunksPerRow;
+        const int c = chunk % Cfg::kChunksPerRow;
+        const int row = row0 + r;
+        const uint16_t* src = g + static_cast<int64_t>(row) * row_stride + c * 8;
+        union {
+            uint4 v;
+            uint16_t e[8];
+        } buf;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) buf.e[e] = (row < row_end && c * 8 + e < head_dim) ? src[e] : uint16_t(0);
+        *reinterpret_cast<uint4*>(tile + swizzle<Cfg::kChunksPerRow>(r, c) * 8) = buf.v;
+    }
+}
+
 // Copies rows [row0, row0 + kRows) of a (seq, head_dim) matrix into a swizzled tile.
 // Rows >= row_end and columns >= head_dim are zero-filled (padding never reads memory).
 // `vec` uses 16-byte cp.async; otherwise element loads (unaligned or odd head dims).
+// Each thread keeps one column chunk and walks rows, so its addresses are one base plus
+// a row step (few registers; the loop runs every key block).
 template <class Cfg, int kRows>
 __device__ __forceinline__ void load_tile(uint16_t* tile, const uint16_t* g, int64_t row_stride, int row0,
                                           int row_end, int head_dim, bool vec, int tid) {
-    constexpr int kChunks = kRows * Cfg::kChunksPerRow;
+    constexpr int CPR = Cfg::kChunksPerRow;
+    if (!vec) {
+        load_tile_elementwise<Cfg, kRows>(tile, g, row_stride, row0, row_end, head_dim, tid);
+        return;
+    }
+    if constexpr (Cfg::kThreads % CPR == 0) {
+        constexpr int kRowStep = Cfg::kThreads / CPR;
+        const int c = tid % CPR;
+        const int r0 = tid / CPR;
+        const bool col_ok = c * 8 < head_dim;
 #pragma unroll
-    for (int i = 0; i < (kChunks + Cfg::kThreads - 1) / Cfg::kThreads; ++i) {
-        const int chunk = tid + i * Cfg::kThreads;
-        if (kChunks % Cfg::kThreads != 0 && chunk >= kChunks) break;
-        const int r = chunk / Cfg::kChunksPerRow;
-        const int c = chunk % Cfg::kChunksPerRow;
-        uint16_t* dst = tile + swizzle<Cfg::kChunksPerRow>(r, c) * 8;
-        const int row = row0 + r;
-        const bool row_ok = row < row_end;
-        const uint16_t* src = g + static_cast<int64_t>(row) * row_stride + c * 8;
-        if (vec) {
-            const bool ok = row_ok && c * 8 < head_dim;
-            cp_async_16(dst, ok ? src : g, ok);
-        } else {
-            union {
-                uint4 v;
-                uint16_t e[8];
-            } buf;
+        for (int i = 0; i < (kRows + kRowStep - 1) / kRowStep; ++i) {
+            const int r = r0 + i * kRowStep;
+            if (kRows % kRowStep != 0 && r >= kRows) break;
+            const int row = row0 + r;
+            const bool ok = col_ok && row < row_end;
+            cp_async_16(tile + swizzle<CPR>(r, c) * 8, ok ? g + static_cast<int64_t>(row) * row_stride + c * 8 : g,
+                        ok);
+        }
+    } else {
 #pragma unroll
-            for (int e = 0; e < 8; ++e) buf.e[e] = (row_ok && c * 8 + e < head_dim) ? src[e] : uint16_t(0);
-            *reinterpret_cast<uint4*>(dst) = buf.v;
+        for (int chunk = tid; chunk < kRows * CPR; chunk += Cfg::kThreads) {
+            const int r = chunk / CPR;
+            const int c = chunk % CPR;
+            const int row = row0 + r;
+            const bool ok = row < row_end && c * 8 < head_dim;
+            cp_async_16(tile + swizzle<CPR>(r, c) * 8, ok ? g + static_cast<int64_t>(row) * row_stride + c * 8 : g,
+                        ok);
         }
     }
 }
@@ -165,12 +202,18 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     __syncthreads();
 
     const int warp_row0 = warp * Cfg::kWarpRows;
-    uint32_t qf[MT][D / 16][4];
+    // Q as mma A fragments: loaded once when kQInRegs, else per k-step inside the loop.
+    constexpr int kQRegSteps = Cfg::kQInRegs ? D / 16 : 1;
+    uint32_t qf[MT][kQRegSteps][4];
+    auto load_q_fragment = [&](uint32_t(&frag)[4], int mt, int kk) {
+        ldmatrix_x4(frag, sQ + swizzle<CPR>(warp_row0 + mt * 16 + lane % 16, kk * 2 + lane / 16) * 8);
+    };
+    if constexpr (Cfg::kQInRegs) {
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk)
-            ldmatrix_x4(qf[mt][kk], sQ + swizzle<CPR>(warp_row0 + mt * 16 + lane % 16, kk * 2 + lane / 16) * 8);
+            for (int kk = 0; kk < D / 16; ++kk) load_q_fragment(qf[mt][kk], mt, kk);
+    }
 
     // This thread's rows: warp_row0 + mt·16 + g + half·8.
     KeyRange row_keys[MT][2];
@@ -199,10 +242,12 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 
     for (int nb = nb_begin; nb < nb_end; ++nb) {
         const int it = nb - nb_begin;
+        // One barrier per block: after it, this block's tile is visible to every warp and
+        // every warp is done with the previous block, whose stage the next load refills.
+        cp_async_wait<ST - 2>();
+        __syncthreads();
         if (nb + ST - 1 < nb_end) load_kv(nb + ST - 1, (it + ST - 1) % ST);
         cp_async_commit();
-        cp_async_wait<ST - 1>();
-        __syncthreads();
 
         const uint16_t* sK = sKV + (it % ST) * Cfg::kKVStageElems;
         const uint16_t* sV = sK + BN * D;
@@ -217,41 +262,51 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
+            const int qk = Cfg::kQInRegs ? kk : 0;
+            if constexpr (!Cfg::kQInRegs) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) load_q_fragment(qf[mt][0], mt, kk);
+            }
 #pragma unroll
             for (int np = 0; np < BN / 16; ++np) {
                 uint32_t kf[4];
                 ldmatrix_x4(kf, sK + swizzle<CPR>(np * 16 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2) * 8);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
-                    E::mma(s[mt][2 * np], qf[mt][kk], kf[0], kf[1]);
-                    E::mma(s[mt][2 * np + 1], qf[mt][kk], kf[2], kf[3]);
+                    E::mma(s[mt][2 * np], qf[mt][qk], kf[0], kf[1]);
+                    E::mma(s[mt][2 * np + 1], qf[mt][qk], kf[2], kf[3]);
                 }
             }
         }
 
-        // Scores in log2 units, masked only where some row sees part of the block.
+        // Scores. Plain instances keep raw dot products (their max is the max of the scaled
+        // scores, since the scale is > 0) and fold the scale into the exp2 argument; `_mods`
+        // instances turn them into log2-unit scores first (softcap, ALiBi, any scale).
         const int n0 = nb * BN;
-        const bool masked = !block_fully_visible(p, m0, m_last, n0, n0 + BN);
+        if constexpr (kMods) {
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
+            for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int nt = 0; nt < BN / 8; ++nt)
+                for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int hf = e / 2;
-                    const int key = n0 + nt * 8 + 2 * t + e % 2;
-                    float x;
-                    if constexpr (kMods) {
-                        const int row = m0 + warp_row0 + mt * 16 + g + hf * 8;
-                        x = modified_score_log2(p, s[mt][nt][e], alibi_log2, row, key);
-                    } else {
-                        x = s[mt][nt][e] * p.scale_log2;
+                    for (int e = 0; e < 4; ++e) {
+                        const int row = m0 + warp_row0 + mt * 16 + g + (e / 2) * 8;
+                        s[mt][nt][e] = modified_score_log2(p, s[mt][nt][e], alibi_log2, row, n0 + nt * 8 + 2 * t + e % 2);
                     }
-                    if (masked && !row_keys[mt][hf].contains(key)) x = kNegInf;
-                    s[mt][nt][e] = x;
-                }
+        }
+        // Mask arithmetic only on blocks that some row of the CTA sees partially.
+        if (!block_fully_visible(p, m0, m_last, n0, n0 + BN)) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        if (!row_keys[mt][e / 2].contains(n0 + nt * 8 + 2 * t + e % 2)) s[mt][nt][e] = kNegInf;
+        }
+        const float exp_scale = kMods ? 1.f : p.scale_log2;
 
-        // Online softmax: new row max, rescale the running sum and O, P = exp2(x - max).
+        // Online softmax: new row max, rescale the running sum and O, P = exp2(scale·(x - max)).
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -262,14 +317,14 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 // A row with nothing visible yet keeps max -inf; subtract 0 so exp2 gives 0, not NaN.
-                const float base = mx == kNegInf ? 0.f : mx;
-                const float corr = exp2_approx(row_max[mt][hf] - base);
+                const float base = mx == kNegInf ? 0.f : mx * exp_scale;
+                const float corr = exp2_approx(fmaf(row_max[mt][hf], exp_scale, -base));
                 row_max[mt][hf] = mx;
                 float sum = 0.f;
 #pragma unroll
                 for (int nt = 0; nt < BN / 8; ++nt) {
-                    s[mt][nt][2 * hf] = exp2_approx(s[mt][nt][2 * hf] - base);
-                    s[mt][nt][2 * hf + 1] = exp2_approx(s[mt][nt][2 * hf + 1] - base);
+                    s[mt][nt][2 * hf] = exp2_approx(fmaf(s[mt][nt][2 * hf], exp_scale, -base));
+                    s[mt][nt][2 * hf + 1] = exp2_approx(fmaf(s[mt][nt][2 * hf + 1], exp_scale, -base));
                     sum += s[mt][nt][2 * hf] + s[mt][nt][2 * hf + 1];
                 }
                 row_sum[mt][hf] = row_sum[mt][hf] * corr + sum;
@@ -302,7 +357,6 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 }
             }
         }
-        __syncthreads();  // the stage read here is refilled by the next iteration
     }
     cp_async_wait<0>();
 
@@ -464,11 +518,11 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
 #define FATTN_HEAD_DIMS(X) X(32) X(64) X(96) X(128) X(256)
 
 #define FATTN_DEFINE_TC(ELEM, NAME, D)                                                                             \
-    extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads)                                   \
+    extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
         fattn_fwd_##NAME##_d##D(const __grid_constant__ FattnParams p) {                                           \
         fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, false>(p);                                        \
     }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads)                                   \
+    extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
         fattn_fwd_##NAME##_d##D##_mods(const __grid_constant__ FattnParams p) {                                    \
         fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, true>(p);                                         \
     }

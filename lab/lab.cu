@@ -45,6 +45,7 @@ struct Case {
     bool alibi;
     int layout;
     int sample_rows;  // 0 = check every row
+    float scale_mul = 1.f;  // softmax_scale = scale_mul / sqrt(d) (negative: the `_mods` path)
 };
 
 struct Tensor4 {
@@ -219,7 +220,7 @@ static void ref_row(const Case& c, const FattnParams& p, const std::vector<float
 
 struct CheckResult { double err, err_naive, max_ref; long bad_nonfinite; };
 
-static CheckResult run_check(const Case& c, uint64_t seed) {
+static CheckResult run_check(const Case& c, uint64_t seed, const Launch* override = nullptr) {
     Tensor4 tq = make_layout(c.b, c.sq, c.h, c.d, c.layout, c.dt);
     Tensor4 tk = make_layout(c.b, c.sk, c.hkv, c.d, c.layout, c.dt);
     Tensor4 tv = make_layout(c.b, c.sk, c.hkv, c.d, c.layout, c.dt);
@@ -239,9 +240,9 @@ static CheckResult run_check(const Case& c, uint64_t seed) {
     void* o;
     CK(cudaMalloc(&o, on * esize(c.dt)));
     CK(cudaMemset(o, 0xff, on * esize(c.dt)));  // NaN in every dtype
-    const float scale = 1.0f / std::sqrt((float)c.d);
+    const float scale = c.scale_mul / std::sqrt((float)c.d);
     FattnParams p = make_params(c, tq, tk, tv, o, dslopes, scale);
-    Launch L = pick(c.dt, c.d, c.softcap > 0 || c.alibi);
+    Launch L = override ? *override : pick(c.dt, c.d, c.softcap > 0 || c.alibi || scale <= 0);
     launch(L, p);
     CK(cudaDeviceSynchronize());
 
@@ -316,6 +317,12 @@ static int cmd_check() {
         cases.push_back({2, 4, 2, 130, 170, 128, dt, false, -1, -1, 0, false, 2, 0});
         cases.push_back({2, 4, 2, 130, 170, 64, dt, true, -1, -1, 0, false, 3, 0});
         cases.push_back({1, 2, 1, 99, 45, 40, dt, false, -1, -1, 0, true, 3, 0});
+        // negative scale (routed to the `_mods` instance)
+        {
+            Case neg{2, 4, 2, 100, 120, 64, dt, true, -1, -1, 0, false, 0, 0};
+            neg.scale_mul = -0.7f;
+            cases.push_back(neg);
+        }
         // one bench-sized shape, sampled rows
         cases.push_back({2, 16, 16, 2048, 2048, 128, dt, true, -1, -1, 0, false, 0, 400});
     }
@@ -346,7 +353,7 @@ static int cmd_check() {
 // ---- bench ---------------------------------------------------------------------------------
 
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads) lab_variant_bf16(const __grid_constant__ FattnParams p) {
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM) lab_variant_bf16(const __grid_constant__ FattnParams p) {
     fattn::fwd_tensor_core<Cfg, fattn::BF16, false>(p);
 }
 template <class Cfg>
@@ -377,17 +384,27 @@ static int cmd_bench() {
                         {4, 32, 4096, 128, true}, {1, 32, 16384, 128, false}, {1, 32, 16384, 128, true}};
     using fattn::TileConfig;
     std::vector<std::pair<int, Launch>> variants = {
-        {64, variant<TileConfig<64, 4, 2, 64, 3>>("d64 w4 mt2 n64 s3")},
-        {64, variant<TileConfig<64, 4, 2, 32, 3>>("d64 w4 mt2 n32 s3")},
-        {64, variant<TileConfig<64, 8, 1, 64, 3>>("d64 w8 mt1 n64 s3")},
-        {64, variant<TileConfig<64, 4, 1, 64, 3>>("d64 w4 mt1 n64 s3")},
-        {64, variant<TileConfig<64, 8, 1, 128, 2>>("d64 w8 mt1 n128 s2")},
-        {128, variant<TileConfig<128, 8, 1, 64, 2>>("d128 w8 mt1 n64 s2")},
-        {128, variant<TileConfig<128, 8, 1, 64, 3>>("d128 w8 mt1 n64 s3")},
-        {128, variant<TileConfig<128, 4, 1, 64, 2>>("d128 w4 mt1 n64 s2")},
-        {128, variant<TileConfig<128, 4, 2, 32, 2>>("d128 w4 mt2 n32 s2")},
-        {128, variant<TileConfig<128, 8, 1, 32, 3>>("d128 w8 mt1 n32 s3")},
+        {64, variant<TileConfig<64, 4, 2, 64, 2, true>>("d64 w4 mt2 n64 s2 qr")},
+        {64, variant<TileConfig<64, 4, 2, 48, 3, true>>("d64 w4 mt2 n48 s3 qr")},
+        {64, variant<TileConfig<64, 8, 2, 64, 2, false>>("d64 w8 mt2 n64 s2 qs")},
+        {64, variant<TileConfig<64, 8, 1, 64, 3, false, 3>>("d64 w8 mt1 n64 s3 qs b3")},
+        {128, variant<TileConfig<128, 8, 1, 48, 2, false, 2>>("d128 w8 mt1 n48 s2 qs b2")},
+        {128, variant<TileConfig<128, 8, 1, 64, 2, true>>("d128 w8 mt1 n64 s2 qr")},
+        {128, variant<TileConfig<128, 4, 2, 48, 2, false>>("d128 w4 mt2 n48 s2 qs")},
+        {128, variant<TileConfig<128, 8, 1, 32, 3, false, 2>>("d128 w8 mt1 n32 s3 qs b2")},
     };
+    // Every variant must compute the same function before its time counts.
+    int fails = 0;
+    for (auto& v : variants) {
+        for (Case c : {Case{2, 4, 2, 333, 333, v.first, BF16, true, -1, -1, 0, false, 0, 0},
+                       Case{1, 6, 3, 77, 301, v.first - 3, BF16, false, -1, -1, 0, false, 3, 0},
+                       Case{1, 4, 2, 300, 190, v.first, BF16, false, 40, 3, 0, false, 1, 0}}) {
+            CheckResult r = run_check(c, 99, &v.second);
+            const bool ok = r.bad_nonfinite == 0 && r.err <= 2 * r.err_naive + 1e-4;
+            if (!ok) { printf("variant %s FAILS on d=%d sq=%d: err %.3e naive %.3e nonfinite %ld\n", v.second.name, c.d, c.sq, r.err, r.err_naive, r.bad_nonfinite); ++fails; }
+        }
+    }
+    printf("variant checks: %d failures\n", fails);
     printf("%-26s %-6s %-22s %10s %8s\n", "shape(b,h,s,d)", "causal", "kernel", "ms", "TF/s");
     for (const B& s : shapes) {
         Case c{s.b, s.h, s.h, s.sq, s.sq, s.d, BF16, s.causal, -1, -1, 0, false, 0, 0};
@@ -415,6 +432,24 @@ static int cmd_bench() {
     return 0;
 }
 
+// One launch of each production bf16 instance on a bench shape, for ncu.
+static int cmd_prof() {
+    for (int d : {64, 128}) {
+        Case c{16, 16, 16, 2048, 2048, d, BF16, false, -1, -1, 0, false, 0, 0};
+        Tensor4 tq = make_layout(c.b, c.sq, c.h, c.d, 0, BF16), tk = make_layout(c.b, c.sk, c.h, c.d, 0, BF16),
+                tv = make_layout(c.b, c.sk, c.h, c.d, 0, BF16);
+        fill_random<<<1024, 256>>>(tq.base, tq.bytes / 2, BF16, 11, 1.f);
+        fill_random<<<1024, 256>>>(tk.base, tk.bytes / 2, BF16, 12, 1.f);
+        fill_random<<<1024, 256>>>(tv.base, tv.bytes / 2, BF16, 13, 1.f);
+        void* o; CK(cudaMalloc(&o, tq.bytes));
+        FattnParams p = make_params(c, tq, tk, tv, o, nullptr, 1.f / std::sqrt((float)c.d));
+        launch(pick(BF16, d, false), p);
+        CK(cudaDeviceSynchronize());
+        cudaFree(tq.base); cudaFree(tk.base); cudaFree(tv.base); cudaFree(o);
+    }
+    return 0;
+}
+
 int main(int argc, char** argv) {
     std::string cmd = argc > 1 ? argv[1] : "check";
     cudaDeviceProp prop;
@@ -422,6 +457,7 @@ int main(int argc, char** argv) {
     printf("device: %s, %d SMs, cc %d.%d\n", prop.name, prop.multiProcessorCount, prop.major, prop.minor);
     if (cmd == "check") return cmd_check();
     if (cmd == "bench") return cmd_bench();
+    if (cmd == "prof") return cmd_prof();
     fprintf(stderr, "usage: lab check|bench\n");
     return 2;
 }

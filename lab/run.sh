@@ -15,7 +15,12 @@ for step in "$@"; do
     bench) "$BIN" bench 2>&1 | tee "$OUT/bench.txt" ;;
     torch) PYTHONUNBUFFERED=1 python3 torch_bench.py 2>&1 | tee "$OUT/torch.txt" ;;
     sanitize)
-      LAB_SMALL=1 compute-sanitizer --tool memcheck "$BIN" check 2>&1 | tail -5 | tee "$OUT/memcheck.txt"
-      LAB_SMALL=1 compute-sanitizer --tool racecheck "$BIN" check 2>&1 | tail -5 | tee "$OUT/racecheck.txt" ;;
+      LAB_SMALL=1 compute-sanitizer --tool memcheck "$BIN" check > "$OUT/memcheck.txt" 2>&1; tail -2 "$OUT/memcheck.txt"
+      LAB_SMALL=1 compute-sanitizer --tool racecheck --racecheck-report all "$BIN" check > "$OUT/racecheck.txt" 2>&1
+      grep -v " ok$" "$OUT/racecheck.txt" | head -40 ;;
+    prof)
+      ncu --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis \
+          --section InstructionStats --section Occupancy --section LaunchStats -k regex:fattn_fwd "$BIN" prof \
+          > "$OUT/ncu.txt" 2>&1; grep -E "fattn_fwd|Stall|Warp Cycles|Issued|Eligible|Active Warps|Pipe|Registers|Occupancy|Duration" "$OUT/ncu.txt" | head -80 ;;
   esac
 done

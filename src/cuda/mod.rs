@@ -1,0 +1,341 @@
+//! CUDA forward: launches the kernels of `kernels/fattn_fwd.cu` on candle's stream.
+//!
+//! * f16/bf16: the tensor-core FlashAttention-2 kernel, one instance per head dim in
+//!   [`ptx::FWD_TILES`] (parsed from the C++ traits by build.rs); other head dims run on
+//!   the next larger instance, zero-padded inside the kernel.
+//! * f32: a plain-FMA kernel with the same semantics (no TF32: its error stays at the level
+//!   of candle's f32 matmul, which runs without TF32 by default).
+//! * Few query rows against a long KV cache go to the split-K decode kernel (`decode`).
+//!
+//! The parameters cross the FFI boundary as one `#[repr(C)]` struct, [`FattnParams`],
+//! whose size both sides assert. Every driver error becomes a candle `Error`.
+//!
+//! Shared with `decode`: [`dev_tensor`] (raw pointer + strides from storage and layout),
+//! [`load_func`], [`set_dynamic_smem`], [`to_i32`].
+
+mod decode;
+
+use candle_core::backend::BackendStorage;
+use candle_core::cuda_backend::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use candle_core::cuda_backend::cudarc::driver::{
+    CudaFunction, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, SyncOnDrop,
+};
+use candle_core::cuda_backend::{CudaDType, CudaDevice, WrapErr};
+use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
+use half::{bf16, f16};
+
+use crate::{Problem, Strides};
+
+mod ptx {
+    use super::FwdTile;
+    include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+}
+
+/// The module name under which candle caches `kernels/fattn_fwd.cu`.
+const FWD_MODULE: &str = "candle_fused_attn::fattn_fwd";
+
+/// One tensor-core instance; mirrors `fattn::TileConfig` in kernels/fattn_fwd.cu.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FwdTile {
+    pub head_dim: u32,
+    pub warps: u32,
+    /// m16 tiles (of 16 query rows) per warp.
+    pub m_tiles: u32,
+    pub block_n: u32,
+    pub stages: u32,
+}
+
+impl FwdTile {
+    fn threads(&self) -> u32 {
+        self.warps * 32
+    }
+    fn block_m(&self) -> u32 {
+        16 * self.m_tiles * self.warps
+    }
+    /// Q tile plus `stages` K and V tiles of 16-bit elements (`TileConfig::kSmemBytes`).
+    fn smem_bytes(&self) -> u32 {
+        (self.block_m() * self.head_dim + self.stages * 2 * self.block_n * self.head_dim) * 2
+    }
+}
+
+/// The smallest instance whose head dim holds `head_dim`.
+fn fwd_tile(head_dim: usize) -> Result<FwdTile> {
+    match ptx::FWD_TILES.iter().filter(|t| t.head_dim as usize >= head_dim).min_by_key(|t| t.head_dim) {
+        Some(t) => Ok(*t),
+        None => bail!(
+            "fused-attn cuda: head_dim {head_dim} has no kernel instance (instances: {:?})",
+            ptx::FWD_TILES.iter().map(|t| t.head_dim).collect::<Vec<_>>()
+        ),
+    }
+}
+
+/// The f32 kernel's shape; mirrors `namespace fattn::f32` in kernels/fattn_fwd.cu.
+mod f32_tile {
+    pub const THREADS: u32 = 4 * 32;
+    pub const BLOCK_M: u32 = 16;
+    pub const BLOCK_N: u32 = 32;
+    /// Q tile, K tile with rows padded to an odd stride, V tile; f32.
+    pub fn smem_bytes(head_dim: u32) -> u32 {
+        let k_stride = if head_dim % 2 == 0 { head_dim + 1 } else { head_dim };
+        (BLOCK_M * head_dim + BLOCK_N * k_stride + BLOCK_N * head_dim) * 4
+    }
+}
+
+/// Mirrors `struct FattnParams` in kernels/fattn_common.cuh.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct FattnParams {
+    q: u64,
+    k: u64,
+    v: u64,
+    o: u64,
+    alibi_slopes: u64,
+    q_batch_stride: i64,
+    q_seq_stride: i64,
+    q_head_stride: i64,
+    k_batch_stride: i64,
+    k_seq_stride: i64,
+    k_head_stride: i64,
+    v_batch_stride: i64,
+    v_seq_stride: i64,
+    v_head_stride: i64,
+    o_batch_stride: i64,
+    o_seq_stride: i64,
+    o_head_stride: i64,
+    batch: i32,
+    heads: i32,
+    kv_heads: i32,
+    seq_q: i32,
+    seq_k: i32,
+    head_dim: i32,
+    kv_group: i32,
+    window_left: i32,
+    window_right: i32,
+    vec_in: i32,
+    vec_out: i32,
+    scale_log2: f32,
+    softcap_inv_scaled: f32,
+    softcap_log2: f32,
+}
+// The C++ side asserts the same size (static_assert in fattn_common.cuh).
+const _: () = assert!(std::mem::size_of::<FattnParams>() == 192);
+
+// SAFETY: `FattnParams` is `#[repr(C)]` plain data (integers and floats, no references),
+// laid out as the C++ struct it mirrors; the kernel receives it by value.
+unsafe impl DeviceRepr for FattnParams {}
+
+/// A `(batch, seq, heads, head_dim)` device tensor as a kernel reads it: the address of its
+/// first element and its element strides. The guard keeps cudarc's stream bookkeeping
+/// for the storage alive until the launch has been queued.
+pub(super) struct DevTensor<'a> {
+    pub ptr: u64,
+    pub strides: Strides,
+    _guard: SyncOnDrop<'a>,
+}
+
+impl DevTensor<'_> {
+    /// True when every row starts on 16 bytes and rows hold whole 16-byte chunks.
+    fn rows_16b_aligned(&self, head_dim: usize, elem_bytes: usize) -> bool {
+        let s = &self.strides;
+        let elems_16b = 16 / elem_bytes;
+        self.ptr % 16 == 0
+            && head_dim % elems_16b == 0
+            && [s.batch, s.seq, s.head].iter().all(|x| x % elems_16b == 0)
+    }
+}
+
+/// Raw pointer (start offset applied) and strides of a storage of element type `T`.
+pub(super) fn dev_tensor<'a, T: CudaDType + DeviceRepr + 'a>(
+    storage: &'a CudaStorage,
+    layout: &Layout,
+    stream: &'a CudaStream,
+) -> Result<DevTensor<'a>> {
+    let strides = Strides::from_layout(layout)?;
+    let (base, guard) = storage.as_cuda_slice::<T>()?.device_ptr(stream);
+    let ptr = base + (strides.offset * std::mem::size_of::<T>()) as u64;
+    Ok(DevTensor { ptr, strides, _guard: guard })
+}
+
+/// Loads `name` from a PTX module (compiled by build.rs, cached by candle under `module`).
+pub(super) fn load_func(dev: &CudaDevice, module: &str, ptx: &str, name: &str) -> Result<CudaFunction> {
+    Ok(dev.get_or_load_custom_func(name, module, ptx)?.into_cuda_function())
+}
+
+/// Lets `func` use `bytes` of dynamic shared memory (above 48 KiB this must be opted into),
+/// or errors when the device has less.
+pub(super) fn set_dynamic_smem(func: &CudaFunction, stream: &CudaStream, bytes: u32, name: &str) -> Result<()> {
+    let optin = stream
+        .context()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .w()?;
+    if bytes as i64 > optin as i64 {
+        bail!("fused-attn cuda: {name} needs {bytes} bytes of shared memory, the device allows {optin}")
+    }
+    func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32)
+        .w()
+}
+
+/// `x` as the i32 a kernel takes, or an error naming the quantity.
+pub(super) fn to_i32(x: usize, what: &str) -> Result<i32> {
+    match i32::try_from(x) {
+        Ok(v) => Ok(v),
+        Err(_) => bail!("fused-attn cuda: {what} = {x} exceeds the kernels' i32 range"),
+    }
+}
+
+fn to_i64(x: usize) -> i64 {
+    // Strides of an allocation that exists always fit in i64.
+    x as i64
+}
+
+/// The CUDA forward. `alibi` is `(batch, heads)` f32, contiguous, on q's device.
+pub(crate) fn forward(
+    problem: &Problem,
+    (q, ql): (&CudaStorage, &Layout),
+    (k, kl): (&CudaStorage, &Layout),
+    (v, vl): (&CudaStorage, &Layout),
+    alibi: Option<&Tensor>,
+) -> Result<CudaStorage> {
+    let dtype = q.dtype();
+    if decode::applies(problem, dtype) {
+        return decode::forward(problem, (q, ql), (k, kl), (v, vl), alibi);
+    }
+    match dtype {
+        DType::F16 => launch_fwd::<f16>(problem, tensor_core_kernel(problem, "f16")?, (q, ql), (k, kl), (v, vl), alibi),
+        DType::BF16 => launch_fwd::<bf16>(problem, tensor_core_kernel(problem, "bf16")?, (q, ql), (k, kl), (v, vl), alibi),
+        DType::F32 => launch_fwd::<f32>(problem, f32_kernel(problem)?, (q, ql), (k, kl), (v, vl), alibi),
+        dt => bail!("fused-attn cuda: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
+    }
+}
+
+/// A kernel and its launch geometry.
+struct KernelChoice {
+    name: String,
+    threads: u32,
+    block_m: u32,
+    smem_bytes: u32,
+}
+
+/// The f16/bf16 tensor-core instance for the problem's head dim. `_mods` instances apply
+/// softcap/ALiBi; the plain ones fold the scale into exp2 after the row max, which needs a
+/// positive scale, so a scale <= 0 takes `_mods` too.
+fn tensor_core_kernel(p: &Problem, ty: &str) -> Result<KernelChoice> {
+    let tile = fwd_tile(p.head_dim)?;
+    let mods = if p.softcap > 0.0 || p.has_alibi || p.scale <= 0.0 { "_mods" } else { "" };
+    Ok(KernelChoice {
+        name: format!("fattn_fwd_{ty}_d{}{mods}", tile.head_dim),
+        threads: tile.threads(),
+        block_m: tile.block_m(),
+        smem_bytes: tile.smem_bytes(),
+    })
+}
+
+fn f32_kernel(p: &Problem) -> Result<KernelChoice> {
+    let d = to_i32(p.head_dim, "head_dim")? as u32;
+    Ok(KernelChoice {
+        name: "fattn_fwd_f32".to_string(),
+        threads: f32_tile::THREADS,
+        block_m: f32_tile::BLOCK_M,
+        smem_bytes: f32_tile::smem_bytes(d),
+    })
+}
+
+fn window_i32(w: i64, what: &str) -> Result<i32> {
+    match i32::try_from(w) {
+        Ok(v) => Ok(v),
+        Err(_) => bail!("fused-attn cuda: {what} = {w} exceeds the kernels' i32 range"),
+    }
+}
+
+fn launch_fwd<T: CudaDType + DeviceRepr>(
+    p: &Problem,
+    kernel: KernelChoice,
+    (q, ql): (&CudaStorage, &Layout),
+    (k, kl): (&CudaStorage, &Layout),
+    (v, vl): (&CudaStorage, &Layout),
+    alibi: Option<&Tensor>,
+) -> Result<CudaStorage> {
+    let dev = &q.device;
+    let stream = dev.cuda_stream();
+    let (major, minor) = stream.context().compute_capability().w()?;
+    if major < 8 {
+        bail!("fused-attn cuda: the kernels need compute capability 8.0 or newer, this device has {major}.{minor}")
+    }
+    let KernelChoice { name, threads, block_m, smem_bytes } = kernel;
+    let func = load_func(dev, FWD_MODULE, ptx::FATTN_FWD, &name)?;
+    set_dynamic_smem(&func, &stream, smem_bytes, &name)?;
+
+    let elem = std::mem::size_of::<T>();
+    let (qt, kt, vt) = (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
+    let out_len = p.batch * p.seq_q * p.heads * p.head_dim;
+    // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output:
+    // the grid covers every (batch, head, query block), and each block stores all its rows
+    // below seq_q and all columns below head_dim, zeros for rows that see no key.
+    let mut out = unsafe { dev.alloc::<T>(out_len) }?;
+
+    let alibi_storage = alibi.map(|t| t.storage_and_layout());
+    let alibi_ptr = match &alibi_storage {
+        None => None,
+        Some((storage, layout)) => match &**storage {
+            Storage::Cuda(s) => {
+                let (base, guard) = s.as_cuda_slice::<f32>()?.device_ptr(&stream);
+                Some((base + (layout.start_offset() * 4) as u64, guard))
+            }
+            _ => bail!("fused-attn cuda: alibi_slopes must be on q's CUDA device"),
+        },
+    };
+
+    let grid_y = (p.seq_q as u32).div_ceil(block_m);
+    if grid_y > 65535 {
+        bail!("fused-attn cuda: seq_q = {} needs {grid_y} query blocks, above the grid limit 65535", p.seq_q)
+    }
+    let grid_x = to_i32(p.batch * p.heads, "batch · heads")? as u32;
+    {
+        let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
+        let d = p.head_dim;
+        let params = FattnParams {
+            q: qt.ptr,
+            k: kt.ptr,
+            v: vt.ptr,
+            o: o_ptr,
+            alibi_slopes: alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
+            q_batch_stride: to_i64(qt.strides.batch),
+            q_seq_stride: to_i64(qt.strides.seq),
+            q_head_stride: to_i64(qt.strides.head),
+            k_batch_stride: to_i64(kt.strides.batch),
+            k_seq_stride: to_i64(kt.strides.seq),
+            k_head_stride: to_i64(kt.strides.head),
+            v_batch_stride: to_i64(vt.strides.batch),
+            v_seq_stride: to_i64(vt.strides.seq),
+            v_head_stride: to_i64(vt.strides.head),
+            o_batch_stride: to_i64(p.seq_q * p.heads * d),
+            o_seq_stride: to_i64(p.heads * d),
+            o_head_stride: to_i64(d),
+            batch: to_i32(p.batch, "batch")?,
+            heads: to_i32(p.heads, "heads")?,
+            kv_heads: to_i32(p.kv_heads, "kv_heads")?,
+            seq_q: to_i32(p.seq_q, "seq_q")?,
+            seq_k: to_i32(p.seq_k, "seq_k")?,
+            head_dim: to_i32(d, "head_dim")?,
+            kv_group: to_i32(p.group_size(), "heads / kv_heads")?,
+            window_left: window_i32(p.window_left, "window_size_left")?,
+            window_right: window_i32(p.window_right, "window_size_right")?,
+            vec_in: [&qt, &kt, &vt].iter().all(|t| t.rows_16b_aligned(d, elem)) as i32,
+            vec_out: (o_ptr % 16 == 0 && d % (16 / elem) == 0) as i32,
+            scale_log2: p.scale * std::f32::consts::LOG2_E,
+            softcap_inv_scaled: if p.softcap > 0.0 { p.scale / p.softcap } else { 0.0 },
+            softcap_log2: if p.softcap > 0.0 { p.softcap * std::f32::consts::LOG2_E } else { 0.0 },
+        };
+        let cfg = LaunchConfig { grid_dim: (grid_x, grid_y, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem_bytes };
+        let mut builder = stream.launch_builder(&func);
+        builder.arg(&params);
+        // SAFETY: the kernel's one argument is `FattnParams` by value, matching its C++
+        // signature. Its pointers are live device allocations held by `q`, `k`, `v`, `out`
+        // and the alibi storage for the whole call, and the strides and sizes describe them
+        // (validated by `crate::validate`); the kernel reads only inside those bounds.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    drop(alibi_ptr);
+    drop((qt, kt, vt));
+    Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
+}
