@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use candle_core::{bail, DType, Device, Result, Tensor};
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, Parser, ValueEnum};
 use rand::{Rng, SeedableRng};
 
 use model::{Attention, Config, KvCache, Llama};
@@ -61,11 +61,13 @@ enum SyntheticArg {
     Llama3_8b,
     #[value(name = "llama2-7b")]
     Llama2_7b,
+    #[value(name = "smollm2-135m")]
+    Smollm2_135m,
 }
 
 /// Runs a LLaMA-architecture model with fused or naive attention and reports tokens/sec.
 #[derive(Parser, Debug)]
-#[command(version, about, long_about = None)]
+#[command(name = "llama", version)]
 struct Args {
     /// Where to run; `cuda` needs a build with `--features cuda`.
     #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
@@ -106,7 +108,8 @@ struct Args {
     #[arg(long, value_name = "PATH", conflicts_with = "synthetic")]
     model: Option<PathBuf>,
 
-    /// Random seeded weights at a real model's shapes, for throughput at scale (no text).
+    /// Random seeded weights at a real model's shapes, for throughput (no text);
+    /// smollm2-135m has the default model's shapes, for machines the GGUF cannot reach.
     #[arg(long, value_enum)]
     synthetic: Option<SyntheticArg>,
 
@@ -183,9 +186,9 @@ fn main() -> Result<()> {
     let args = Args::parse();
     let device = match args.device {
         DeviceArg::Cpu => Device::Cpu,
-        DeviceArg::Cuda if !candle_core::utils::cuda_is_available() => bail!(
-            "--device cuda: this binary was built without CUDA support; rebuild with `--features cuda`"
-        ),
+        DeviceArg::Cuda if !candle_core::utils::cuda_is_available() => {
+            usage_error("--device cuda: this binary was built without CUDA support; rebuild with `--features cuda`")
+        }
         DeviceArg::Cuda => Device::new_cuda(0)?,
     };
     let dtype = match args.dtype {
@@ -194,10 +197,10 @@ fn main() -> Result<()> {
         DTypeArg::Bf16 => DType::BF16,
     };
     if args.sample_len == 0 {
-        bail!("--sample-len must be at least 1")
+        usage_error("--sample-len must be at least 1")
     }
-    if args.prefill_chunk == Some(0) {
-        bail!("--prefill-chunk must be at least 1")
+    if args.prefill_chunk == Some(0) || args.prompt_len == Some(0) {
+        usage_error("--prefill-chunk and --prompt-len must be at least 1")
     }
 
     let load_start = Instant::now();
@@ -206,6 +209,7 @@ fn main() -> Result<()> {
             let (cfg, name) = match which {
                 SyntheticArg::Llama3_8b => (Config::llama3_8b(), "synthetic llama3-8b"),
                 SyntheticArg::Llama2_7b => (Config::llama2_7b(), "synthetic llama2-7b"),
+                SyntheticArg::Smollm2_135m => (Config::smollm2_135m(), "synthetic smollm2-135m"),
             };
             let prompt_len = args.prompt_len.unwrap_or(128);
             let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
@@ -285,6 +289,11 @@ fn main() -> Result<()> {
         print_comparison(&results, &args, &device);
     }
     Ok(())
+}
+
+/// Prints a clap-style usage error (no backtrace) and exits with status 2.
+fn usage_error(msg: &str) -> ! {
+    Args::command().error(clap::error::ErrorKind::InvalidValue, msg).exit()
 }
 
 /// Warm-up, then prefill and decode with one back end, streaming text as it comes.

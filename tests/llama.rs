@@ -90,11 +90,16 @@ fn chat_template_long_prompt_and_stop_tokens() -> Result<()> {
     Ok(())
 }
 
-/// The synthetic models have the published parameter counts of the real ones.
+/// The synthetic models have the published parameter counts of the real ones, and the
+/// SmolLM2 one is exactly what the GGUF says.
 #[test]
-fn synthetic_shapes_are_the_real_models() {
+fn synthetic_shapes_are_the_real_models() -> Result<()> {
     assert_eq!(Config::llama3_8b().num_parameters(), 8_030_261_248);
     assert_eq!(Config::llama2_7b().num_parameters(), 6_738_415_616);
+    assert_eq!(Config::smollm2_135m().num_parameters(), 134_515_008);
+    let (content, _) = model::open_gguf(&fetch::default_model_path()?)?;
+    assert_eq!(Config::from_gguf(&content)?, Config::smollm2_135m());
+    Ok(())
 }
 
 #[test]

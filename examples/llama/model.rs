@@ -53,6 +53,24 @@ pub struct Config {
 }
 
 impl Config {
+    /// SmolLM2-135M's shapes (GQA 9:3, tied embeddings): the default model's, for GPU
+    /// throughput runs where the 98 MB GGUF cannot travel; tests check it equals the GGUF's.
+    pub fn smollm2_135m() -> Self {
+        Self {
+            vocab_size: 49_152,
+            hidden_size: 576,
+            intermediate_size: 1536,
+            num_layers: 30,
+            num_heads: 9,
+            num_kv_heads: 3,
+            head_dim: 64,
+            rope_theta: 100_000.0,
+            rms_norm_eps: 1e-5,
+            context_length: 8192,
+            tied_embeddings: true,
+        }
+    }
+
     /// Meta-Llama-3-8B's shapes (GQA 32:8, 128k vocabulary, untied output).
     pub fn llama3_8b() -> Self {
         Self {
