@@ -5,8 +5,8 @@
 // softmax in f32, f32 accumulation. Rows that see no key output zeros.
 //
 // f16/bf16 (`fattn_fwd_{f16,bf16}_d{D}[_mods]`): one CTA owns kBlockM query rows of one
-// (batch, head); each warp owns 16·kMTiles of them. Q is loaded once through shared
-// memory into registers (mma A fragments). K and V tiles of kBlockN keys stream through a
+// (batch, head); each warp owns 16·kMTiles of them. Q goes through shared memory into mma
+// A fragments, once (kQInRegs) or per key block where registers are short. K and V tiles of kBlockN keys stream through a
 // kStages-deep cp.async pipeline into XOR-swizzled shared memory and are read with
 // ldmatrix (V transposed). S = Q·Kᵀ and O += P·V are mma.sync m16n8k16 with f32
 // accumulators; the online softmax stays in registers in log2 units (exp2, with
@@ -21,7 +21,14 @@
 // Grid: x = batch·heads, y = query blocks, heaviest (last, for causal) first. Blocks of the
 // same head run together, so K/V are shared through L2.
 //
-// Tile choice and measured results: see kernels/NOTES.md and the traits below.
+// Tiles (FwdTraits below; every instance fits the 99 KiB that sm_86/sm_89 allow a block):
+// d64 and d32 use 4 warps × 32 rows with Q in registers and a 3-stage pipeline; d96/d128
+// use two CTAs of 8 warps × 16 rows per SM (128 registers, Q re-read from shared memory);
+// d256 4 warps × 16 rows, 32-key blocks. kernels/NOTES.md has every version measured.
+//
+// Measured (lab/run.sh, NVIDIA H200, bf16, CUDA events, median; torch 2.11 SDPA in the same
+// run), TF/s ours / FA2 backend: (16,16,16,2048,2048,64) 291/279, causal 240/241;
+// d128 at 2048: 254/339, causal 241/271; (1,32,32,16384,16384,128) causal 261/333.
 
 #include "fattn_common.cuh"
 
@@ -240,20 +247,9 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
         }
     }
 
-    for (int nb = nb_begin; nb < nb_end; ++nb) {
-        const int it = nb - nb_begin;
-        // One barrier per block: after it, this block's tile is visible to every warp and
-        // every warp is done with the previous block, whose stage the next load refills.
-        cp_async_wait<ST - 2>();
-        __syncthreads();
-        if (nb + ST - 1 < nb_end) load_kv(nb + ST - 1, (it + ST - 1) % ST);
-        cp_async_commit();
-
-        const uint16_t* sK = sKV + (it % ST) * Cfg::kKVStageElems;
-        const uint16_t* sV = sK + BN * D;
-
-        // S = Q Kᵀ
-        float s[MT][BN / 8][4];
+    using STile = float[MT][BN / 8][4];
+    // S = Q Kᵀ for one key block.
+    auto scores_qk = [&](STile& s, const uint16_t* sK) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -278,10 +274,12 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 }
             }
         }
-
-        // Scores. Plain instances keep raw dot products (their max is the max of the scaled
-        // scores, since the scale is > 0) and fold the scale into the exp2 argument; `_mods`
-        // instances turn them into log2-unit scores first (softcap, ALiBi, any scale).
+    };
+    // Scores. Plain instances keep raw dot products (their max is the max of the scaled
+    // scores, since the scale is > 0) and fold the scale into the exp2 argument; `_mods`
+    // instances turn them into log2-unit scores first (softcap, ALiBi, any scale). Mask
+    // arithmetic runs only on blocks that some row of the CTA sees partially.
+    auto mods_and_mask = [&](STile& s, int nb) {
         const int n0 = nb * BN;
         if constexpr (kMods) {
 #pragma unroll
@@ -294,7 +292,6 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                         s[mt][nt][e] = modified_score_log2(p, s[mt][nt][e], alibi_log2, row, n0 + nt * 8 + 2 * t + e % 2);
                     }
         }
-        // Mask arithmetic only on blocks that some row of the CTA sees partially.
         if (!block_fully_visible(p, m0, m_last, n0, n0 + BN)) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
@@ -304,9 +301,11 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                     for (int e = 0; e < 4; ++e)
                         if (!row_keys[mt][e / 2].contains(n0 + nt * 8 + 2 * t + e % 2)) s[mt][nt][e] = kNegInf;
         }
-        const float exp_scale = kMods ? 1.f : p.scale_log2;
-
-        // Online softmax: new row max, rescale the running sum and O, P = exp2(scale·(x - max)).
+    };
+    const float exp_scale = kMods ? 1.f : p.scale_log2;
+    // Online softmax on one block: new row max, rescale the running sum and O, and S
+    // becomes P = exp2(scale·(x - max)) in place.
+    auto softmax_step = [&](STile& s) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -334,8 +333,9 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                     o[mt][dt][2 * hf + 1] *= corr;
                 }
             }
-
-        // O += P V; the S accumulator layout is the A fragment layout of the next mma.
+    };
+    // O += P V; the S accumulator layout is the A fragment layout of the next mma.
+    auto accumulate_pv = [&](STile& s, const uint16_t* sV) {
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
             uint32_t pf[MT][4];
@@ -357,10 +357,28 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 }
             }
         }
+    };
+
+    for (int nb = nb_begin; nb < nb_end; ++nb) {
+        const int it = nb - nb_begin;
+        // One barrier per block: after it, this block's tile is visible to every warp and
+        // every warp is done with the previous block, whose stage the next load refills.
+        cp_async_wait<ST - 2>();
+        __syncthreads();
+        if (nb + ST - 1 < nb_end) load_kv(nb + ST - 1, (it + ST - 1) % ST);
+        cp_async_commit();
+        const uint16_t* sK = sKV + (it % ST) * Cfg::kKVStageElems;
+        STile s;
+        scores_qk(s, sK);
+        mods_and_mask(s, nb);
+        softmax_step(s);
+        accumulate_pv(s, sK + BN * D);
     }
     cp_async_wait<0>();
 
     // Normalize, stage this warp's rows in its own part of the Q tile, store 16 bytes at a time.
+    // The barrier orders this warp's earlier ldmatrix reads of those rows before the writes.
+    __syncwarp();
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll

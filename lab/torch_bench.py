@@ -29,7 +29,7 @@ print(f"{'shape(b,h,s,d)':26s} {'causal':6s} {'kernel':22s} {'ms':>10s} {'TF/s':
 for b, h, s, d, causal in SHAPES:
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     flops = 4 * b * h * s * s * d * (0.5 if causal else 1.0)
-    reps = 10 if flops > 1e12 else 30
+    reps = 20 if flops > 1e12 else 50
     for name, backend in (("torch-flash", SDPBackend.FLASH_ATTENTION), ("torch-cudnn", SDPBackend.CUDNN_ATTENTION)):
         with sdpa_kernel(backend):
             ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), reps)
