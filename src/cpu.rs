@@ -13,13 +13,33 @@
 //! and a merge rescales and adds them.
 //!
 //! **Per key tile.** `S = Q Kᵀ` and `acc += P V` go through the `gemm` crate (runtime
-//! dispatched SIMD micro-kernels). The softmax loops (row max, `exp`, row sum, rescale,
-//! softcap, ALiBi) are plain loops over f32 slices compiled once per instruction set
-//! (AVX-512, AVX2+FMA, portable) and picked at run time; `exp` is a branch-free Cephes
-//! polynomial so that those loops vectorize. Key tiles that no row of the item can see are
-//! skipped; mask arithmetic runs only on tiles that some row sees partially.
+//! dispatched SIMD micro-kernels) with every operand laid out as gemm's column-major
+//! micro-kernel reads it, so gemm packs nothing: Q and P rows as they are, V rows, and K
+//! transposed. When several query blocks reuse each key (prefill), K is transposed and
+//! V (f16/bf16: converted; f32: copied) once per call into padded-stride f32 buffers,
+//! O(Sk·D); otherwise (one query block: decode) the tiles are read in place (f32) or
+//! converted per tile, and items of ≤ 8 rows use direct dot products / axpys with
+//! software prefetch instead of gemm. The softmax loops (row max, `exp`, row sum,
+//! rescale, softcap, ALiBi) are plain loops over f32 slices compiled once per instruction
+//! set (AVX-512, AVX2+FMA, portable) and picked at run time; `exp` is a branch-free Cephes
+//! polynomial in FMAs so that those loops vectorize. Key tiles that no row of the item
+//! can see are skipped; mask arithmetic runs only on tiles that some row sees partially.
 //!
-//! **Tile choice and measured result:** see [`ROWS_PER_ITEM`] and [`KEYS_PER_TILE`].
+//! **Tiles.** 48 rows per item (gemm streams an unpacked operand only while the other
+//! side has ≤ 8·6 = 48 columns; beyond that it packs, which cost 13% at 96 rows) × 128
+//! keys per tile (a d = 64 Kᵀ tile is 32 KiB, the L1). Measured on the 2-core dev machine
+//! (AMD EPYC Zen 3 at 2.45 GHz, AVX2 + FMA, no AVX-512), f32 (1,16,16,2048,2048,64)
+//! non-causal, 2 threads, min of 7 runs: 256 keys 206 ms, 128 keys 189 ms, 64 keys
+//! 187 ms; an alternating A/B of 96 vs 128 keys gave medians 212–230 vs 206–223 ms, and
+//! 36/48/96 rows at 128 keys 187–197 ms: all within the noise of a machine shared with
+//! other builds, so 48 × 128 stays.
+//!
+//! **History** (same shape, same machine, noisy). Per-row scalar loop (interim): not
+//! timed. Tiles through gemm with row-major operands: 420 ms on 2 threads, 30% of the
+//! time in gemm's packing. Column-major operands + shared Kᵀ (no packing) at 48 rows:
+//! 515 ms single-thread, the unpacked micro-kernel thrashing L1 sets on 4 KiB-multiple
+//! strides; padded strides: 302 ms single-thread. Criterion medians are in
+//! `benches/attention.rs`'s output (249 ms, 69 GFLOP/s, vs naive 1.79 s when written).
 
 use candle_core::{backend::BackendStorage, bail, CpuStorage, Layout, Result, WithDType};
 use gemm::{gemm, Parallelism};
@@ -29,10 +49,9 @@ use rayon::prelude::*;
 use crate::{Problem, Strides};
 
 /// Query rows per work item, counted over the q heads that share one kv head (a group of
-/// `g` heads takes `max(1, 64 / g)` positions). Measured on the 2-core dev machine (AMD
-/// EPYC Zen 3, AVX2), f32 (1,16,16,2048,2048,64) non-causal: see the module header.
+/// `g` heads takes `max(1, 48 / g)` positions). See the module header for the measurements.
 const ROWS_PER_ITEM: usize = 48;
-/// Keys per tile: the `S` tile is `ROWS_PER_ITEM × KEYS_PER_TILE` f32.
+/// Keys per tile: the `S` tile is `ROWS_PER_ITEM × KEYS_PER_TILE` f32 (module header).
 const KEYS_PER_TILE: usize = 128;
 /// Calls with at most this many query rows are decode-like and may split the keys.
 const DECODE_MAX_SEQ_Q: usize = 16;
@@ -182,7 +201,7 @@ struct SharedKv {
 /// L1 sets (a 1024- or 2048-float stride made the unpacked micro-kernel 30% slower).
 fn padded_stride(n: usize) -> usize {
     let lines = n.div_ceil(16);
-    16 * if lines % 4 == 0 { lines + 1 } else { lines }
+    16 * if lines.is_multiple_of(4) { lines + 1 } else { lines }
 }
 
 impl SharedKv {
@@ -713,7 +732,7 @@ fn exp_f32(x: f32) -> f32 {
         .mul_add(r, 8.333_452e-3)
         .mul_add(r, 4.166_579_6e-2)
         .mul_add(r, 1.666_666_5e-1)
-        .mul_add(r, 5.000_000_1e-1);
+        .mul_add(r, 0.5); // Cephes' 5.0000001201e-1 rounds to 0.5 in f32
     let e = poly.mul_add(r * r, r) + 1.0;
     // 2^n from the integer in t's low bits.
     let pow2 = f32::from_bits(t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23);

@@ -8,7 +8,7 @@ mod common;
 
 use candle_core::{DType, Device, IndexOp, Result, Tensor};
 use candle_fused_attn::{attention, attention_ref, AttnParams};
-use common::{check_case, measure, oracle, run_sweep, Alibi, Case, FloorInputs, InputLayout};
+use common::{check_case, measure_with, oracle, run_sweep, Alibi, Case, FloorInputs, InputLayout};
 
 const SWEEP_CASES: usize = 500;
 
@@ -46,7 +46,7 @@ fn tolerance_rejects_a_slightly_wrong_result() -> Result<()> {
         let fused = attention(&q, &k, &v, &wrong)?;
         let naive = attention_ref(&q, &k, &v, &p)?;
         let reference = oracle(&q, &k, &v, &p)?;
-        let r = measure(dtype, &fused, &naive, &reference, &FloorInputs::new(&q, &k, &v, &reference, p.softmax_scale)?)?;
+        let r = measure_with(dtype, &fused, &naive, &reference, &FloorInputs::new(&q, &k, &v, &reference, p.softmax_scale)?)?;
         assert!(!r.passes(), "{dtype:?}: a 2% scale error passed: {r:?}");
     }
     Ok(())
@@ -66,18 +66,16 @@ fn with_nan(t: &Tensor, b: usize, s: usize, h: usize) -> Result<Tensor> {
     Tensor::from_vec(data, t.shape(), &Device::Cpu)
 }
 
-/// Per `(b, s, h)` row: whether any element is NaN.
-fn nan_rows(t: &Tensor) -> Result<Vec<Vec<Vec<bool>>>> {
-    let (b, s, h, _) = t.dims4()?;
-    let mut out = vec![vec![vec![false; h]; s]; b];
-    for bi in 0..b {
-        for si in 0..s {
-            for hi in 0..h {
-                out[bi][si][hi] = t.i((bi, si, hi))?.to_vec1::<f32>()?.iter().any(|x| x.is_nan());
-            }
-        }
+/// Checks, for every `(b, s, h)` row, that it contains a NaN exactly when `expect_nan` says.
+fn assert_nan_rows(t: &Tensor, expect_nan: impl Fn(usize, usize, usize) -> bool, what: &str) -> Result<()> {
+    let (_, s, h, d) = t.dims4()?;
+    let data = t.flatten_all()?.to_vec1::<f32>()?;
+    for (row, values) in data.chunks_exact(d).enumerate() {
+        let (bi, si, hi) = (row / (s * h), (row / h) % s, row % h);
+        let has_nan = values.iter().any(|x| x.is_nan());
+        assert_eq!(has_nan, expect_nan(bi, si, hi), "row ({bi},{si},{hi}) {what}");
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Max |a - b| over the rows where `keep` is true; both must be finite there.
@@ -110,14 +108,7 @@ fn nan_in_a_query_row_stays_in_that_row() -> Result<()> {
     for p in [AttnParams::new(0.2), AttnParams::new(0.2).causal(true)] {
         let clean = attention(&q, &k, &v, &p)?;
         let out = attention(&with_nan(&q, 1, 5, 3)?, &k, &v, &p)?;
-        let nan = nan_rows(&out)?;
-        for bi in 0..b {
-            for si in 0..sq {
-                for hi in 0..h {
-                    assert_eq!(nan[bi][si][hi], (bi, si, hi) == (1, 5, 3), "row ({bi},{si},{hi})");
-                }
-            }
-        }
+        assert_nan_rows(&out, |bi, si, hi| (bi, si, hi) == (1, 5, 3), "")?;
         let diff = max_diff_where(&out, &clean, |bi, si, hi| (bi, si, hi) != (1, 5, 3))?;
         assert!(diff <= 1e-6, "other rows moved by {diff}");
     }
@@ -138,12 +129,7 @@ fn nan_in_a_key_reaches_only_rows_that_see_it() -> Result<()> {
         let sees = |si: usize, hi: usize| sees(si, hi) && window_left.is_none_or(|l| si <= j + l);
         let clean = attention(&q, &k, &v, &p)?;
         let out = attention(&q, &k_nan, &v, &p)?;
-        let nan = nan_rows(&out)?;
-        for si in 0..s {
-            for hi in 0..h {
-                assert_eq!(nan[0][si][hi], sees(si, hi), "row ({si},{hi}), window_left {window_left:?}");
-            }
-        }
+        assert_nan_rows(&out, |_, si, hi| sees(si, hi), &format!("window_left {window_left:?}"))?;
         let diff = max_diff_where(&out, &clean, |_, si, hi| !sees(si, hi))?;
         assert!(diff <= 1e-6, "unaffected rows moved by {diff}");
     }
@@ -238,7 +224,7 @@ fn strided_views() -> Result<()> {
         let p = AttnParams::new(0.125).causal(true);
         let reference = oracle(&q, &kv, &kv, &p)?;
         let floor_inputs = FloorInputs::new(&q, &kv, &kv, &reference, p.softmax_scale)?;
-        let r = measure(dtype, &attention(&q, &kv, &kv, &p)?, &attention_ref(&q, &kv, &kv, &p)?, &reference, &floor_inputs)?;
+        let r = measure_with(dtype, &attention(&q, &kv, &kv, &p)?, &attention_ref(&q, &kv, &kv, &p)?, &reference, &floor_inputs)?;
         assert!(r.passes(), "{dtype:?} i/narrow views: {r:?}");
     }
     Ok(())
