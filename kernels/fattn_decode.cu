@@ -27,7 +27,10 @@
 // memory: Q 16×D + 4 warps × stages × (K,V) 16×D, in the element type; D=128: 100 KB, two
 // blocks per SM.
 //
-// Measured: see kernels/lab/README.md (decode table, H100).
+// Measured (H200, kernels/lab/README.md, bf16, D=128, median with L2 flushed): the split kernel
+// streams K+V at 3.3-3.8 TB/s on the long rows (87-91 % of the 4.2 TB/s copy bandwidth);
+// end to end, with the combine kernel, 1.03-1.08x cuDNN's time on the long sq=1 rows, 1.34x on
+// (1,32,8,1,2048), and 5.8x faster than cuDNN (1.5x than FA2) on (1,32,8,4,8192).
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -68,6 +71,7 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kRows = 16;       // query rows per block: one m16 tile
 constexpr int kTileKeys = 16;   // keys per warp per stage
+constexpr int kMaxSplits = 256; // the combine kernel's weights per row live in shared memory
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegInf = -__builtin_huge_valf();
 
@@ -145,7 +149,7 @@ __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid, bool
     static_assert(sizeof(T) == 2, "16-bit elements");
     if (aligned) {
         // src-size 0 zero-fills without reading; src is then any mapped address.
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
                      "r"(valid * 2));
     } else {
         uint16_t e[8];
@@ -191,6 +195,67 @@ __device__ __forceinline__ void load_kv_tile(const DecodeParams& p, const T* k_h
         const int off = Tr::offset(row, chunk);
         load_chunk(sk + off, ks, valid, p.aligned);
         load_chunk(sv + off, vs, valid, p.aligned);
+    }
+}
+
+// A running max of -inf means "nothing seen yet"; subtracting 0 instead keeps exp2 NaN-free.
+__device__ __forceinline__ float ref_max(float m) { return m == kNegInf ? 0.f : m; }
+
+// Merges the warps' (max, sum) per row into block_ml; every thread sees the result.
+__device__ __forceinline__ void merge_row_stats(const float (&merge_ml)[kWarps][kRows][2], float (&block_ml)[kRows][2]) {
+    __syncthreads();
+    if (threadIdx.x < kRows) {
+        const int row = threadIdx.x;
+        float m = kNegInf;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) m = fmaxf(m, merge_ml[w][row][0]);
+        float l = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) l += merge_ml[w][row][1] * exp2f(merge_ml[w][row][0] - ref_max(m));
+        block_ml[row][0] = m;
+        block_ml[row][1] = l;
+    }
+    __syncthreads();
+}
+
+// Sums the warps' rescaled accumulators (merge_o: [warps][rows][D] f32) and writes the block's
+// rows: the output when there is one split, else the f32 partial and its (max, sum).
+template <typename T, int D>
+__device__ __forceinline__ void store_block_rows(const DecodeParams& p, const float* merge_o,
+                                                 const float (&block_ml)[kRows][2], int b, int kvh, int row_group,
+                                                 int split) {
+    constexpr int kPart = D / 8;  // 8 threads per row, kPart contiguous dims each
+    const int row = threadIdx.x / 8, part = threadIdx.x % 8;
+    const int r = row_group * kRows + row;
+    if (r >= p.group * p.seq_q) return;
+    const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.group + hg;
+    const float m = block_ml[row][0], l = block_ml[row][1];
+    const int d0 = part * kPart;
+    float o[kPart];
+#pragma unroll
+    for (int x = 0; x < kPart; ++x) {
+        float v = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) v += merge_o[(w * kRows + row) * D + d0 + x];
+        o[x] = v;
+    }
+    if (p.num_splits == 1) {
+        const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
+        T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
+#pragma unroll
+        for (int x = 0; x < kPart; ++x)
+            if (d0 + x < p.head_dim) dst[d0 + x] = Elem<T>::from_float(o[x] * inv);
+    } else {
+        const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
+        const long long slot = split * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
+        float* dst = p.partial_o + slot * p.head_dim;
+#pragma unroll
+        for (int x = 0; x < kPart; ++x)
+            if (d0 + x < p.head_dim) dst[d0 + x] = o[x];
+        if (part == 0) {
+            p.partial_ml[2 * slot] = m;
+            p.partial_ml[2 * slot + 1] = l;
+        }
     }
 }
 
@@ -402,7 +467,6 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     }
     cp_async_wait<0>();
     __syncthreads();  // every warp is done with its ring: it becomes the merge buffer
-    float* merge_o = reinterpret_cast<float*>(smem_kv);          // [warps][rows][D]
     __shared__ float merge_ml[kWarps][kRows][2];
     __shared__ float block_ml[kRows][2];
     if (t == 0) {
@@ -412,22 +476,12 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
             merge_ml[warp][g + 8 * half][1] = row_sum[half];
         }
     }
-    __syncthreads();
+    merge_row_stats(merge_ml, block_ml);
+    float* merge_o = reinterpret_cast<float*>(smem_kv);  // [warps][rows][D]
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
         const int row = g + 8 * half;
-        float m = kNegInf;
-#pragma unroll
-        for (int w = 0; w < kWarps; ++w) m = fmaxf(m, merge_ml[w][row][0]);
-        const float m_ref = m == kNegInf ? 0.f : m;
-        const float factor = exp2f(row_max[half] - m_ref);
-        if (warp == 0 && t == 0) {
-            float l = 0.f;
-#pragma unroll
-            for (int w = 0; w < kWarps; ++w) l += merge_ml[w][row][1] * exp2f(merge_ml[w][row][0] - m_ref);
-            block_ml[row][0] = m;
-            block_ml[row][1] = l;
-        }
+        const float factor = exp2f(row_max[half] - ref_max(block_ml[row][0]));
         float* dst = merge_o + (warp * kRows + row) * D;
 #pragma unroll
         for (int col = 0; col < 2; ++col) {
@@ -440,70 +494,282 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
         }
     }
     __syncthreads();
+    store_block_rows<T, D>(p, merge_o, block_ml, b, kvh, row_group, split);
+}
 
-    // 8 threads per row, D/8 contiguous dims each.
-    const int row = tid / 8, part = tid % 8;
-    const int r = row_group * kRows + row;
-    if (r >= rows_in_group) return;
-    const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.group + hg;
-    const float m = block_ml[row][0], l = block_ml[row][1];
-    float o[D / 8];
-#pragma unroll
-    for (int x = 0; x < D / 8; ++x) {
-        float v = 0.f;
-#pragma unroll
-        for (int w = 0; w < kWarps; ++w) v += merge_o[(w * kRows + row) * D + part * (D / 8) + x];
-        o[x] = v;
-    }
-    const int d0 = part * (D / 8);
-    if (p.num_splits == 1) {
-        const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
-        T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
-#pragma unroll
-        for (int x = 0; x < D / 8; ++x)
-            if (d0 + x < p.head_dim) dst[d0 + x] = E::from_float(o[x] * inv);
+// f32: the same blocks, splits and merge on CUDA cores (no TF32, so the error stays at the
+// level of f32 matmul). Each warp stages its 16-key tile of K and V in shared memory (rows
+// padded by 4 floats against bank conflicts); lane (kk, rh) computes the scores of key kk for
+// rows rh·8 .. rh·8+7; for PV lane l owns dims l, l+32, ... of all 16 rows.
+template <int D>
+struct TraitsF32 {
+    static_assert(D == 64 || D == 128 || D == 256, "instantiated head dims: 64, 128, 256");
+    static constexpr int kRowStride = D + 4;
+    static constexpr int kTileFloats = kTileKeys * kRowStride;
+    static constexpr int kSmemFloats = kRows * D + kWarps * 2 * kTileFloats + kWarps * kRows * kTileKeys;
+    static_assert(kWarps * kRows * D <= kWarps * 2 * kTileFloats, "merge buffer fits in the K/V tiles");
+};
+
+// Copies 4 floats (the first `valid` of them exist) from global to shared memory.
+__device__ __forceinline__ void load4_f32(float* dst, const float* src, int valid, bool aligned) {
+    if (aligned && valid == 4) {
+        *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
     } else {
-        const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
-        const long long row_id = ((long long)b * p.seq_q + i) * p.heads + h;
-        const long long slot = split * rows_total + row_id;
-        float* dst = p.partial_o + slot * p.head_dim;
 #pragma unroll
-        for (int x = 0; x < D / 8; ++x)
-            if (d0 + x < p.head_dim) dst[d0 + x] = o[x];
-        if (part == 0) {
-            p.partial_ml[2 * slot] = m;
-            p.partial_ml[2 * slot + 1] = l;
-        }
+        for (int x = 0; x < 4; ++x) dst[x] = x < valid ? src[x] : 0.f;
     }
 }
 
-// One warp per output row: out = Σ_s 2^(m_s - M) o_s / Σ_s 2^(m_s - M) l_s.
-template <typename T>
-__device__ __forceinline__ void combine_rows(const DecodeParams& p) {
-    const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
-    const long long row_id = (long long)blockIdx.x * kWarps + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
-    if (row_id >= rows_total) return;
-    float m = kNegInf;
-    for (int s = 0; s < p.num_splits; ++s) m = fmaxf(m, p.partial_ml[2 * (s * rows_total + row_id)]);
-    const float m_ref = m == kNegInf ? 0.f : m;
-    float l = 0.f;
-    for (int s = 0; s < p.num_splits; ++s) {
-        const long long slot = s * rows_total + row_id;
-        l += p.partial_ml[2 * slot + 1] * exp2f(p.partial_ml[2 * slot] - m_ref);
+template <int D, bool kScoreMod>
+__device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
+    using Tr = TraitsF32<D>;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    float* smem_q = reinterpret_cast<float*>(smem_raw);  // [rows][D]
+    float* smem_kv = smem_q + kRows * D;                  // per warp: K then V tile
+    float* smem_p = smem_kv + kWarps * 2 * Tr::kTileFloats; // per warp: [rows][keys]
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int split = blockIdx.x;
+    const int kvh = blockIdx.y / p.row_groups, row_group = blockIdx.y % p.row_groups;
+    const int b = blockIdx.z;
+    const int rows_in_group = p.group * p.seq_q;
+    const int split_begin = p.key_begin + split * p.keys_per_split;
+    const int split_end = min(split_begin + p.keys_per_split, p.key_end);
+    const int n_tiles = split_end > split_begin ? (split_end - split_begin + kTileKeys - 1) / kTileKeys : 0;
+    const bool aligned = p.aligned;
+
+    const float* q_base = static_cast<const float*>(p.q) + b * p.q_stride_b;
+    const float* k_head = static_cast<const float*>(p.k) + b * p.k_stride_b + kvh * p.k_stride_h;
+    const float* v_head = static_cast<const float*>(p.v) + b * p.v_stride_b + kvh * p.v_stride_h;
+    for (int idx = tid; idx < kRows * D / 4; idx += kThreads) {
+        const int row = idx / (D / 4), c = idx % (D / 4);
+        const int r = row_group * kRows + row;
+        int valid = 0;
+        const float* src = q_base;
+        if (r < rows_in_group) {
+            const int hg = r / p.seq_q, i = r % p.seq_q;
+            valid = min(max(p.head_dim - c * 4, 0), 4);
+            src = q_base + i * p.q_stride_s + (kvh * p.group + hg) * p.q_stride_h + c * 4;
+        }
+        load4_f32(smem_q + row * D + c * 4, src, valid, aligned);
     }
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    __syncthreads();
+
+    const int kk = lane % kTileKeys, rh = lane / kTileKeys;  // score lane: key kk, rows rh·8..
+    int row_lo[8], row_hi[8], row_diag[8];
+    float row_slope[8], row_max[8], row_sum[8];
+#pragma unroll
+    for (int x = 0; x < 8; ++x) {
+        const int r = row_group * kRows + rh * 8 + x;
+        row_lo[x] = p.key_begin;
+        row_hi[x] = p.key_end;
+        row_diag[x] = 0;
+        row_slope[x] = 0.f;
+        if (r < rows_in_group) {
+            const int hg = r / p.seq_q, i = r % p.seq_q;
+            key_range(p, i, row_lo[x], row_hi[x]);
+            row_diag[x] = i + p.seq_k - p.seq_q;
+            if (kScoreMod && p.alibi) row_slope[x] = p.alibi[b * p.heads + kvh * p.group + hg];
+        }
+        row_hi[x] = min(row_hi[x], split_end);
+        row_max[x] = kNegInf;
+        row_sum[x] = 0.f;
+    }
+    float acc[kRows][D / 32];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+#pragma unroll
+        for (int x = 0; x < D / 32; ++x) acc[r][x] = 0.f;
+
+    float* sk = smem_kv + warp * 2 * Tr::kTileFloats;
+    float* sv = sk + Tr::kTileFloats;
+    float* sp = smem_p + warp * kRows * kTileKeys;  // P, then the per-row rescale factors
+    const float scale_log2 = p.scale * kLog2e;
+    for (int tile = warp; tile < n_tiles; tile += kWarps) {
+        const int key0 = split_begin + tile * kTileKeys;
+        __syncwarp();  // the previous tile's reads are done
+        for (int idx = lane; idx < kTileKeys * D / 4; idx += 32) {
+            const int row = idx / (D / 4), c = idx % (D / 4);
+            const int key = key0 + row;
+            const int valid = key < split_end ? min(max(p.head_dim - c * 4, 0), 4) : 0;
+            load4_f32(sk + row * Tr::kRowStride + c * 4, valid ? k_head + key * p.k_stride_s + c * 4 : k_head, valid,
+                      aligned);
+            load4_f32(sv + row * Tr::kRowStride + c * 4, valid ? v_head + key * p.v_stride_s + c * 4 : v_head, valid,
+                      aligned);
+        }
+        __syncwarp();
+
+        float s[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+#pragma unroll 4
+        for (int c = 0; c < D / 4; ++c) {
+            const float4 k4 = *reinterpret_cast<const float4*>(sk + kk * Tr::kRowStride + c * 4);
+#pragma unroll
+            for (int x = 0; x < 8; ++x) {
+                const float4 q4 = *reinterpret_cast<const float4*>(smem_q + (rh * 8 + x) * D + c * 4);
+                s[x] = fmaf(q4.x, k4.x, fmaf(q4.y, k4.y, fmaf(q4.z, k4.z, fmaf(q4.w, k4.w, s[x]))));
+            }
+        }
+        const int key = key0 + kk;
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+            float v = s[x];
+            if (kScoreMod) {
+                v *= p.scale;
+                if (p.softcap > 0.f) v = p.softcap * tanhf(v / p.softcap);
+                v -= row_slope[x] * (float)abs(row_diag[x] - key);
+                v *= kLog2e;
+            } else {
+                v *= scale_log2;
+            }
+            if (key < row_lo[x] || key >= row_hi[x]) v = kNegInf;
+            // The 16 lanes of a half-warp hold one row's 16 keys.
+            float mx = v;
+#pragma unroll
+            for (int o = 1; o < kTileKeys; o *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            const float m_new = fmaxf(row_max[x], mx);
+            const float alpha = exp2f(row_max[x] - ref_max(m_new));
+            row_max[x] = m_new;
+            const float pv = exp2f(v - ref_max(m_new));
+            float sum = pv;
+#pragma unroll
+            for (int o = 1; o < kTileKeys; o *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            row_sum[x] = row_sum[x] * alpha + sum;
+            sp[(rh * 8 + x) * kTileKeys + kk] = pv;
+            s[x] = alpha;
+        }
+        // Rescale factors of rows rh·8.. come from lane rh·16: broadcast them to all lanes.
+        float alpha_all[kRows];
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+            alpha_all[x] = __shfl_sync(0xffffffffu, s[x], 0);
+            alpha_all[8 + x] = __shfl_sync(0xffffffffu, s[x], 16);
+        }
+        __syncwarp();
+#pragma unroll
+        for (int r = 0; r < kRows; ++r)
+#pragma unroll
+            for (int x = 0; x < D / 32; ++x) acc[r][x] *= alpha_all[r];
+#pragma unroll 4
+        for (int j = 0; j < kTileKeys; ++j) {
+            float vv[D / 32];
+#pragma unroll
+            for (int x = 0; x < D / 32; ++x) vv[x] = sv[j * Tr::kRowStride + lane + 32 * x];
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) {
+                const float pr = sp[r * kTileKeys + j];
+#pragma unroll
+                for (int x = 0; x < D / 32; ++x) acc[r][x] = fmaf(pr, vv[x], acc[r][x]);
+            }
+        }
+    }
+
+    __syncthreads();  // every warp is done with its tiles: they become the merge buffer
+    __shared__ float merge_ml[kWarps][kRows][2];
+    __shared__ float block_ml[kRows][2];
+    if (kk == 0) {
+#pragma unroll
+        for (int x = 0; x < 8; ++x) {
+            merge_ml[warp][rh * 8 + x][0] = row_max[x];
+            merge_ml[warp][rh * 8 + x][1] = row_sum[x];
+        }
+    }
+    merge_row_stats(merge_ml, block_ml);
+    float* merge_o = smem_kv;  // [warps][rows][D]
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        // Every lane holds the max of row r: rows rh·8.. in lanes rh·16...
+        const float m_warp = __shfl_sync(0xffffffffu, row_max[r % 8], r < 8 ? 0 : 16);
+        const float factor = exp2f(m_warp - ref_max(block_ml[r][0]));
+#pragma unroll
+        for (int x = 0; x < D / 32; ++x) merge_o[(warp * kRows + r) * D + lane + 32 * x] = acc[r][x] * factor;
+    }
+    __syncthreads();
+    store_block_rows<float, D>(p, merge_o, block_ml, b, kvh, row_group, split);
+}
+
+// One block per output row: out = Σ_s w_s o_s with w_s = 2^(m_s - M) / Σ_s 2^(m_s - M) l_s.
+// Measured (ncu, H200): a warp per row looping over the splits took 5-9 µs, a chain of
+// dependent latencies; here thread s takes split s's (max, sum), and warp w adds the splits
+// w, w+4, ... with one float4 of dims per lane, so a row costs a few round trips to L2.
+template <typename T>
+__device__ __forceinline__ void combine_row(const DecodeParams& p) {
+    __shared__ float weights[kMaxSplits];
+    __shared__ float reduce[kWarps];
+    __shared__ float4 partial_sums[kWarps][32];
+    const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
+    const long long row_id = blockIdx.x;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int n = p.num_splits;
+
+    float m = kNegInf;
+    for (int s = tid; s < n; s += kThreads) m = fmaxf(m, p.partial_ml[2 * (s * rows_total + row_id)]);
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (lane == 0) reduce[warp] = m;
+    __syncthreads();
+    m = fmaxf(fmaxf(reduce[0], reduce[1]), fmaxf(reduce[2], reduce[3]));
+    const float m_ref = ref_max(m);
+    float l = 0.f;
+    for (int s = tid; s < n; s += kThreads) {
+        const long long slot = s * rows_total + row_id;
+        const float w = exp2f(p.partial_ml[2 * slot] - m_ref);
+        weights[s] = w;
+        l += p.partial_ml[2 * slot + 1] * w;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) l += __shfl_xor_sync(0xffffffffu, l, o);
+    __syncthreads();  // everyone has read reduce[] (max) before it is reused
+    if (lane == 0) reduce[warp] = l;
+    __syncthreads();
+    l = reduce[0] + reduce[1] + reduce[2] + reduce[3];
+    const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
+
     const int h = (int)(row_id % p.heads);
     const int i = (int)((row_id / p.heads) % p.seq_q);
     const int b = (int)(row_id / ((long long)p.heads * p.seq_q));
     T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
-    for (int d = lane; d < p.head_dim; d += 32) {
-        float o = 0.f;
-        for (int s = 0; s < p.num_splits; ++s) {
-            const long long slot = s * rows_total + row_id;
-            o += p.partial_o[slot * p.head_dim + d] * exp2f(p.partial_ml[2 * slot] - m_ref);
+    const float* src = p.partial_o + row_id * p.head_dim;
+    const long long split_stride = rows_total * p.head_dim;
+    const bool vec = p.head_dim % 4 == 0;  // partial rows are then 16-byte aligned
+    for (int d_base = 0; d_base < p.head_dim; d_base += 128) {
+        const int d0 = d_base + lane * 4;
+        float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (d0 < p.head_dim) {
+#pragma unroll 4
+            for (int s = warp; s < n; s += kWarps) {
+                const float w = weights[s];
+                const float* x = src + s * split_stride + d0;
+                if (vec) {
+                    const float4 x4 = *reinterpret_cast<const float4*>(x);
+                    o.x += w * x4.x;
+                    o.y += w * x4.y;
+                    o.z += w * x4.z;
+                    o.w += w * x4.w;
+                } else {
+                    o.x += w * x[0];
+                    if (d0 + 1 < p.head_dim) o.y += w * x[1];
+                    if (d0 + 2 < p.head_dim) o.z += w * x[2];
+                    if (d0 + 3 < p.head_dim) o.w += w * x[3];
+                }
+            }
         }
-        dst[d] = Elem<T>::from_float(o * inv);
+        partial_sums[warp][lane] = o;
+        __syncthreads();
+        if (warp == 0 && d0 < p.head_dim) {
+            float os[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+            for (int w = 0; w < kWarps; ++w) {
+                const float4 x = partial_sums[w][lane];
+                os[0] += x.x;
+                os[1] += x.y;
+                os[2] += x.z;
+                os[3] += x.w;
+            }
+#pragma unroll
+            for (int x = 0; x < 4; ++x)
+                if (d0 + x < p.head_dim) dst[d0 + x] = Elem<T>::from_float(os[x] * inv);
+        }
+        __syncthreads();
     }
 }
 
@@ -522,8 +788,23 @@ __device__ __forceinline__ void combine_rows(const DecodeParams& p) {
     FATTN_DECODE_KERNEL(dtype, T, 128, true, _mod)    \
     FATTN_DECODE_KERNEL(dtype, T, 256, false, )       \
     FATTN_DECODE_KERNEL(dtype, T, 256, true, _mod)    \
+    FATTN_DECODE_COMBINE(dtype, T)
+#define FATTN_DECODE_COMBINE(dtype, T) \
     extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) \
-        fattn_decode_combine_##dtype(const DecodeParams p) { fattn_decode::combine_rows<T>(p); }
+        fattn_decode_combine_##dtype(const DecodeParams p) { fattn_decode::combine_row<T>(p); }
 
 FATTN_DECODE_DTYPE(bf16, __nv_bfloat16)
 FATTN_DECODE_DTYPE(f16, __half)
+
+#define FATTN_DECODE_KERNEL_F32(D, MOD, suffix)                                                      \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads)                             \
+        fattn_decode_f32_d##D##suffix(const DecodeParams p) {                                          \
+        fattn_decode::decode_block_f32<D, MOD>(p);                                                   \
+    }
+FATTN_DECODE_KERNEL_F32(64, false, )
+FATTN_DECODE_KERNEL_F32(64, true, _mod)
+FATTN_DECODE_KERNEL_F32(128, false, )
+FATTN_DECODE_KERNEL_F32(128, true, _mod)
+FATTN_DECODE_KERNEL_F32(256, false, )
+FATTN_DECODE_KERNEL_F32(256, true, _mod)
+FATTN_DECODE_COMBINE(f32, float)

@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
 
-DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1}
+DTYPE_CODE = {torch.bfloat16: 0, torch.float16: 1, torch.float32: 2}
 
 
 class Lab:
@@ -118,14 +118,16 @@ def check_case(lab, case, log):
 
 
 def cases(quick, small=False):
-    bf, f16 = torch.bfloat16, torch.float16
+    bf, f16, f32 = torch.bfloat16, torch.float16, torch.float32
     if small:  # for compute-sanitizer: every code path, small sizes
         return [
             (1, 8, 2, 1, 700, 128, bf, -1, -1, 0.0, False, "contig", 0),
             (1, 8, 2, 3, 300, 128, bf, -1, 0, 0.0, False, "contig", 1),
-            (1, 4, 1, 5, 200, 256, f16, 50, 2, 30.0, True, "transposed", 0),
             (1, 4, 2, 6, 150, 40, f16, -1, 0, 0.0, False, "unaligned", 0),
             (1, 4, 4, 16, 10, 64, bf, -1, 0, 0.0, True, "contig", 0),
+            (1, 8, 2, 3, 300, 72, f32, 20, 0, 10.0, True, "unaligned", 0),
+            (1, 8, 2, 2, 500, 128, f32, -1, -1, 0.0, False, "contig", 0),
+            (1, 4, 1, 5, 200, 256, f16, 50, 2, 30.0, True, "transposed", 0),  # last: 136 KB smem
         ]
     c = [
         # (b, h, hkv, sq, sk, d, dtype, wl, wr, softcap, alibi, layout, splits)
@@ -148,6 +150,10 @@ def cases(quick, small=False):
         (1, 64, 2, 1, 4096, 128, bf, -1, -1, 0.0, False, "contig", 0),        # group 32: 2 row groups
         (1, 32, 8, 1, 1, 128, bf, -1, 0, 0.0, False, "contig", 0),            # one key
         (1, 8, 8, 13, 200, 72, bf, 10, 5, 0.0, True, "unaligned", 0),
+        (2, 32, 8, 1, 8192, 128, f32, -1, -1, 0.0, False, "contig", 0),
+        (1, 16, 2, 5, 3000, 256, f32, -1, 0, 30.0, True, "transposed", 0),
+        (1, 8, 2, 3, 999, 59, f32, 100, 0, 0.0, False, "unaligned", 0),
+        (1, 8, 8, 16, 12, 64, f32, -1, 0, 0.0, False, "contig", 0),
     ]
     if not quick:
         gen = torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
@@ -158,7 +164,7 @@ def cases(quick, small=False):
             d = [32, 64, 80, 128, 256][r(0, 4)]
             win = r(0, 3)
             wl, wr = [(-1, -1), (-1, 0), (r(0, 300), 0), (r(0, 50), r(0, 8))][win]
-            c.append((r(1, 3), hkv * g, hkv, r(1, 16), r(1, 20000), d, [bf, f16][r(0, 1)], wl, wr,
+            c.append((r(1, 3), hkv * g, hkv, r(1, 16), r(1, 20000), d, [bf, f16, f32][r(0, 2)], wl, wr,
                       [0.0, 25.0][r(0, 1)], bool(r(0, 1)), ["contig", "transposed", "unaligned"][r(0, 2)], 0))
     return c
 
@@ -235,6 +241,8 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--once", action="store_true", help="run each bench row once (for ncu), no timing")
     ap.add_argument("--small", action="store_true", help="a few small cases (for compute-sanitizer)")
     ap.add_argument("--crossover", action="store_true", help="also time sq 8..128 against torch")
     ap.add_argument("--rep-ms", type=int, default=200)
@@ -253,10 +261,27 @@ def main():
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     lab = Lab(args.lib)
     fails = 0
-    for case in cases(args.quick, args.small):
+    for case in [] if args.no_check else cases(args.quick, args.small):
         fails += not check_case(lab, case, log)
     log(f"correctness: {fails} failures")
+    if args.once:
+        for (b, h, hkv, sq, sk, d) in BENCH:
+            q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16)
+            k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+            v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+            out = torch.empty_like(q)
+            for _ in range(2):
+                used = lab.run(q, k, v, out, 1.0 / math.sqrt(d), 0.0, -1, 0 if sq > 1 else -1, None, 0)
+            torch.cuda.synchronize()
+            log(f"once ({b},{h},{hkv},{sq},{sk},{d}) splits={used}")
+        return 0
     if not args.no_bench:
+        import triton.testing
+        src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda").random_()
+        dst = torch.empty_like(src)
+        ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=50, rep=args.rep_ms, return_mode="median")
+        log(f"device-to-device copy of 1 GiB: {2 * src.numel() / (ms * 1e-3) / 1e9:.0f} GB/s (read + write)")
+        del src, dst
         sweep = [int(x) for x in args.sweep.split(",") if x]
         rows = bench(lab, log, args.rep_ms, sweep, BENCH + (CROSSOVER if args.crossover else []))
         log("\n| (B,H,Hkv,Sq,Sk,D) | " + " | ".join(["variant µs (GB/s)"] * 1) + " |")
