@@ -307,8 +307,7 @@ pub(crate) fn validate_shapes_and_params(q: &Tensor, k: &Tensor, v: &Tensor, p: 
         bail!("fused-attn: softmax_scale must be finite, got {}", p.softmax_scale)
     }
     let softcap = match p.softcap {
-        None => 0.0,
-        Some(c) if c == 0.0 => 0.0,
+        None | Some(0.0) => 0.0,
         Some(c) if c > 0.0 && c.is_finite() => c,
         Some(c) => bail!("fused-attn: softcap must be a finite value > 0 (or 0 for none), got {c}"),
     };
