@@ -18,8 +18,9 @@
 // f32 (`fattn_fwd_f32`): same algorithm in plain f32 FMA (no TF32, so its error matches
 // candle's f32 matmul, which runs cuBLAS without TF32 by default).
 //
-// Grid: x = batch·heads, y = query blocks, heaviest (last, for causal) first. Blocks of the
-// same head run together, so K/V are shared through L2.
+// Grid: one dimension, (batch·head)-major, query blocks of one head consecutive and
+// heaviest (last, for causal) first: the blocks that run together share one head's K/V in
+// L2 instead of streaming every head's K/V from DRAM at once.
 //
 // Tiles (FwdTraits below; every instance fits the 99 KiB that sm_86/sm_89 allow a block):
 // d64 and d32 use 4 warps × 32 rows with Q in registers and a 3-stage pipeline; d96/d128
@@ -27,8 +28,8 @@
 // d256 4 warps × 16 rows, 32-key blocks. kernels/NOTES.md has every version measured.
 //
 // Measured (lab/run.sh, NVIDIA H200, bf16, CUDA events, median; torch 2.11 SDPA in the same
-// run), TF/s ours / FA2 backend: (16,16,16,2048,2048,64) 291/279, causal 240/241;
-// d128 at 2048: 254/339, causal 241/271; (1,32,32,16384,16384,128) causal 261/333.
+// run), TF/s ours / FA2 backend: (16,16,16,2048,2048,64) 294/287, causal 251/247;
+// d128 at 2048: 284/338, causal 250/266; (1,32,32,16384,16384,128) causal 269/329.
 
 #include "fattn_common.cuh"
 
@@ -80,6 +81,18 @@ template <>
 struct FwdTraits<128> : TileConfig<128, 8, 1, 64, 2, false, 2> {};
 template <>
 struct FwdTraits<256> : TileConfig<256, 4, 1, 32, 2, false> {};
+
+// This CTA's (batch, head, first query row). The 1-D grid is (batch·head)-major with the
+// query blocks of one head consecutive, last (heaviest under a causal mask) first.
+struct QueryBlock {
+    int batch, head, m0;
+};
+__device__ __forceinline__ QueryBlock query_block(const FattnParams& p, int block_m) {
+    const int num_m = (p.seq_q + block_m - 1) / block_m;
+    const int bh = blockIdx.x / num_m;
+    const int m_block = num_m - 1 - static_cast<int>(blockIdx.x % num_m);
+    return QueryBlock{bh / p.heads, bh % p.heads, m_block * block_m};
+}
 
 // Physical chunk index of (row, chunk) in a tile with kChunksPerRow chunks per row. The XOR
 // keeps the 8 rows one ldmatrix phase reads in 8 distinct 16-byte bank groups.
@@ -174,12 +187,11 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     const int g = lane / 4;  // mma fragment row within 8
     const int t = lane % 4;  // mma fragment column pair
 
-    const int bh = blockIdx.x;
-    const int b = bh / p.heads;
-    const int h = bh % p.heads;
+    const QueryBlock qb = query_block(p, BM);
+    const int b = qb.batch;
+    const int h = qb.head;
     const int kvh = h / p.kv_group;
-    const int m_block = gridDim.y - 1 - blockIdx.y;  // heaviest query block first
-    const int m0 = m_block * BM;
+    const int m0 = qb.m0;
     const int m_last = min(m0 + BM, p.seq_q) - 1;
 
     const uint16_t* qg = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
@@ -444,11 +456,11 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     const int tid = threadIdx.x;
     const int warp = tid / 32;
     const int lane = tid % 32;
-    const int bh = blockIdx.x;
-    const int b = bh / p.heads;
-    const int h = bh % p.heads;
+    const QueryBlock qb = query_block(p, kBlockM);
+    const int b = qb.batch;
+    const int h = qb.head;
     const int kvh = h / p.kv_group;
-    const int m0 = (gridDim.y - 1 - blockIdx.y) * kBlockM;
+    const int m0 = qb.m0;
     const int m_last = min(m0 + kBlockM, p.seq_q) - 1;
 
     const float* qg = static_cast<const float*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;

@@ -175,7 +175,7 @@ static Launch pick(int dt, int d, bool mods) {
 
 static void launch(const Launch& L, const FattnParams& p) {
     CK(cudaFuncSetAttribute((const void*)L.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, L.smem));
-    dim3 grid(p.batch * p.heads, (p.seq_q + L.block_m - 1) / L.block_m);
+    dim3 grid(p.batch * p.heads * ((p.seq_q + L.block_m - 1) / L.block_m));
     L.fn<<<grid, L.threads, L.smem>>>(p);
     CK(cudaGetLastError());
 }

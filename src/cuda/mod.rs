@@ -285,11 +285,9 @@ fn launch_fwd<T: CudaDType + DeviceRepr>(
         },
     };
 
-    let grid_y = (p.seq_q as u32).div_ceil(block_m);
-    if grid_y > 65535 {
-        bail!("fused-attn cuda: seq_q = {} needs {grid_y} query blocks, above the grid limit 65535", p.seq_q)
-    }
-    let grid_x = to_i32(p.batch * p.heads, "batch · heads")? as u32;
+    // One CTA per (batch, head, query block), in a 1-D grid (see `query_block` in the kernel).
+    let query_blocks = p.seq_q.div_ceil(block_m as usize);
+    let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
     {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
         let d = p.head_dim;
@@ -326,7 +324,7 @@ fn launch_fwd<T: CudaDType + DeviceRepr>(
             softcap_inv_scaled: if p.softcap > 0.0 { p.scale / p.softcap } else { 0.0 },
             softcap_log2: if p.softcap > 0.0 { p.softcap * std::f32::consts::LOG2_E } else { 0.0 },
         };
-        let cfg = LaunchConfig { grid_dim: (grid_x, grid_y, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem_bytes };
+        let cfg = LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem_bytes };
         let mut builder = stream.launch_builder(&func);
         builder.arg(&params);
         // SAFETY: the kernel's one argument is `FattnParams` by value, matching its C++
