@@ -130,3 +130,34 @@ extern "C" int lab_decode(int dtype, const void* q, const void* k, const void* v
     }
     return 0;
 }
+
+// The prefill kernel (kernels/fattn_fwd.cu) on the same inputs, for the dispatch crossover:
+// bf16, head dim 128, no softcap/ALiBi; launched as src/cuda/mod.rs does.
+#include "../fattn_fwd.cu"
+
+extern "C" int lab_prefill_bf16_d128(const void* q, const void* k, const void* v, void* out, const long long* strides,
+                                     int b, int sq, int sk, int h, int hkv, float scale, int wl, int wr, void* stream) {
+    using Tr = fattn::FwdTraits<128>;
+    static bool ready = false;
+    cudaError_t e;
+    if (!ready) {
+        if ((e = cudaFuncSetAttribute((const void*)fattn_fwd_bf16_d128, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      Tr::kSmemBytes)) != cudaSuccess)
+            return 1000 + (int)e;
+        ready = true;
+    }
+    FattnParams p{};
+    p.q = q; p.k = k; p.v = v; p.o = out;
+    p.q_batch_stride = strides[0]; p.q_seq_stride = strides[1]; p.q_head_stride = strides[2];
+    p.k_batch_stride = strides[3]; p.k_seq_stride = strides[4]; p.k_head_stride = strides[5];
+    p.v_batch_stride = strides[6]; p.v_seq_stride = strides[7]; p.v_head_stride = strides[8];
+    p.o_batch_stride = strides[9]; p.o_seq_stride = strides[10]; p.o_head_stride = strides[11];
+    p.batch = b; p.heads = h; p.kv_heads = hkv; p.seq_q = sq; p.seq_k = sk; p.head_dim = 128;
+    p.kv_group = h / hkv; p.window_left = wl; p.window_right = wr;
+    p.vec_in = 1; p.vec_out = 1;
+    p.scale_log2 = scale * 1.4426950408889634f;
+    dim3 grid(b * h * ((sq + Tr::kBlockM - 1) / Tr::kBlockM));
+    fattn_fwd_bf16_d128<<<grid, Tr::kThreads, Tr::kSmemBytes, (cudaStream_t)stream>>>(p);
+    if ((e = cudaGetLastError()) != cudaSuccess) return 4000 + (int)e;
+    return 0;
+}

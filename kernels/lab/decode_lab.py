@@ -34,7 +34,23 @@ class Lab:
         f.restype = ctypes.c_int
         f.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 5 + [ctypes.c_int] * 6 + [ctypes.c_float] * 2 + \
             [ctypes.c_int] * 2 + [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p]
-        self.workspace = torch.empty(64 << 20, dtype=torch.float32, device="cuda")
+        self.workspace = torch.empty(160 << 20, dtype=torch.float32, device="cuda")
+        self.prefill = getattr(self.lib, "lab_prefill_bf16_d128", None)
+        if self.prefill is not None:
+            self.prefill.restype = ctypes.c_int
+            self.prefill.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 5 + [ctypes.c_float] + \
+                [ctypes.c_int] * 2 + [ctypes.c_void_p]
+
+    def run_prefill(self, q, k, v, out, scale, wl=-1, wr=-1):
+        """The prefill kernel (kernels/fattn_fwd.cu), bf16, head dim 128."""
+        b, sq, h, d = q.shape
+        sk, hkv = k.shape[1], k.shape[2]
+        strides = (ctypes.c_longlong * 12)(*(list(q.stride()[:3]) + list(k.stride()[:3]) + list(v.stride()[:3]) +
+                                             list(out.stride()[:3])))
+        rc = self.prefill(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), strides, b, sq, sk, h, hkv,
+                          scale, wl, wr, torch.cuda.current_stream().cuda_stream)
+        if rc != 0:
+            raise RuntimeError(f"lab_prefill returned {rc}")
 
     def run(self, q, k, v, out, scale, softcap=0.0, wl=-1, wr=-1, alibi=None, splits=0):
         b, sq, h, d = q.shape
@@ -204,6 +220,14 @@ def bench(lab, log, rep_ms, split_sweep, shapes):
             ms = triton.testing.do_bench(lambda: lab.run(q, k, v, out, scale, 0.0, -1, wr, None, sp),
                                          warmup=50, rep=rep_ms, return_mode="median")
             res[f"ours(s={used}{'' if sp else ',auto'})"] = ms
+        if lab.prefill is not None and d == 128:
+            out_p = torch.empty_like(q)
+            lab.run_prefill(q, k, v, out_p, scale, -1, wr)
+            lab.run(q, k, v, out, scale, 0.0, -1, wr, None, 0)
+            diff = (out_p.float() - out.float()).abs().max().item()
+            res["prefill"] = triton.testing.do_bench(lambda: lab.run_prefill(q, k, v, out_p, scale, -1, wr),
+                                                     warmup=50, rep=rep_ms, return_mode="median")
+            log(f"  max|prefill - decode| = {diff:.3g}")
         # torch peers, (b, h, s, d) layout; native GQA where the backend takes it.
         qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         for name, be in BACKENDS.items():

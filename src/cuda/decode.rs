@@ -1,0 +1,383 @@
+//! Flash-decoding: the CUDA path for a few query rows against a long KV cache
+//! (kernels/fattn_decode.cu).
+//!
+//! The key range that any query row sees is split across thread blocks, so that a decode step
+//! (sq = 1) with few (batch, kv head) pairs still streams K and V from every SM. The q heads
+//! of one kv head and the sq query rows share a block (one m16 tile of rows), so K and V are
+//! read once per kv head. Each block writes an unnormalized f32 partial (acc, max, sum); a
+//! second kernel merges them. One split writes the output directly.
+
+use candle_core::backend::BackendStorage;
+use candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute;
+use candle_core::cuda_backend::cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::{CudaDType, WrapErr};
+use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
+use half::{bf16, f16};
+
+use super::{dev_tensor, load_func, ptx, set_dynamic_smem, to_i32, window_i32};
+use crate::Problem;
+
+/// The module name under which candle caches `kernels/fattn_decode.cu`.
+const DECODE_MODULE: &str = "candle_fused_attn::fattn_decode";
+
+/// Query rows up to which decode is always chosen over the prefill kernel.
+const MAX_DECODE_SEQ_Q: usize = 16;
+/// Up to this many query rows decode is also chosen when the prefill grid is small...
+const MAX_DECODE_SEQ_Q_UNDERFILLED: usize = 128;
+/// ...that is, has at most this many blocks (half an H100/H200, which have 132 SMs).
+const UNDERFILLED_PREFILL_BLOCKS: usize = 64;
+
+/// Rows of one block (one mma m16 tile): `group · seq_q` rows are cut into groups of this.
+const BLOCK_ROWS: usize = 16;
+const WARPS: usize = 4;
+/// Keys per warp and tile.
+const TILE_KEYS: usize = 16;
+/// Keys one block advances per round: 4 warps × 16 keys. Splits are whole rounds.
+const KEYS_PER_ROUND: usize = WARPS * TILE_KEYS;
+const THREADS: u32 = (WARPS * 32) as u32;
+/// The combine kernel keeps one weight per split in shared memory (`kMaxSplits`).
+const MAX_SPLITS: usize = 256;
+
+/// Whether `forward` (below) handles the problem instead of the prefill kernel.
+///
+/// Rule: `seq_q ≤ 16`; and for f16/bf16 also `seq_q ≤ 128` when the prefill grid
+/// (batch · heads · ⌈seq_q / block_m⌉ blocks) has at most 64 blocks. The prefill kernel
+/// parallelizes over query blocks only, so a short query leaves most SMs idle, and every block
+/// reads K/V for its own q head; decode reads them once per kv head and splits the keys.
+///
+/// Measured crossover (kernels/lab/README.md, H200, bf16, D = 128, both kernels and torch in one
+/// run, median µs): (1,32,8,sq,8192), prefill grid 32 blocks: prefill ≈ 321 for every sq ≤ 128,
+/// decode 31 (sq 4), 36 (8), 50 (16), 78 (32), 135 (64), 241 (128). (8,32,8,sq,2048), prefill grid
+/// 256 blocks: sq 16 decode 72 vs prefill 129; sq 32 138 vs 129; sq 64 271 vs 129.
+/// f32 (decode on CUDA cores, prefill on CUDA cores) is not measured past sq = 16 and stays there.
+pub(super) fn applies(problem: &Problem, dtype: DType) -> bool {
+    if problem.head_dim > crate::MAX_HEAD_DIM || !matches!(dtype, DType::F16 | DType::BF16 | DType::F32) {
+        return false;
+    }
+    if problem.seq_q <= MAX_DECODE_SEQ_Q {
+        return true;
+    }
+    if dtype == DType::F32 || problem.seq_q > MAX_DECODE_SEQ_Q_UNDERFILLED {
+        return false;
+    }
+    match super::fwd_tile(problem.head_dim) {
+        Ok(tile) => {
+            let blocks = problem.batch * problem.heads * problem.seq_q.div_ceil(tile.block_m() as usize);
+            blocks <= UNDERFILLED_PREFILL_BLOCKS
+        }
+        Err(_) => false,
+    }
+}
+
+/// Mirrors `struct DecodeParams` in kernels/fattn_decode.cu (its static_assert pins 224 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct DecodeParams {
+    q: u64,
+    k: u64,
+    v: u64,
+    out: u64,
+    partial_o: u64,
+    partial_ml: u64,
+    alibi: u64,
+    q_stride_b: i64,
+    q_stride_s: i64,
+    q_stride_h: i64,
+    k_stride_b: i64,
+    k_stride_s: i64,
+    k_stride_h: i64,
+    v_stride_b: i64,
+    v_stride_s: i64,
+    v_stride_h: i64,
+    o_stride_b: i64,
+    o_stride_s: i64,
+    o_stride_h: i64,
+    batch: i32,
+    seq_q: i32,
+    seq_k: i32,
+    heads: i32,
+    kv_heads: i32,
+    head_dim: i32,
+    group: i32,
+    row_groups: i32,
+    key_begin: i32,
+    key_end: i32,
+    keys_per_split: i32,
+    num_splits: i32,
+    window_left: i32,
+    window_right: i32,
+    scale: f32,
+    softcap: f32,
+    aligned: i32,
+    pad: i32,
+}
+const _: () = assert!(std::mem::size_of::<DecodeParams>() == 224);
+
+// SAFETY: plain-old-data with the C layout of the kernel's parameter struct; the kernel takes it
+// by value.
+unsafe impl DeviceRepr for DecodeParams {}
+
+/// The compiled head-dim instance for `head_dim` (the next of 64, 128, 256) and its dynamic
+/// shared memory, as the kernel's traits compute it:
+/// * f16/bf16 (`Traits<D>::kSmemElems · 2`): Q 16×D plus 4 warps × stages × (K, V) 16×D;
+///   3 stages up to D = 128, 2 at 256;
+/// * f32 (`TraitsF32<D>::kSmemFloats · 4`): Q 16×D, 4 warps × (K, V) 16×(D+4), 4 warps × P 16×16.
+fn instance(head_dim: usize, dtype: DType) -> Result<(usize, u32)> {
+    let d = match head_dim {
+        1..=64 => 64,
+        65..=128 => 128,
+        129..=256 => 256,
+        d => bail!("fused-attn decode: head_dim {d} has no kernel instance (supported: 1..=256)"),
+    };
+    let bytes = match dtype {
+        DType::F32 => (BLOCK_ROWS * d + WARPS * 2 * TILE_KEYS * (d + 4) + WARPS * BLOCK_ROWS * TILE_KEYS) * 4,
+        _ => {
+            let stages = if d <= 128 { 3 } else { 2 };
+            (BLOCK_ROWS * d + WARPS * stages * 2 * TILE_KEYS * d) * 2
+        }
+    };
+    Ok((d, bytes as u32))
+}
+
+/// How many splits of the union key range, in whole 64-key rounds: as many blocks as fit on the
+/// GPU at once (rounded down, so that a grid that already fills it is not split into a second
+/// partial wave), and no split without keys.
+fn split_keys(key_len: usize, pairs: usize, sms: usize, blocks_per_sm: usize) -> (usize, usize) {
+    if key_len == 0 {
+        return (1, 0);
+    }
+    let rounds = key_len.div_ceil(KEYS_PER_ROUND);
+    let slots = sms * blocks_per_sm.max(1);
+    let splits = (slots / pairs.max(1)).clamp(1, rounds.min(MAX_SPLITS));
+    let keys_per_split = rounds.div_ceil(splits) * KEYS_PER_ROUND;
+    (key_len.div_ceil(keys_per_split), keys_per_split)
+}
+
+/// The decode forward (`applies` said yes). `alibi` is `(batch, heads)` f32.
+pub(super) fn forward(
+    p: &Problem,
+    q: (&CudaStorage, &Layout),
+    k: (&CudaStorage, &Layout),
+    v: (&CudaStorage, &Layout),
+    alibi: Option<&Tensor>,
+) -> Result<CudaStorage> {
+    match q.0.dtype() {
+        DType::BF16 => launch::<bf16>(p, "bf16", q, k, v, alibi),
+        DType::F16 => launch::<f16>(p, "f16", q, k, v, alibi),
+        DType::F32 => launch::<f32>(p, "f32", q, k, v, alibi),
+        dt => bail!("fused-attn decode: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
+    }
+}
+
+fn launch<T: CudaDType + DeviceRepr>(
+    p: &Problem,
+    type_name: &str,
+    (q, ql): (&CudaStorage, &Layout),
+    (k, kl): (&CudaStorage, &Layout),
+    (v, vl): (&CudaStorage, &Layout),
+    alibi: Option<&Tensor>,
+) -> Result<CudaStorage> {
+    let dev = &q.device;
+    let stream = dev.cuda_stream();
+    let (d_inst, smem) = instance(p.head_dim, q.dtype())?;
+    let mods = if p.softcap > 0.0 || p.has_alibi { "_mod" } else { "" };
+    let name = format!("fattn_decode_{type_name}_d{d_inst}{mods}");
+    let func = load_func(dev, DECODE_MODULE, ptx::FATTN_DECODE, &name)?;
+    set_dynamic_smem(&func, &stream, smem, &name)?;
+    let combine_name = format!("fattn_decode_combine_{type_name}");
+    let combine = load_func(dev, DECODE_MODULE, ptx::FATTN_DECODE, &combine_name)?;
+
+    let sms = stream.context().attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).w()?;
+    let blocks_per_sm = func.occupancy_max_active_blocks_per_multiprocessor(THREADS, smem as usize, None).w()?;
+    if blocks_per_sm == 0 {
+        bail!("fused-attn decode: {name} cannot be resident with {smem} bytes of shared memory")
+    }
+
+    let group = p.group_size();
+    let row_groups = (group * p.seq_q).div_ceil(BLOCK_ROWS);
+    // Rows' key ranges grow with the row: the union is [lo(0), hi(sq - 1)).
+    let key_begin = p.key_range(0).0;
+    let key_end = p.key_range(p.seq_q - 1).1.max(key_begin);
+    let pairs = p.batch * p.kv_heads * row_groups;
+    let (num_splits, keys_per_split) = split_keys(key_end - key_begin, pairs, sms.max(1) as usize, blocks_per_sm as usize);
+    let grid_y = p.kv_heads * row_groups;
+    if p.batch > 65535 || grid_y > 65535 {
+        bail!("fused-attn decode: grid too large: batch {} and kv_heads · row groups {grid_y} must be ≤ 65535", p.batch)
+    }
+
+    let elem = std::mem::size_of::<T>();
+    let (qt, kt, vt) = (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
+    let rows_total = p.batch * p.seq_q * p.heads;
+    // SAFETY: every element of the (batch, seq_q, heads, head_dim) output is written: each row
+    // by the one block that owns it (one split) or by the combine kernel (several), zeros for
+    // rows that see no key.
+    let mut out = unsafe { dev.alloc::<T>(rows_total * p.head_dim) }?;
+    // SAFETY: the split kernel writes every (split, row) slot of both buffers before the combine
+    // kernel, queued after it on the same stream, reads them.
+    let mut partials = if num_splits > 1 {
+        let o = unsafe { dev.alloc::<f32>(num_splits * rows_total * p.head_dim) }?;
+        let ml = unsafe { dev.alloc::<f32>(num_splits * rows_total * 2) }?;
+        Some((o, ml))
+    } else {
+        None
+    };
+
+    let alibi_storage = alibi.map(|t| t.storage_and_layout());
+    let alibi_ptr = match &alibi_storage {
+        None => None,
+        Some((storage, layout)) => match &**storage {
+            Storage::Cuda(s) => {
+                let (base, guard) = s.as_cuda_slice::<f32>()?.device_ptr(&stream);
+                Some((base + (layout.start_offset() * 4) as u64, guard))
+            }
+            _ => bail!("fused-attn decode: alibi_slopes must be on q's CUDA device"),
+        },
+    };
+
+    {
+        let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
+        let (po_ptr, pml_ptr, _partial_guards) = match partials.as_mut() {
+            Some((o, ml)) => {
+                let (po, go) = o.device_ptr_mut(&stream);
+                let (pml, gml) = ml.device_ptr_mut(&stream);
+                (po, pml, Some((go, gml)))
+            }
+            None => (0, 0, None),
+        };
+        let d = p.head_dim;
+        let params = DecodeParams {
+            q: qt.ptr,
+            k: kt.ptr,
+            v: vt.ptr,
+            out: o_ptr,
+            partial_o: po_ptr,
+            partial_ml: pml_ptr,
+            alibi: alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
+            q_stride_b: qt.strides.batch as i64,
+            q_stride_s: qt.strides.seq as i64,
+            q_stride_h: qt.strides.head as i64,
+            k_stride_b: kt.strides.batch as i64,
+            k_stride_s: kt.strides.seq as i64,
+            k_stride_h: kt.strides.head as i64,
+            v_stride_b: vt.strides.batch as i64,
+            v_stride_s: vt.strides.seq as i64,
+            v_stride_h: vt.strides.head as i64,
+            o_stride_b: (p.seq_q * p.heads * d) as i64,
+            o_stride_s: (p.heads * d) as i64,
+            o_stride_h: d as i64,
+            batch: to_i32(p.batch, "batch")?,
+            seq_q: to_i32(p.seq_q, "seq_q")?,
+            seq_k: to_i32(p.seq_k, "seq_k")?,
+            heads: to_i32(p.heads, "heads")?,
+            kv_heads: to_i32(p.kv_heads, "kv_heads")?,
+            head_dim: to_i32(d, "head_dim")?,
+            group: to_i32(group, "heads / kv_heads")?,
+            row_groups: to_i32(row_groups, "row groups")?,
+            key_begin: to_i32(key_begin, "first visible key")?,
+            key_end: to_i32(key_end, "last visible key")?,
+            keys_per_split: to_i32(keys_per_split, "keys per split")?,
+            num_splits: to_i32(num_splits, "splits")?,
+            window_left: window_i32(p.window_left, "window_size_left")?,
+            window_right: window_i32(p.window_right, "window_size_right")?,
+            scale: p.scale,
+            softcap: p.softcap,
+            aligned: [&qt, &kt, &vt].iter().all(|t| t.rows_16b_aligned(d, elem)) as i32,
+            pad: 0,
+        };
+        let cfg = LaunchConfig {
+            grid_dim: (num_splits as u32, grid_y as u32, p.batch as u32),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: smem,
+        };
+        let mut builder = stream.launch_builder(&func);
+        builder.arg(&params);
+        // SAFETY: the kernel's one argument is `DecodeParams` by value, matching its C++
+        // signature (size asserted on both sides). Its pointers are live device allocations
+        // held by q, k, v, `out`, the partials and the alibi storage for the whole call; the
+        // strides and sizes describe them (validated by `crate::validate`), and the grid is
+        // (splits, kv heads × row groups, batch) as the kernel indexes it.
+        unsafe { builder.launch(cfg) }.w()?;
+        if num_splits > 1 {
+            let cfg = LaunchConfig {
+                grid_dim: (to_i32(rows_total, "combine blocks (batch · seq_q · heads)")? as u32, 1, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut builder = stream.launch_builder(&combine);
+            builder.arg(&params);
+            // SAFETY: as above; one block per output row, every partial slot written by the
+            // launch before it on this stream.
+            unsafe { builder.launch(cfg) }.w()?;
+        }
+    }
+    drop(alibi_ptr);
+    drop((qt, kt, vt));
+    // Freed on the stream, after the kernels that use them.
+    drop(partials);
+    Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_fill_the_sms_in_whole_rounds() {
+        // (1,32,8,1,32768,128): 8 (batch, kv head) pairs, 132 SMs × 2 blocks.
+        let (splits, keys) = split_keys(32768, 8, 132, 2);
+        assert_eq!(keys % KEYS_PER_ROUND, 0);
+        assert!(splits * keys >= 32768 && (splits - 1) * keys < 32768);
+        assert!(splits * 8 <= 264 && splits * 8 > 132, "{splits} splits");
+        // Many pairs: no split.
+        assert_eq!(split_keys(4096, 256, 132, 2), (1, 4096));
+        // Short ranges never give a split without keys.
+        let (splits, keys) = split_keys(100, 1, 132, 2);
+        assert!(keys >= 64 && (splits - 1) * keys < 100);
+        assert_eq!(split_keys(0, 4, 132, 2), (1, 0));
+        // One pair on a large GPU: capped at the combine kernel's limit.
+        let (splits, _) = split_keys(1 << 20, 1, 1000, 2);
+        assert!(splits <= MAX_SPLITS);
+    }
+
+    fn problem(batch: usize, seq_q: usize, heads: usize, kv_heads: usize) -> Problem {
+        Problem {
+            batch,
+            seq_q,
+            seq_k: 8192,
+            heads,
+            kv_heads,
+            head_dim: 128,
+            scale: 0.1,
+            softcap: 0.0,
+            window_left: -1,
+            window_right: 0,
+            has_alibi: false,
+        }
+    }
+
+    #[test]
+    fn dispatch_follows_the_measured_crossover() {
+        // Decode steps and short speculative steps: always.
+        assert!(applies(&problem(8, 1, 32, 8), DType::BF16));
+        assert!(applies(&problem(32, 16, 32, 8), DType::F32));
+        // Batch 1: the prefill grid has 32 blocks up to sq = 128, decode measured faster.
+        assert!(applies(&problem(1, 128, 32, 8), DType::F16));
+        assert!(!applies(&problem(1, 129, 32, 8), DType::F16));
+        // Batch 8: 256 prefill blocks, prefill measured faster from sq = 32.
+        assert!(!applies(&problem(8, 32, 32, 8), DType::BF16));
+        assert!(!applies(&problem(1, 32, 32, 8), DType::F32));
+    }
+
+    #[test]
+    fn instances_cover_every_head_dim() {
+        for dtype in [DType::BF16, DType::F16, DType::F32] {
+            for d in 1..=256 {
+                let (inst, smem) = instance(d, dtype).unwrap();
+                assert!(inst >= d && smem <= 227 * 1024, "{dtype:?} d {d}: {smem} bytes");
+            }
+            assert!(instance(257, dtype).is_err());
+        }
+        // The bf16 D = 128 instance leaves room for two resident blocks per SM (228 KB).
+        assert!(2 * (instance(128, DType::BF16).unwrap().1 + 1024) <= 228 * 1024);
+    }
+}
