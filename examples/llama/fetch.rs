@@ -16,7 +16,7 @@ pub fn default_model_path() -> Result<PathBuf> {
         .arg(&script)
         .stderr(Stdio::inherit())
         .output()
-        .map_err(|e| candle_core::Error::Msg(format!("cannot run {}: {e}", script.display())))?;
+        .map_err(|e| candle_core::Error::Msg(format!("cannot run `bash {}`: {e}", script.display())))?;
     if !output.status.success() {
         bail!(
             "{} failed ({}); see its message above, or pass --model PATH",
