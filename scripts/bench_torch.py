@@ -171,7 +171,7 @@ def markdown(meta, results):
             if r["kv"] == "expanded":
                 notes.append(f"{be}: expanded K/V (GQA refused)")
             if "max_abs_diff_flash_vs_cudnn" in r and be == "cudnn":
-                notes.append(f"max|flash−cuDNN| {r['max_abs_diff_flash_vs_cudnn']:.2g}")
+                notes.append(f"flash vs cuDNN max abs diff {r['max_abs_diff_flash_vs_cudnn']:.2g}")
         lines.append(f"| {key[0]} | {fmt_shape(key[1])} | {key[2]} | " + " | ".join(cells) + " | " + "; ".join(notes) + " |")
     return "\n".join(lines) + "\n"
 
