@@ -25,7 +25,8 @@
 //
 // Tiles: 16 rows × 16 keys per warp and stage; stages 3 (D ≤ 128) or 2 (D = 256). Shared
 // memory: Q 16×D + 4 warps × stages × (K,V) 16×D, in the element type; D=128: 100 KB, two
-// blocks per SM.
+// blocks per SM. Measured against 2 stages at 3 blocks/SM (+2-8 %) and 4 stages at 1 block/SM
+// (+6-28 %) on the bench rows (H200, kernels/lab/README.md).
 //
 // Measured (H200, kernels/lab/README.md, bf16, D=128, median with L2 flushed): the split kernel
 // streams K+V at 3.3-3.8 TB/s on the long rows (87-91 % of the 4.2 TB/s copy bandwidth);
@@ -75,11 +76,12 @@ constexpr int kMaxSplits = 256; // the combine kernel's weights per row live in 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegInf = -__builtin_huge_valf();
 
-template <int D>
+template <int D, int kStages_ = (D <= 128 ? 3 : 2)>
 struct Traits {
     static_assert(D == 64 || D == 128 || D == 256, "instantiated head dims: 64, 128, 256");
+    static_assert(kStages_ >= 2, "the ring needs two stages");
     static constexpr int kChunks = D / 8;                 // 16-byte chunks in a row
-    static constexpr int kStages = D <= 128 ? 3 : 2;
+    static constexpr int kStages = kStages_;
     static constexpr int kTileElems = kTileKeys * D;
     static constexpr int kVChunks = D / 64;              // V chunks a thread reads per key
     static constexpr int kSmemElems = kRows * D + kWarps * kStages * 2 * kTileElems;
@@ -259,9 +261,9 @@ __device__ __forceinline__ void store_block_rows(const DecodeParams& p, const fl
     }
 }
 
-template <typename T, int D, bool kScoreMod>
+template <typename T, int D, bool kScoreMod, int kStages = Traits<D>::kStages>
 __device__ __forceinline__ void decode_block(const DecodeParams& p) {
-    using Tr = Traits<D>;
+    using Tr = Traits<D, kStages>;
     using E = Elem<T>;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* smem_q = reinterpret_cast<T*>(smem_raw);

@@ -19,7 +19,25 @@ static int g_last_blocks_per_sm = 0;
 extern "C" int lab_last_splits() { return g_last_splits; }
 extern "C" int lab_last_blocks_per_sm() { return g_last_blocks_per_sm; }
 
+// Tile variants of the bf16 D=128 plain kernel, selected with lab_set_variant (0 = shipped).
+extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads, 3) lab_bf16_d128_s2(const DecodeParams p) {
+    fattn_decode::decode_block<__nv_bfloat16, 128, false, 2>(p);
+}
+extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) lab_bf16_d128_s4(const DecodeParams p) {
+    fattn_decode::decode_block<__nv_bfloat16, 128, false, 4>(p);
+}
+static int g_variant = 0;
+extern "C" void lab_set_variant(int v) { g_variant = v; }
+
 static KernelFn pick(int dtype, int dim, bool mod, int* smem) {
+    if (dtype == 0 && dim > 64 && dim <= 128 && !mod && g_variant == 2) {
+        *smem = fattn_decode::Traits<128, 2>::kSmemElems * 2;
+        return lab_bf16_d128_s2;
+    }
+    if (dtype == 0 && dim > 64 && dim <= 128 && !mod && g_variant == 4) {
+        *smem = fattn_decode::Traits<128, 4>::kSmemElems * 2;
+        return lab_bf16_d128_s4;
+    }
 #define PICK(D)                                                                                     \
     if (dtype == 2) {                                                                                \
         *smem = fattn_decode::TraitsF32<D>::kSmemFloats * 4;                                         \

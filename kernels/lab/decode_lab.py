@@ -267,6 +267,7 @@ def main():
     ap.add_argument("--no-bench", action="store_true")
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--once", action="store_true", help="run each bench row once (for ncu), no timing")
+    ap.add_argument("--variant", type=int, default=0, help="bf16 D=128 tile variant: 0 shipped, 2 or 4 stages")
     ap.add_argument("--small", action="store_true", help="a few small cases (for compute-sanitizer)")
     ap.add_argument("--crossover", action="store_true", help="also time sq 8..128 against torch")
     ap.add_argument("--rep-ms", type=int, default=200)
@@ -284,6 +285,8 @@ def main():
     log(f"device {torch.cuda.get_device_name()} torch {torch.__version__} "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     lab = Lab(args.lib)
+    lab.lib.lab_set_variant(args.variant)
+    log(f"variant {args.variant}")
     fails = 0
     for case in [] if args.no_check else cases(args.quick, args.small):
         fails += not check_case(lab, case, log)
