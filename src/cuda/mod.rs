@@ -11,7 +11,7 @@
 //! whose size both sides assert. Every driver error becomes a candle `Error`.
 //!
 //! Shared with `decode`: [`dev_tensor`] (raw pointer + strides from storage and layout),
-//! [`load_func`], [`set_dynamic_smem`], [`to_i32`].
+//! [`load_func`], [`set_dynamic_smem`], [`to_i32`], [`window_i32`].
 
 mod decode;
 
@@ -240,6 +240,7 @@ fn f32_kernel(p: &Problem) -> Result<KernelChoice> {
     })
 }
 
+/// A normalized window (`-1` = unbounded) as the i32 the kernels take.
 fn window_i32(w: i64, what: &str) -> Result<i32> {
     match i32::try_from(w) {
         Ok(v) => Ok(v),
