@@ -5,7 +5,11 @@
 //! (sq = 1) with few (batch, kv head) pairs still streams K and V from every SM. The q heads
 //! of one kv head and the sq query rows share a block (one m16 tile of rows), so K and V are
 //! read once per kv head. Each block writes an unnormalized f32 partial (acc, max, sum); a
-//! second kernel merges them. One split writes the output directly.
+//! second kernel merges them. One split writes the output directly. f16/bf16 run on mma.sync;
+//! f32 runs the same blocks on CUDA cores (no TF32).
+//!
+//! Measured on an H200 (kernels/lab/README.md): K+V streamed at 3.3-3.8 TB/s on the long rows
+//! (copy bandwidth 4.2 TB/s), 1.03-1.08× cuDNN's time end to end on the long sq = 1 rows.
 
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute;
