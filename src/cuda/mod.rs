@@ -76,7 +76,7 @@ mod f32_tile {
     pub const BLOCK_N: u32 = 32;
     /// Q tile, K tile with rows padded to an odd stride, V tile; f32.
     pub fn smem_bytes(head_dim: u32) -> u32 {
-        let k_stride = if head_dim % 2 == 0 { head_dim + 1 } else { head_dim };
+        let k_stride = if head_dim.is_multiple_of(2) { head_dim + 1 } else { head_dim };
         (BLOCK_M * head_dim + BLOCK_N * k_stride + BLOCK_N * head_dim) * 4
     }
 }
@@ -138,9 +138,9 @@ impl DevTensor<'_> {
     fn rows_16b_aligned(&self, head_dim: usize, elem_bytes: usize) -> bool {
         let s = &self.strides;
         let elems_16b = 16 / elem_bytes;
-        self.ptr % 16 == 0
-            && head_dim % elems_16b == 0
-            && [s.batch, s.seq, s.head].iter().all(|x| x % elems_16b == 0)
+        self.ptr.is_multiple_of(16)
+            && head_dim.is_multiple_of(elems_16b)
+            && [s.batch, s.seq, s.head].iter().all(|x| x.is_multiple_of(elems_16b))
     }
 }
 
@@ -320,7 +320,7 @@ fn launch_fwd<T: CudaDType + DeviceRepr>(
             window_left: window_i32(p.window_left, "window_size_left")?,
             window_right: window_i32(p.window_right, "window_size_right")?,
             vec_in: [&qt, &kt, &vt].iter().all(|t| t.rows_16b_aligned(d, elem)) as i32,
-            vec_out: (o_ptr % 16 == 0 && d % (16 / elem) == 0) as i32,
+            vec_out: (o_ptr.is_multiple_of(16) && d.is_multiple_of(16 / elem)) as i32,
             scale_log2: p.scale * std::f32::consts::LOG2_E,
             softcap_inv_scaled: if p.softcap > 0.0 { p.scale / p.softcap } else { 0.0 },
             softcap_log2: if p.softcap > 0.0 { p.softcap * std::f32::consts::LOG2_E } else { 0.0 },
