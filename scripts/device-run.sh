@@ -35,7 +35,7 @@ if [ "${STAGES[*]}" = "all" ]; then
   STAGES=(tests oracle sanitize bench llama)
 fi
 # Per-stage time limits (s); `all` stays well inside one 10-minute device command.
-: "${LIMIT_TESTS:=240}" "${LIMIT_ORACLE:=120}" "${LIMIT_SANITIZE:=150}" "${LIMIT_BENCH:=200}" "${LIMIT_LLAMA:=90}"
+: "${LIMIT_TESTS:=300}" "${LIMIT_ORACLE:=120}" "${LIMIT_SANITIZE:=150}" "${LIMIT_BENCH:=200}" "${LIMIT_LLAMA:=90}"
 : "${BENCH_FILTER:=cuda}"   # criterion filter for the bench stage
 # TESTS_FILTER (default: all) selects GPU tests by name for the tests stage.
 

@@ -25,8 +25,11 @@ mod common;
 use candle_core::{DType, Device, Result, Tensor};
 use candle_fused_attn::{attention, attention_ref, AttnParams};
 use common::{case_seed, measure, oracle, Alibi, Case, CaseResult, Limits};
+use rayon::prelude::*;
 
 const SWEEP_CASES: usize = 500;
+/// Cases whose inputs and oracle are computed at once (bounded: each holds its f64 copies).
+const PREPARE_AHEAD: usize = 8;
 
 /// The CUDA device, or `None` after printing why the test is skipped.
 fn cuda_device(test: &str) -> Option<Device> {
@@ -67,23 +70,39 @@ fn poison_for(dev: &Device, q: &Tensor) -> Result<()> {
     poison_pool(dev, (8 * q.elem_count() * q.dtype().size_in_bytes()).max(1 << 20))
 }
 
-/// One case on `dev`: our op into poisoned memory, the naive path in the same dtype (on
-/// `dev`, or on the CPU when `naive_on_cpu`, so that only our kernels run on the GPU), and
-/// the f64 oracle on the CPU.
-fn check(dev: &Device, dtype: DType, case: &Case, naive_on_cpu: bool) -> Result<CaseResult> {
-    let (q, k, v, p) = case.inputs(dev, dtype)?;
+/// A case's inputs in its dtype and its f64 oracle, all on the CPU. Drawing inputs and the
+/// f64 oracle are the slow part of a GPU check, so they run for several cases at once on
+/// the CPU cores while the GPU part stays on the test's thread.
+struct Prepared {
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    params: AttnParams,
+    oracle: Tensor,
+}
+
+fn prepare(case: &Case, dtype: DType) -> Result<Prepared> {
+    let (q, k, v, params) = case.inputs(&Device::Cpu, dtype)?;
+    let oracle = oracle(&q, &k, &v, &params)?;
+    Ok(Prepared { q, k, v, params, oracle })
+}
+
+/// One prepared case on `dev`: the inputs moved there (keeping their strided layouts), our
+/// op into poisoned memory, and the naive path in the same dtype (on `dev`, or on the CPU
+/// when `naive_on_cpu`, so that only our kernels run on the GPU), against the f64 oracle.
+fn check(dev: &Device, dtype: DType, prep: &Prepared, naive_on_cpu: bool) -> Result<CaseResult> {
+    let (q, k, v) = (prep.q.to_device(dev)?, prep.k.to_device(dev)?, prep.v.to_device(dev)?);
+    let mut p = prep.params.clone();
+    p.alibi_slopes = p.alibi_slopes.as_ref().map(|s| s.to_device(dev)).transpose()?;
     poison_for(dev, &q)?;
     let fused = attention(&q, &k, &v, &p)?;
     assert_eq!((fused.dims(), fused.dtype()), (q.dims(), dtype), "fused output shape and dtype");
     let naive = if naive_on_cpu {
-        let cpu = |t: &Tensor| t.to_device(&Device::Cpu);
-        let mut pc = p.clone();
-        pc.alibi_slopes = p.alibi_slopes.as_ref().map(cpu).transpose()?;
-        attention_ref(&cpu(&q)?, &cpu(&k)?, &cpu(&v)?, &pc)?
+        attention_ref(&prep.q, &prep.k, &prep.v, &prep.params)?
     } else {
         attention_ref(&q, &k, &v, &p)?
     };
-    measure(dtype, &fused, &naive, &oracle(&q, &k, &v, &p)?, &v)
+    measure(dtype, &fused, &naive, &prep.oracle, &prep.v)
 }
 
 fn describe(case: &Case) -> String {
@@ -107,22 +126,35 @@ fn describe(case: &Case) -> String {
 }
 
 /// Checks every (dtype, case), prints each failure and the worst margin, fails if any did.
+/// Cases are prepared on the CPU [`PREPARE_AHEAD`] at a time, in parallel.
 fn check_all(test: &str, dev: &Device, cases: &[(DType, Case)], naive_on_cpu: bool) {
+    let start = std::time::Instant::now();
     let mut failures = Vec::new();
     let mut worst = (0f64, String::new());
-    for (dtype, case) in cases {
-        let r = check(dev, *dtype, case, naive_on_cpu)
-            .unwrap_or_else(|e| panic!("{test}: {dtype:?} {}: error {e}", describe(case)));
-        if r.ratio() > worst.0 {
-            worst = (r.ratio(), format!("{dtype:?} {}", describe(case)));
-        }
-        if !r.passes() {
-            let line = format!("{dtype:?} {} (case seed {}): {r:?}, allowed {:.3e}", describe(case), case.seed, r.allowed());
-            println!("{test}: FAIL {line}");
-            failures.push(line);
+    for chunk in cases.chunks(PREPARE_AHEAD) {
+        let prepared: Vec<_> = chunk.par_iter().map(|(dtype, case)| prepare(case, *dtype)).collect();
+        for ((dtype, case), prep) in chunk.iter().zip(prepared) {
+            let r = prep
+                .and_then(|prep| check(dev, *dtype, &prep, naive_on_cpu))
+                .unwrap_or_else(|e| panic!("{test}: {dtype:?} {} (case seed {}): error {e}", describe(case), case.seed));
+            if r.ratio() > worst.0 {
+                worst = (r.ratio(), format!("{dtype:?} {}", describe(case)));
+            }
+            if !r.passes() {
+                let line = format!("{dtype:?} {} (case seed {}): {r:?}, allowed {:.3e}", describe(case), case.seed, r.allowed());
+                println!("{test}: FAIL {line}");
+                failures.push(line);
+            }
         }
     }
-    println!("{test}: {} cases, {} failed; worst error/allowed {:.3} at {}", cases.len(), failures.len(), worst.0, worst.1);
+    println!(
+        "{test}: {} cases, {} failed; worst error/allowed {:.3} at {}; {:.1} s",
+        cases.len(),
+        failures.len(),
+        worst.0,
+        worst.1,
+        start.elapsed().as_secs_f64()
+    );
     assert!(failures.is_empty(), "{test}: {} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
