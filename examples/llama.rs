@@ -13,8 +13,9 @@
 //!
 //! Timing: the device is synchronized before every clock read. Prefill is the prompt's
 //! forward pass up to the first sampled token; decode tok/s counts the tokens after the
-//! first one. Each back end first runs a few-token warm-up (kernel loading and, on CUDA,
-//! PTX compilation are not timed).
+//! first one. Each back end first runs the same prefill and one decode step untimed, so
+//! kernel loading (PTX compilation on CUDA) and allocator growth are not timed and the
+//! order of --compare's runs does not matter.
 
 #[path = "llama/fetch.rs"]
 mod fetch;
@@ -305,10 +306,13 @@ fn run(
     args: &Args,
     device: &Device,
 ) -> Result<RunResult> {
-    // Loads every kernel both phases use (a 2-token prefill and one decode step).
-    let mut warm_cache = KvCache::new(model.config(), 3, model.dtype(), device)?;
-    model.forward(&[prompt[0]; 2], &mut warm_cache, attention)?;
-    model.forward(&prompt[..1], &mut warm_cache, attention)?;
+    // Warm-up, untimed: this run's prefill and one decode step, so that kernel loading (PTX
+    // compilation on CUDA) and the allocators' first growth to this run's sizes are not
+    // timed, and --compare's second back end has no head start over the first.
+    let chunk = args.prefill_chunk.unwrap_or(prompt.len());
+    let mut warm_cache = KvCache::new(model.config(), prompt.len() + 1, model.dtype(), device)?;
+    let logits = prefill(model, prompt, chunk, &mut warm_cache, attention)?;
+    model.forward(&[model::argmax(&logits)?], &mut warm_cache, attention)?;
     drop(warm_cache);
 
     let capacity = prompt.len() + args.sample_len;
@@ -324,12 +328,7 @@ fn run(
 
     device.synchronize()?;
     let start = Instant::now();
-    let chunk = args.prefill_chunk.unwrap_or(prompt.len());
-    let mut logits = None;
-    for piece in prompt.chunks(chunk) {
-        logits = Some(model.forward(piece, &mut cache, attention)?);
-    }
-    let mut next = sampler.next(&logits.expect("the prompt is not empty"))?;
+    let mut next = sampler.next(&prefill(model, prompt, chunk, &mut cache, attention)?)?;
     device.synchronize()?;
     let prefill_secs = start.elapsed().as_secs_f64();
 
@@ -356,6 +355,18 @@ fn run(
     let decode_secs = start.elapsed().as_secs_f64();
     println!();
     Ok(RunResult { attention, prompt_tokens: prompt.len(), prefill_secs, generated, decode_secs })
+}
+
+/// The prompt's forward pass in `chunk`-token pieces; the logits after its last token.
+fn prefill(model: &Llama, prompt: &[u32], chunk: usize, cache: &mut KvCache, attention: Attention) -> Result<Tensor> {
+    let mut logits = None;
+    for piece in prompt.chunks(chunk) {
+        logits = Some(model.forward(piece, cache, attention)?);
+    }
+    match logits {
+        Some(l) => Ok(l),
+        None => bail!("the prompt is empty"),
+    }
 }
 
 fn long_prompt_source(args: &Args) -> String {
