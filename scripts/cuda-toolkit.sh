@@ -43,17 +43,12 @@ fi
 CU="$WHEELS/nvidia/cu13"
 
 if [ ! -e "$HOME_DIR/lib64/libcuda.so" ]; then
-  echo "building the libcuda link stub in $HOME_DIR" >&2
+  echo "linking the CUDA home in $HOME_DIR" >&2
   rm -rf "$HOME_DIR"
   mkdir -p "$HOME_DIR/lib64"
   ln -s "$CU/bin" "$HOME_DIR/bin"
   ln -s "$CU/include" "$HOME_DIR/include"
   ln -s "$CU/nvvm" "$HOME_DIR/nvvm"
-  # Every cu* function cuda.h declares (versioned aliases included) becomes an empty symbol.
-  gcc -E -P -I"$CU/include" "$CU/include/cuda.h" \
-    | grep -oE '\bcu[A-Za-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:](]//g' | sort -u \
-    | awk '{ print "void " $1 "(void) {}" }' > "$HOME_DIR/libcuda_stub.c"
-  gcc -shared -fPIC -w -Wl,-soname,libcuda.so.1 -o "$HOME_DIR/lib64/libcuda.so.1" "$HOME_DIR/libcuda_stub.c"
   ln -s libcuda.so.1 "$HOME_DIR/lib64/libcuda.so"
   for lib in libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libnvrtc.so.13 libcudart.so.13; do
     ln -s "$CU/lib/$lib" "$HOME_DIR/lib64/$lib"
@@ -61,6 +56,21 @@ if [ ! -e "$HOME_DIR/lib64/libcuda.so" ]; then
   done
   ln -s "$CU/lib/libcudart_static.a" "$HOME_DIR/lib64/libcudart_static.a"
   ln -s "$CU/lib/libcudadevrt.a" "$HOME_DIR/lib64/libcudadevrt.a"
+fi
+
+# The stub: every cu* function cuda.h declares (versioned aliases included) returns
+# CUDA_ERROR_NO_DEVICE (100), so a CUDA binary run on a machine without a driver (with
+# this folder on LD_LIBRARY_PATH) fails cleanly at cuInit and its tests print SKIPPED.
+# Built to a temporary name and moved into place: builds may be linking against it.
+STUB_MARK="$HOME_DIR/lib64/.stub-no-device"
+if [ ! -e "$STUB_MARK" ]; then
+  echo "building the libcuda link stub in $HOME_DIR" >&2
+  gcc -E -P -I"$CU/include" "$CU/include/cuda.h" \
+    | grep -oE '\bcu[A-Za-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:](]//g' | sort -u \
+    | awk '{ print "int " $1 "(void) { return 100; }" }' > "$HOME_DIR/libcuda_stub.c"
+  gcc -shared -fPIC -w -Wl,-soname,libcuda.so.1 -o "$HOME_DIR/lib64/libcuda.so.1.tmp" "$HOME_DIR/libcuda_stub.c"
+  mv -f "$HOME_DIR/lib64/libcuda.so.1.tmp" "$HOME_DIR/lib64/libcuda.so.1"
+  touch "$STUB_MARK"
 fi
 
 # Exports for the caller's shell (eval them). CUDA_COMPUTE_CAP stands in for nvidia-smi;
