@@ -24,7 +24,7 @@ mod common;
 
 use candle_core::{DType, Device, Result, Tensor};
 use candle_fused_attn::{attention, attention_ref, AttnParams};
-use common::{case_seed, measure, oracle, Alibi, Case, CaseResult, Limits};
+use common::{case_seed, measure_with, oracle, Alibi, Case, CaseResult, FloorInputs, Limits};
 use rayon::prelude::*;
 
 const SWEEP_CASES: usize = 500;
@@ -103,7 +103,8 @@ fn check(dev: &Device, dtype: DType, prep: &Prepared, naive_on_cpu: bool) -> Res
     } else {
         attention_ref(&q, &k, &v, &p)?
     };
-    measure(dtype, &fused, &naive, &prep.oracle, &prep.v)
+    let floor_inputs = FloorInputs::new(&prep.q, &prep.k, &prep.v, &prep.oracle, prep.params.softmax_scale)?;
+    measure_with(dtype, &fused, &naive, &prep.oracle, &floor_inputs)
 }
 
 fn describe(case: &Case) -> String {
@@ -319,7 +320,9 @@ fn gpu_output_poisoned() -> Result<()> {
         let differ = a.iter().zip(&b).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
         assert_eq!(differ, 0, "{}: two runs on the same input differ in {differ} elements", describe(&case));
 
-        let r = measure(dtype, &first, &attention_ref(&q, &k, &v, &p)?, &oracle(&q, &k, &v, &p)?, &v)?;
+        let reference = oracle(&q, &k, &v, &p)?;
+        let floor_inputs = FloorInputs::new(&q, &k, &v, &reference, p.softmax_scale)?;
+        let r = measure_with(dtype, &first, &attention_ref(&q, &k, &v, &p)?, &reference, &floor_inputs)?;
         assert!(r.passes(), "{dtype:?} {}: {r:?}", describe(&case));
         // Rows with no visible key are exactly zero (the oracle is zero there too, so the
         // tolerance alone would allow tiny values).
@@ -443,7 +446,8 @@ fn gpu_torch_oracle() -> Result<()> {
         poison_for(&dev, &q)?;
         let fused = attention(&q, &k, &v, &p)?;
         let naive = attention_ref(&q, &k, &v, &p)?;
-        let r = measure(q.dtype(), &fused, &naive, &torch_out, &v)?;
+        let floor_inputs = FloorInputs::new(&q, &k, &v, &torch_out, p.softmax_scale)?;
+        let r = measure_with(q.dtype(), &fused, &naive, &torch_out, &floor_inputs)?;
         let line = format!(
             "{name:34} {:?} {:?}: fused err {:.3e}, naive err {:.3e}, allowed {:.3e}, fused rel-L2 {:.2e}",
             q.dims(),

@@ -398,21 +398,6 @@ pub fn oracle(q: &Tensor, k: &Tensor, v: &Tensor, p: &AttnParams) -> Result<Tens
     attention_ref(&upcast(q)?, &upcast(k)?, &upcast(v)?, &p64)
 }
 
-/// [`measure_with`] whose floor leaves out the score-accumulation term (it knows only `v`
-/// and the oracle): stricter, for paths that accumulate `<q, k>` the way naive does.
-pub fn measure(dtype: DType, fused: &Tensor, naive: &Tensor, oracle: &Tensor, v: &Tensor) -> Result<CaseResult> {
-    let max_abs = |t: &Tensor| -> Result<f64> { Ok(to_f64_vec(t)?.iter().fold(0f64, |a, x| a.max(x.abs()))) };
-    let floor_inputs = FloorInputs {
-        max_abs_out: max_abs(oracle)?,
-        max_abs_v: max_abs(v)?,
-        max_norm_q: 0.0,
-        max_norm_k: 0.0,
-        head_dim: v.dim(3)?,
-        scale: 0.0,
-    };
-    measure_with(dtype, fused, naive, oracle, &floor_inputs)
-}
-
 /// Errors of `fused` and `naive` (outputs in `dtype`) against `oracle`, with the full
 /// [`floor`] (build `floor_inputs` with [`FloorInputs::new`]).
 pub fn measure_with(dtype: DType, fused: &Tensor, naive: &Tensor, oracle: &Tensor, floor_inputs: &FloorInputs) -> Result<CaseResult> {
