@@ -33,9 +33,7 @@
 // end to end, with the combine kernel, 1.03-1.08x cuDNN's time on the long sq=1 rows, 1.34x on
 // (1,32,8,1,2048), and 5.8x faster than cuDNN (1.5x than FA2) on (1,32,8,4,8192).
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <stdint.h>
+#include "fattn_common.cuh"
 
 // Mirrored by `DecodeParams` in src/cuda/decode.rs (its size is checked there).
 struct DecodeParams {
@@ -105,29 +103,12 @@ struct Traits {
 };
 
 template <typename T> struct Elem;
-template <> struct Elem<__nv_bfloat16> {
-    static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-        __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<uint32_t*>(&v);
-    }
+// The mma instruction and the f32 pair packing come from the shared element tags.
+template <> struct Elem<__nv_bfloat16> : fattn::BF16 {
     static __device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
     static __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 };
-template <> struct Elem<__half> {
-    static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-        __half2 v = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<uint32_t*>(&v);
-    }
+template <> struct Elem<__half> : fattn::F16 {
     static __device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
     static __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 };
@@ -136,13 +117,9 @@ template <> struct Elem<float> {
     static __device__ __forceinline__ float to_float(float x) { return x; }
 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+using fattn::cp_async_commit;
+using fattn::cp_async_wait;
+using fattn::smem_addr;
 
 // Copies the 8 elements [src, src + 8) of which the first `valid` exist (the rest read as 0)
 // into 16 bytes of shared memory. `aligned` is block-uniform.
