@@ -13,12 +13,12 @@
 
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute;
-use candle_core::cuda_backend::cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::{CudaDType, WrapErr};
-use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
+use candle_core::{bail, CudaStorage, DType, Layout, Result, Tensor};
 use half::{bf16, f16};
 
-use super::{dev_tensor, load_func, ptx, set_dynamic_smem, to_i32, window_i32};
+use super::{alibi_slopes_ptr, dev_tensor, load_func, ptx, set_dynamic_smem, to_i32, window_i32};
 use crate::Problem;
 
 /// The module name under which candle caches `kernels/fattn_decode.cu`.
@@ -227,16 +227,7 @@ fn launch<T: CudaDType + DeviceRepr>(
     };
 
     let alibi_storage = alibi.map(|t| t.storage_and_layout());
-    let alibi_ptr = match &alibi_storage {
-        None => None,
-        Some((storage, layout)) => match &**storage {
-            Storage::Cuda(s) => {
-                let (base, guard) = s.as_cuda_slice::<f32>()?.device_ptr(&stream);
-                Some((base + (layout.start_offset() * 4) as u64, guard))
-            }
-            _ => bail!("fused-attn decode: alibi_slopes must be on q's CUDA device"),
-        },
-    };
+    let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
 
     {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);

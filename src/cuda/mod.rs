@@ -156,6 +156,18 @@ pub(super) fn dev_tensor<'a, T: CudaDType + DeviceRepr + 'a>(
     Ok(DevTensor { ptr, strides, _guard: guard })
 }
 
+/// Raw pointer (start offset applied) of the `(batch, heads)` f32 ALiBi slopes; the guard
+/// must live until the launch is enqueued.
+pub(super) fn alibi_slopes_ptr<'a>(storage: &'a Storage, layout: &Layout, stream: &'a CudaStream) -> Result<(u64, SyncOnDrop<'a>)> {
+    match storage {
+        Storage::Cuda(s) => {
+            let (base, guard) = s.as_cuda_slice::<f32>()?.device_ptr(stream);
+            Ok((base + (layout.start_offset() * std::mem::size_of::<f32>()) as u64, guard))
+        }
+        _ => bail!("fused-attn cuda: alibi_slopes must be on q's CUDA device"),
+    }
+}
+
 /// Loads `name` from a PTX module (compiled by build.rs, cached by candle under `module`).
 pub(super) fn load_func(dev: &CudaDevice, module: &str, ptx: &str, name: &str) -> Result<CudaFunction> {
     Ok(dev.get_or_load_custom_func(name, module, ptx)?.into_cuda_function())
@@ -275,16 +287,7 @@ fn launch_fwd<T: CudaDType + DeviceRepr>(
     let mut out = unsafe { dev.alloc::<T>(out_len) }?;
 
     let alibi_storage = alibi.map(|t| t.storage_and_layout());
-    let alibi_ptr = match &alibi_storage {
-        None => None,
-        Some((storage, layout)) => match &**storage {
-            Storage::Cuda(s) => {
-                let (base, guard) = s.as_cuda_slice::<f32>()?.device_ptr(&stream);
-                Some((base + (layout.start_offset() * 4) as u64, guard))
-            }
-            _ => bail!("fused-attn cuda: alibi_slopes must be on q's CUDA device"),
-        },
-    };
+    let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
 
     // One CTA per (batch, head, query block), in a 1-D grid (see `query_block` in the kernel).
     let query_blocks = p.seq_q.div_ceil(block_m as usize);
