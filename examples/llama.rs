@@ -15,7 +15,8 @@
 //! forward pass up to the first sampled token; decode tok/s counts the tokens after the
 //! first one. Each back end first runs the same prefill and one decode step untimed, so
 //! kernel loading (PTX compilation on CUDA) and allocator growth are not timed and the
-//! order of --compare's runs does not matter.
+//! order of --compare's runs does not matter. With `--repeats N` the timed prefill and
+//! decode run N times on a fresh cache and the medians are reported (text streams once).
 
 #[path = "llama/fetch.rs"]
 mod fetch;
@@ -131,15 +132,21 @@ struct Args {
     /// a heads × chunk × context f32 score matrix; chunking bounds it on long prompts.
     #[arg(long, value_name = "N")]
     prefill_chunk: Option<usize>,
+
+    /// Time the prefill and the decode N times (fresh KV cache, same seed, so the same
+    /// tokens each time) and report the median of each; the text streams on the first.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    repeats: usize,
 }
 
-/// One back end's run: its tokens and clocks.
+/// One back end's run: its tokens and clocks (medians over --repeats).
 struct RunResult {
     attention: Attention,
     prompt_tokens: usize,
     prefill_secs: f64,
     generated: Vec<u32>,
     decode_secs: f64,
+    repeats: usize,
 }
 
 impl RunResult {
@@ -200,8 +207,8 @@ fn main() -> Result<()> {
     if args.sample_len == 0 {
         usage_error("--sample-len must be at least 1")
     }
-    if args.prefill_chunk == Some(0) || args.prompt_len == Some(0) {
-        usage_error("--prefill-chunk and --prompt-len must be at least 1")
+    if args.prefill_chunk == Some(0) || args.prompt_len == Some(0) || args.repeats == 0 {
+        usage_error("--prefill-chunk, --prompt-len and --repeats must be at least 1")
     }
 
     let load_start = Instant::now();
@@ -315,15 +322,61 @@ fn run(
     model.forward(&[model::argmax(&logits)?], &mut warm_cache, attention)?;
     drop(warm_cache);
 
+    let mut prefill_times = Vec::with_capacity(args.repeats);
+    let mut decode_times = Vec::with_capacity(args.repeats);
+    let mut generated = Vec::new();
+    for repeat in 0..args.repeats {
+        let (tokens, prefill_secs, decode_secs) = timed_generation(model, tokenizer, prompt, attention, args, device, repeat == 0)?;
+        if repeat > 0 && tokens != generated {
+            bail!("repeat {repeat} generated different tokens than the first run: the run is not deterministic");
+        }
+        generated = tokens;
+        prefill_times.push(prefill_secs);
+        decode_times.push(decode_secs);
+    }
+    Ok(RunResult {
+        attention,
+        prompt_tokens: prompt.len(),
+        prefill_secs: median(&mut prefill_times),
+        generated,
+        decode_secs: median(&mut decode_times),
+        repeats: args.repeats,
+    })
+}
+
+fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// One timed prefill and decode on a fresh cache: the tokens, prefill seconds and decode
+/// seconds. `show` streams the text.
+fn timed_generation(
+    model: &Llama,
+    tokenizer: Option<&GgufTokenizer>,
+    prompt: &[u32],
+    attention: Attention,
+    args: &Args,
+    device: &Device,
+    show: bool,
+) -> Result<(Vec<u32>, f64, f64)> {
+    let chunk = args.prefill_chunk.unwrap_or(prompt.len());
     let capacity = prompt.len() + args.sample_len;
     let mut cache = KvCache::new(model.config(), capacity, model.dtype(), device)?;
     let mut sampler = Sampler::new(args.temperature, args.seed);
-    let mut stream = tokenizer.map(|t| t.tokenizer.decode_stream(false));
-    match (tokenizer, args.prompt_len) {
-        (Some(t), None) => print!("{}", t.decode(prompt)?),
-        _ => print!("[{} prompt tokens{}]", prompt.len(), long_prompt_source(args)),
+    let mut stream = tokenizer.filter(|_| show).map(|t| t.tokenizer.decode_stream(false));
+    if show {
+        match (tokenizer, args.prompt_len) {
+            (Some(t), None) => print!("{}", t.decode(prompt)?),
+            _ => print!("[{} prompt tokens{}]", prompt.len(), long_prompt_source(args)),
+        }
+        std::io::stdout().flush().ok();
     }
-    std::io::stdout().flush().ok();
     let stops = |id: u32| !args.ignore_eos && tokenizer.is_some_and(|t| t.stop_ids.contains(&id));
 
     device.synchronize()?;
@@ -353,8 +406,10 @@ fn run(
     }
     device.synchronize()?;
     let decode_secs = start.elapsed().as_secs_f64();
-    println!();
-    Ok(RunResult { attention, prompt_tokens: prompt.len(), prefill_secs, generated, decode_secs })
+    if show {
+        println!();
+    }
+    Ok((generated, prefill_secs, decode_secs))
 }
 
 /// The prompt's forward pass in `chunk`-token pieces; the logits after its last token.
@@ -387,10 +442,11 @@ fn device_name(device: &Device) -> &'static str {
 
 fn print_stats(r: &RunResult, args: &Args, device: &Device) {
     println!(
-        "backend {} | device {} | dtype {:?}",
+        "backend {} | device {} | dtype {:?}{}",
         r.attention.name(),
         device_name(device),
-        args.dtype
+        args.dtype,
+        if r.repeats > 1 { format!(" | median of {} runs", r.repeats) } else { String::new() }
     );
     println!(
         "prompt: {} tokens, prefill {:.3} s, {:.1} tok/s",
@@ -412,10 +468,11 @@ fn print_stats(r: &RunResult, args: &Args, device: &Device) {
 
 fn print_comparison(results: &[(Attention, Result<RunResult>)], args: &Args, device: &Device) {
     println!(
-        "\n=== compare: device {}, dtype {:?}, {} prompt tokens ===",
+        "\n=== compare: device {}, dtype {:?}, {} prompt tokens, median of {} runs ===",
         device_name(device),
         args.dtype,
-        results.iter().find_map(|(_, r)| r.as_ref().ok().map(|r| r.prompt_tokens)).unwrap_or(0)
+        results.iter().find_map(|(_, r)| r.as_ref().ok().map(|r| r.prompt_tokens)).unwrap_or(0),
+        args.repeats
     );
     println!("| backend | prefill s | prefill tok/s | generated | decode s | decode tok/s |");
     println!("|---|---|---|---|---|---|");
