@@ -54,7 +54,7 @@ done <<<"$artifacts"
 
 cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch.py "$STAGE/scripts/"
 # The llama helper's device runs: one line of `llama` arguments per run.
-[ -f scripts/llama-device.txt ] && cp scripts/llama-device.txt "$STAGE/"
+cp scripts/llama-device*.txt "$STAGE/" 2>/dev/null || true
 {
   echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src kernels build.rs Cargo.toml tests benches examples || echo '+dirty')"
   echo "built $(date -u '+%Y-%m-%d %H:%M UTC') CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP"

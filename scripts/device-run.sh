@@ -13,6 +13,8 @@
 #             scripts/bench_torch.py (PyTorch SDPA flash and cuDNN backends)
 #   torch     bench_torch.py alone
 #   llama     the example: `llama <args>` for each line of llama-device.txt in the pack
+#             (LLAMA_LIST=llama-device-gguf.txt picks that list instead: the real SmolLM2
+#             GGUF at the path LLAMA_MODEL, which the caller brings; see docs/device-loop.md)
 #
 # OUT_DIR gets summary.md (environment, one row per stage, pass/fail, bench tables), one log
 # per stage (tests, oracle, sanitize, bench, llama) and the torch bench's json/md: at most 8
@@ -184,7 +186,11 @@ stage_bench() {
 stage_llama() {
   local log="$OUT/llama.log" t0 n=0 line
   have_bin llama llama || return
-  local list="$WORK/llama-device.txt"
+  local list="$WORK/${LLAMA_LIST:-llama-device.txt}"
+  if grep -q 'LLAMA_MODEL' "$list" 2>/dev/null && [ ! -f "${LLAMA_MODEL:-}" ]; then
+    record llama FAIL 0 "$(basename "$list") needs LLAMA_MODEL, a GGUF file (got '${LLAMA_MODEL:-}')"
+    return
+  fi
   if [ ! -s "$list" ]; then
     # Not a failure of ours: nobody listed runs yet. Shown, so it is not mistaken for a pass.
     ROWS+=("| llama | SKIP | 0 | no scripts/llama-device.txt in the pack (one line of llama arguments per run) |")
