@@ -19,7 +19,10 @@
 //! V (f16/bf16: converted; f32: copied) once per call into padded-stride f32 buffers,
 //! O(Sk·D); otherwise (one query block: decode) the tiles are read in place (f32) or
 //! converted per tile, and items of ≤ 8 rows use direct dot products / axpys with
-//! software prefetch instead of gemm. The softmax loops (row max, `exp`, row sum,
+//! software prefetch instead of gemm. On CPUs with AVX2 + FMA (and `d % 8 == 0`) the
+//! prefill products skip gemm for the hand-written 6×16 register-blocked kernels of
+//! [`avx2`] over the same shared buffers: gemm's per-call dispatch and planning cost as
+//! much as its micro-kernel saved at these small (48 × 128 × 64) products. The softmax loops (row max, `exp`, row sum,
 //! rescale, softcap, ALiBi) are plain loops over f32 slices compiled once per instruction
 //! set (AVX-512, AVX2+FMA, portable) and picked at run time; `exp` is a branch-free Cephes
 //! polynomial in FMAs so that those loops vectorize. Key tiles that no row of the item
@@ -39,7 +42,9 @@
 //! time in gemm's packing. Column-major operands + shared Kᵀ (no packing) at 48 rows:
 //! 515 ms single-thread, the unpacked micro-kernel thrashing L1 sets on 4 KiB-multiple
 //! strides; padded strides: 302 ms single-thread. Criterion medians are in
-//! `benches/attention.rs`'s output (249 ms, 69 GFLOP/s, vs naive 1.79 s when written).
+//! `benches/attention.rs`'s output (249 ms, 69 GFLOP/s, vs naive 1.79 s when written;
+//! 199 ms, 86 GFLOP/s, at the last gemm version). The AVX2 kernels instead of gemm for
+//! the shared-K/V products: 154 ms (112 GFLOP/s) criterion median at load average 1.2.
 
 use candle_core::{backend::BackendStorage, bail, CpuStorage, Layout, Result, WithDType};
 use gemm::{gemm, Parallelism};
@@ -47,6 +52,9 @@ use half::{bf16, f16, slice::HalfFloatSliceExt};
 use rayon::prelude::*;
 
 use crate::{Problem, Strides};
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 
 /// Query rows per work item, counted over the q heads that share one kv head (a group of
 /// `g` heads takes `max(1, 48 / g)` positions). See the module header for the measurements.
@@ -208,8 +216,10 @@ impl SharedKv {
     fn new<T: Element>(p: &Problem, k: &Input<'_, T>, v: &Input<'_, T>) -> Self {
         let (sk, d) = (p.seq_k, p.head_dim);
         let (kt_ld, v_ld) = (padded_stride(sk), padded_stride(d));
-        let mut kt = vec![0f32; p.batch * p.kv_heads * d * kt_ld];
-        kt.par_chunks_mut(d * kt_ld).enumerate().for_each(|(bh, kt)| {
+        // 16 floats of slack: the AVX2 score kernel reads whole 16-key blocks.
+        let heads_len = p.batch * p.kv_heads * d * kt_ld;
+        let mut kt = vec![0f32; heads_len + 16];
+        kt[..heads_len].par_chunks_mut(d * kt_ld).enumerate().for_each(|(bh, kt)| {
             let (b, kvh) = (bh / p.kv_heads, bh % p.kv_heads);
             let mut row = [0f32; crate::MAX_HEAD_DIM];
             for j in 0..sk {
@@ -433,28 +443,32 @@ fn select_kernel<T: Element>() -> AttendFn<T> {
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn attend_avx512<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's; the features were detected.
-    unsafe { attend(ctx, it, sc) }
+    unsafe { attend::<T, false>(ctx, it, sc) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn attend_avx2<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's; the features were detected.
-    unsafe { attend(ctx, it, sc) }
+    unsafe { attend::<T, true>(ctx, it, sc) }
 }
 
 unsafe fn attend_portable<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's.
-    unsafe { attend(ctx, it, sc) }
+    unsafe { attend::<T, false>(ctx, it, sc) }
 }
 
 /// Runs one item's key tiles and leaves its online-softmax state `(m, l, acc)` in `sc`
 /// (rows `0..(q1 - q0)·g`).
 ///
+/// With `AVX2` (the caller has AVX2 and FMA) the prefill tile products use the [`avx2`]
+/// kernels when `d % 8 == 0`.
+///
 /// # Safety
-/// `ctx.k` and `ctx.v` must have passed `Input::new` (every row lies inside its buffer).
+/// `ctx.k` and `ctx.v` must have passed `Input::new` (every row lies inside its buffer);
+/// with `AVX2`, the CPU has AVX2 and FMA.
 #[inline(always)]
-unsafe fn attend<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     let p = &ctx.p;
     let (d, g) = (p.head_dim, p.group_size());
     let rows = (it.q1 - it.q0) * g;
@@ -499,43 +513,55 @@ unsafe fn attend<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
         // Decode-like items (few rows, one query block) stream K and V once: dot products
         // and axpys straight off the rows, no transposition or packing.
         let direct = rows <= DIRECT_MAX_ROWS && ctx.shared.is_none();
-        if let Some(shared) = &ctx.shared {
-            // In gemm's column-major terms this is Sᵀ (jb × rows) = K (jb × d) · Qᵀ (d × rows),
-            // with every operand already column-major (the shared Kᵀ, Q rows, S rows), so
-            // gemm streams them without packing.
-            // SAFETY: S holds rows × ld (jb ≤ ld); the Kᵀ tile is d columns of jb keys at
-            // stride kt_ld inside `shared.kt` (j0 + jb ≤ sk ≤ kt_ld); Q holds rows × d.
-            unsafe {
-                gemm(
-                    jb, rows, d,
-                    sc.s.as_mut_ptr(), ld as isize, 1, false,
-                    shared.kt[kvb * d * shared.kt_ld + j0..].as_ptr(), shared.kt_ld as isize, 1,
-                    sc.q.as_ptr(), d as isize, 1,
-                    0.0, 1.0, false, false, false, Parallelism::None,
-                )
-            };
-        } else {
-            let (k_ptr, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
-            if direct {
-                // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer.
-                let k_rows = unsafe { std::slice::from_raw_parts(k_ptr, (jb - 1) * k_stride + d) };
-                for (jj, krow) in (0..jb).map(|jj| (jj, &k_rows[jj * k_stride..][..d])) {
-                    prefetch_row(k_ptr.wrapping_add((jj + PREFETCH_ROWS) * k_stride), d);
-                    for (r, qrow) in sc.q.chunks_exact(d).enumerate() {
-                        sc.s[r * ld + jj] = dot(qrow, krow);
-                    }
+        'scores: {
+            if let Some(shared) = &ctx.shared {
+                let kt = shared.kt[kvb * d * shared.kt_ld + j0..].as_ptr();
+                #[cfg(target_arch = "x86_64")]
+                if AVX2 && d.is_multiple_of(8) {
+                    // SAFETY: the caller has AVX2 and FMA; Q holds rows × d; the Kᵀ panel has d
+                    // rows at stride kt_ld from column j0, and j0 + 16·⌈jb/16⌉ ≤ sk + 15 floats
+                    // of each lie inside `shared.kt` (16 floats of slack after the last row); S
+                    // holds rows × ld with 16·⌈jb/16⌉ ≤ KEYS_PER_TILE ≤ ld.
+                    unsafe { avx2::scores(&sc.q, d, rows, kt, shared.kt_ld, jb, sc.s.as_mut_ptr(), ld) };
+                    break 'scores;
                 }
-            } else {
-                // SAFETY: as above, with K rows (row-major; gemm packs them) at k_stride.
+                // In gemm's column-major terms this is Sᵀ (jb × rows) = K (jb × d) · Qᵀ (d × rows),
+                // with every operand already column-major (the shared Kᵀ, Q rows, S rows), so
+                // gemm streams them without packing.
+                // SAFETY: S holds rows × ld (jb ≤ ld); the Kᵀ tile is d columns of jb keys at
+                // stride kt_ld inside `shared.kt` (j0 + jb ≤ sk ≤ kt_ld); Q holds rows × d.
                 unsafe {
                     gemm(
                         jb, rows, d,
                         sc.s.as_mut_ptr(), ld as isize, 1, false,
-                        k_ptr, 1, k_stride as isize,
+                        kt, shared.kt_ld as isize, 1,
                         sc.q.as_ptr(), d as isize, 1,
                         0.0, 1.0, false, false, false, Parallelism::None,
                     )
                 };
+            } else {
+                let (k_ptr, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
+                if direct {
+                    // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer.
+                    let k_rows = unsafe { std::slice::from_raw_parts(k_ptr, (jb - 1) * k_stride + d) };
+                    for (jj, krow) in (0..jb).map(|jj| (jj, &k_rows[jj * k_stride..][..d])) {
+                        prefetch_row(k_ptr.wrapping_add((jj + PREFETCH_ROWS) * k_stride), d);
+                        for (r, qrow) in sc.q.chunks_exact(d).enumerate() {
+                            sc.s[r * ld + jj] = dot(qrow, krow);
+                        }
+                    }
+                } else {
+                    // SAFETY: as above, with K rows (row-major; gemm packs them) at k_stride.
+                    unsafe {
+                        gemm(
+                            jb, rows, d,
+                            sc.s.as_mut_ptr(), ld as isize, 1, false,
+                            k_ptr, 1, k_stride as isize,
+                            sc.q.as_ptr(), d as isize, 1,
+                            0.0, 1.0, false, false, false, Parallelism::None,
+                        )
+                    };
+                }
             }
         }
 
@@ -584,6 +610,14 @@ unsafe fn attend<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
                     acc.iter_mut().zip(vrow).for_each(|(a, &x)| *a = pr.mul_add(x, *a));
                 }
             }
+            continue;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if AVX2 && d.is_multiple_of(8) && ctx.shared.is_some() {
+            // SAFETY: the caller has AVX2 and FMA; d is a multiple of 8; acc holds rows × d; P (in S)
+            // rows × ld with jb ≤ ld; the V tile is jb rows of d at v_stride inside
+            // `shared.v` (j0 + jb ≤ sk).
+            unsafe { avx2::accumulate(&mut sc.acc, d, rows, sc.s.as_ptr(), ld, v_ptr, v_stride, jb) };
             continue;
         }
         // Oᵀ (d × rows) += Vᵀ (d × jb) · Pᵀ (jb × rows): V rows, P rows and the accumulator

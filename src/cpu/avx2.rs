@@ -1,0 +1,206 @@
+//! AVX2 + FMA micro-kernels for the two tile products of a prefill item, replacing the
+//! `gemm` calls where the CPU has those instructions and `head_dim % 8 == 0`.
+//!
+//! Both products keep a 6-row × 16-column block of the output in 12 ymm registers and
+//! stream the shared operand (Kᵀ or V, laid out by `SharedKv`) in 16-float rows, one
+//! broadcast of the per-row operand (Q or P) feeding two FMAs: 12 FMAs per 6 broadcasts and
+//! 2 loads, so the two FMA pipes stay the bottleneck. Blocks are visited column block by
+//! column block, so the 16-column slice of Kᵀ or V a block reads stays in L1 across the
+//! row blocks.
+
+use std::arch::x86_64::*;
+
+/// Rows of one register block.
+const MR: usize = 6;
+
+/// `s[r·ld + j] = Σ_t q[r·d + t] · kt[t·kt_ld + j]` for `r < rows`, `j < 16·⌈keys/16⌉`:
+/// the score tile of `rows` query rows against `keys` keys of a Kᵀ panel. Columns past
+/// `keys` (up to the next multiple of 16) are written with whatever the panel holds there.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `q` holds `rows·d` floats; `kt` points at `d` rows of
+/// `16·⌈keys/16⌉` readable floats at stride `kt_ld`; `s` holds `rows` rows of
+/// `16·⌈keys/16⌉` floats at stride `ld`.
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn scores(
+    q: &[f32],
+    d: usize,
+    rows: usize,
+    kt: *const f32,
+    kt_ld: usize,
+    keys: usize,
+    s: *mut f32,
+    ld: usize,
+) {
+    debug_assert!(q.len() >= rows * d);
+    let q = q.as_ptr();
+    for j in (0..keys).step_by(16) {
+        let mut r = 0;
+        while r + MR <= rows {
+            // SAFETY: rows r..r + MR and columns j..j + 16 are inside the caller's bounds.
+            unsafe { scores_block::<MR>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld) };
+            r += MR;
+        }
+        // SAFETY: as above, for the last rows % MR rows.
+        unsafe {
+            match rows - r {
+                0 => {}
+                1 => scores_block::<1>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld),
+                2 => scores_block::<2>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld),
+                3 => scores_block::<3>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld),
+                4 => scores_block::<4>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld),
+                _ => scores_block::<5>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld),
+            }
+        }
+    }
+}
+
+/// One `R × 16` block of [`scores`].
+///
+/// # Safety
+/// As [`scores`], for `R` rows and 16 columns.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn scores_block<const R: usize>(
+    q: *const f32,
+    d: usize,
+    kt: *const f32,
+    kt_ld: usize,
+    s: *mut f32,
+    ld: usize,
+) {
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    for t in 0..d {
+        // SAFETY: row t of the panel has 16 readable floats at kt; q rows hold d floats.
+        unsafe {
+            let k0 = _mm256_loadu_ps(kt.add(t * kt_ld));
+            let k1 = _mm256_loadu_ps(kt.add(t * kt_ld + 8));
+            for (r, a) in acc.iter_mut().enumerate() {
+                let x = _mm256_broadcast_ss(&*q.add(r * d + t));
+                a[0] = _mm256_fmadd_ps(x, k0, a[0]);
+                a[1] = _mm256_fmadd_ps(x, k1, a[1]);
+            }
+        }
+    }
+    for (r, a) in acc.iter().enumerate() {
+        // SAFETY: row r of s has 16 writable floats at s + r·ld.
+        unsafe {
+            _mm256_storeu_ps(s.add(r * ld), a[0]);
+            _mm256_storeu_ps(s.add(r * ld + 8), a[1]);
+        }
+    }
+}
+
+/// `acc[r·d + c] += Σ_{j < keys} p[r·ld + j] · v[j·v_ld + c]` for `r < rows`, `c < d`.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `d % 8 == 0`; `acc` holds `rows·d` floats; `p` holds `rows`
+/// rows of `keys` floats at stride `ld`; `v` points at `keys` rows of `d` readable floats
+/// at stride `v_ld`.
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn accumulate(
+    acc: &mut [f32],
+    d: usize,
+    rows: usize,
+    p: *const f32,
+    ld: usize,
+    v: *const f32,
+    v_ld: usize,
+    keys: usize,
+) {
+    debug_assert!(d.is_multiple_of(8) && acc.len() >= rows * d);
+    let acc = acc.as_mut_ptr();
+    for c in (0..d).step_by(16) {
+        // SAFETY: columns c..c + 16 (or c..c + 8 at the end when d % 16 == 8) and the rows
+        // below are inside the caller's bounds.
+        unsafe {
+            if c + 16 <= d {
+                accumulate_cols::<2>(acc.add(c), d, rows, p, ld, v.add(c), v_ld, keys)
+            } else {
+                accumulate_cols::<1>(acc.add(c), d, rows, p, ld, v.add(c), v_ld, keys)
+            }
+        }
+    }
+}
+
+/// The `8·V` columns at `acc`/`v` of [`accumulate`], for all rows.
+///
+/// # Safety
+/// As [`accumulate`], for `8·V` columns.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+unsafe fn accumulate_cols<const V: usize>(
+    acc: *mut f32,
+    d: usize,
+    rows: usize,
+    p: *const f32,
+    ld: usize,
+    v: *const f32,
+    v_ld: usize,
+    keys: usize,
+) {
+    let mut r = 0;
+    while r + MR <= rows {
+        // SAFETY: rows r..r + MR are inside the caller's bounds.
+        unsafe { accumulate_block::<MR, V>(acc.add(r * d), d, p.add(r * ld), ld, v, v_ld, keys) };
+        r += MR;
+    }
+    // SAFETY: as above, for the last rows % MR rows.
+    unsafe {
+        let (acc, p) = (acc.add(r * d), p.add(r * ld));
+        match rows - r {
+            0 => {}
+            1 => accumulate_block::<1, V>(acc, d, p, ld, v, v_ld, keys),
+            2 => accumulate_block::<2, V>(acc, d, p, ld, v, v_ld, keys),
+            3 => accumulate_block::<3, V>(acc, d, p, ld, v, v_ld, keys),
+            4 => accumulate_block::<4, V>(acc, d, p, ld, v, v_ld, keys),
+            _ => accumulate_block::<5, V>(acc, d, p, ld, v, v_ld, keys),
+        }
+    }
+}
+
+/// One `R × 8·V` block of [`accumulate`].
+///
+/// # Safety
+/// As [`accumulate`], for `R` rows and `8·V` columns.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn accumulate_block<const R: usize, const V: usize>(
+    acc: *mut f32,
+    d: usize,
+    p: *const f32,
+    ld: usize,
+    v: *const f32,
+    v_ld: usize,
+    keys: usize,
+) {
+    let mut a = [[_mm256_setzero_ps(); V]; R];
+    // SAFETY: every access is inside the caller's rows and columns.
+    unsafe {
+        for (r, a) in a.iter_mut().enumerate() {
+            for (c, a) in a.iter_mut().enumerate() {
+                *a = _mm256_loadu_ps(acc.add(r * d + 8 * c));
+            }
+        }
+        for j in 0..keys {
+            let mut vj = [_mm256_setzero_ps(); V];
+            for (c, x) in vj.iter_mut().enumerate() {
+                *x = _mm256_loadu_ps(v.add(j * v_ld + 8 * c));
+            }
+            for (r, a) in a.iter_mut().enumerate() {
+                let x = _mm256_broadcast_ss(&*p.add(r * ld + j));
+                for (a, &y) in a.iter_mut().zip(&vj) {
+                    *a = _mm256_fmadd_ps(x, y, *a);
+                }
+            }
+        }
+        for (r, a) in a.iter().enumerate() {
+            for (c, a) in a.iter().enumerate() {
+                _mm256_storeu_ps(acc.add(r * d + 8 * c), *a);
+            }
+        }
+    }
+}
