@@ -8,6 +8,11 @@
 //! `cargo bench --bench attention` runs the CPU groups; with `--features cuda` and a CUDA
 //! device the `cuda_` groups (the bf16 tables of the CUDA issues) run as well. Pass a
 //! filter to run one group, e.g. `cargo bench --bench attention -- cpu_fused_attn_f32`.
+//!
+//! Timing: on the CPU, the wall clock around a batch of reps. On CUDA, each rep the way
+//! `scripts/bench_torch.py` times PyTorch (`triton.testing.do_bench`), so the two compare
+//! in the same run: a 256 MiB write flushes the L2 first, then CUDA events on candle's stream
+//! bracket the rep.
 
 use std::time::{Duration, Instant};
 
@@ -111,20 +116,50 @@ fn bench_device(c: &mut Criterion, dev: &Device, dtypes: &[DType], shapes: &[Sha
                 group.measurement_time((once * 12).clamp(Duration::from_secs(2), Duration::from_secs(20)));
                 group.throughput(Throughput::Elements(s.flops()));
                 group.bench_function(BenchmarkId::from_parameter(s.label()), |bencher| {
-                    bencher.iter_custom(|iters| {
-                        dev.synchronize().expect("sync");
-                        let start = Instant::now();
-                        for _ in 0..iters {
-                            black_box(run().expect("attention"));
+                    bencher.iter_custom(|iters| match dev {
+                        #[cfg(feature = "cuda")]
+                        Device::Cuda(cuda) => cuda_rep_times(cuda, iters, &run).expect("timed CUDA reps"),
+                        _ => {
+                            dev.synchronize().expect("sync");
+                            let start = Instant::now();
+                            for _ in 0..iters {
+                                black_box(run().expect("attention"));
+                            }
+                            dev.synchronize().expect("sync");
+                            start.elapsed()
                         }
-                        dev.synchronize().expect("sync");
-                        start.elapsed()
                     })
                 });
             }
             group.finish();
         }
     }
+}
+
+/// The summed time of `iters` reps of `run` on candle's stream, each after an L2 flush and
+/// bracketed by CUDA events (the method of `triton.testing.do_bench`, which times torch).
+#[cfg(feature = "cuda")]
+fn cuda_rep_times(
+    dev: &candle_core::CudaDevice,
+    iters: u64,
+    run: &impl Fn() -> candle_core::Result<Tensor>,
+) -> candle_core::Result<Duration> {
+    use candle_core::backend::BackendDevice;
+    use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+    // 256 MiB, past any L2 (50 MiB on the H100, 60 MiB on the H200), as do_bench uses.
+    let flush = Tensor::zeros(64 << 20, DType::F32, &Device::Cuda(dev.clone()))?;
+    let stream = dev.cuda_stream();
+    let event_err = |e: cudarc::driver::DriverError| candle_core::Error::Msg(format!("CUDA event: {e:?}"));
+    let mut total_ms = 0f64;
+    for _ in 0..iters {
+        flush.zero_set()?;
+        let start = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
+        black_box(run()?);
+        let end = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
+        total_ms += start.elapsed_ms(&end).map_err(event_err)? as f64;
+    }
+    dev.synchronize()?;
+    Ok(Duration::from_secs_f64(total_ms / 1e3))
 }
 
 /// Random q, k, v of the shape in `dtype` on `dev` (normal, std 1).
