@@ -261,6 +261,8 @@ struct Scratch {
     acc: Vec<f32>,
     m: Vec<f32>,
     l: Vec<f32>,
+    /// Per row: `e^(m_old - m_new)`, the factor for `acc` before this tile's `P V`.
+    corr: Vec<f32>,
     k: Vec<f32>,
     v: Vec<f32>,
 }
@@ -398,6 +400,15 @@ fn merge_splits<T: Element>(
     }
 }
 
+/// `acc *= corr` per row of `d` (the online softmax's correction for a grown row max).
+fn rescale_rows(acc: &mut [f32], corr: &[f32], d: usize) {
+    for (acc, &c) in acc.chunks_exact_mut(d).zip(corr) {
+        if c != 1.0 {
+            acc.iter_mut().for_each(|a| *a *= c);
+        }
+    }
+}
+
 /// `out = acc / l` per row; a row that saw no key (`l == 0`) outputs zeros. A NaN `l`
 /// stays NaN.
 fn finalize_rows(acc: &[f32], l: &[f32], d: usize, out: &mut [f32]) {
@@ -482,6 +493,7 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
     sc.m.resize(rows, f32::NEG_INFINITY);
     sc.l.clear();
     sc.l.resize(rows, 0.0);
+    sc.corr.resize(rows, 0.0);
 
     // With a softcap c the score is c·tanh(scale·<q,k> / c): fold scale / c into Q.
     let q_scale = if p.softcap > 0.0 { p.scale / p.softcap } else { p.scale };
@@ -582,17 +594,17 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
                 srow[b..].fill(f32::NEG_INFINITY);
             }
             let m_old = sc.m[r];
-            let m_new = m_old.max(row_max(srow));
+            // SAFETY: with AVX2, the caller has AVX2 and FMA.
+            let m_new = m_old.max(unsafe { tile_row_max::<AVX2>(srow) });
             // A row that has seen no visible score yet keeps m = -inf; exponentiate against
             // 0 so that its masked scores give 0 and NaN scores stay NaN.
             let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
-            let sum = exp_sub_in_place(srow, m_use);
-            let corr = (m_old - m_use).exp();
+            // SAFETY: as above.
+            let sum = unsafe { tile_exp_sub::<AVX2>(srow, m_use) };
+            let corr = exp_f32(m_old - m_use);
             sc.l[r] = sc.l[r] * corr + sum;
             sc.m[r] = m_new;
-            if corr != 1.0 {
-                sc.acc[r * d..][..d].iter_mut().for_each(|a| *a *= corr);
-            }
+            sc.corr[r] = corr;
         }
 
         let (v_ptr, v_stride) = match &ctx.shared {
@@ -600,6 +612,7 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
             None => kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v),
         };
         if direct {
+            rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
             // SAFETY: `kv_tile` returns jb rows of d at v_stride inside one buffer.
             let v_rows = unsafe { std::slice::from_raw_parts(v_ptr, (jb - 1) * v_stride + d) };
             for jj in 0..jb {
@@ -614,12 +627,13 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
         }
         #[cfg(target_arch = "x86_64")]
         if AVX2 && d.is_multiple_of(8) && ctx.shared.is_some() {
-            // SAFETY: the caller has AVX2 and FMA; d is a multiple of 8; acc holds rows × d; P (in S)
-            // rows × ld with jb ≤ ld; the V tile is jb rows of d at v_stride inside
-            // `shared.v` (j0 + jb ≤ sk).
-            unsafe { avx2::accumulate(&mut sc.acc, d, rows, sc.s.as_ptr(), ld, v_ptr, v_stride, jb) };
+            // SAFETY: the caller has AVX2 and FMA; d is a multiple of 8; acc holds rows × d,
+            // corr rows; P (in S) rows × ld with jb ≤ ld; the V tile is jb rows of d at
+            // v_stride inside `shared.v` (j0 + jb ≤ sk).
+            unsafe { avx2::accumulate(&mut sc.acc, &sc.corr, d, rows, sc.s.as_ptr(), ld, v_ptr, v_stride, jb) };
             continue;
         }
+        rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
         // Oᵀ (d × rows) += Vᵀ (d × jb) · Pᵀ (jb × rows): V rows, P rows and the accumulator
         // rows are all column-major operands for gemm, so again nothing is packed.
         // SAFETY: acc holds rows × d; P (in S) rows × ld; the V tile is jb rows of d at
@@ -696,6 +710,34 @@ fn kv_tile<T: Element>(
 /// SIMD width the reductions below keep as independent lanes (16 f32 = one AVX-512
 /// register, two AVX2 registers), so that LLVM vectorizes them without reassociating.
 const LANES: usize = 16;
+
+/// [`row_max`] through the [`avx2`] kernel when `AVX2`.
+///
+/// # Safety
+/// With `AVX2`, the CPU has AVX2 and FMA.
+#[inline(always)]
+unsafe fn tile_row_max<const AVX2: bool>(x: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        // SAFETY: the caller's contract.
+        return unsafe { avx2::row_max(x) };
+    }
+    row_max(x)
+}
+
+/// [`exp_sub_in_place`] through the [`avx2`] kernel when `AVX2`.
+///
+/// # Safety
+/// With `AVX2`, the CPU has AVX2 and FMA.
+#[inline(always)]
+unsafe fn tile_exp_sub<const AVX2: bool>(x: &mut [f32], m: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        // SAFETY: the caller's contract.
+        return unsafe { avx2::exp_sub_sum(x, m) };
+    }
+    exp_sub_in_place(x, m)
+}
 
 /// The largest element, ignoring NaN; `-inf` for an empty or all-NaN slice.
 #[inline(always)]

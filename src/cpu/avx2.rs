@@ -6,7 +6,12 @@
 //! broadcast of the per-row operand (Q or P) feeding two FMAs: 12 FMAs per 6 broadcasts and
 //! 2 loads, so the two FMA pipes stay the bottleneck. Blocks are visited column block by
 //! column block, so the 16-column slice of Kᵀ or V a block reads stays in L1 across the
-//! row blocks.
+//! row blocks. The `P V` kernel also applies the online softmax's rescale of the
+//! accumulator as it loads it.
+//!
+//! The softmax's row max and `exp` pass are here too, in intrinsics: LLVM's vectorization
+//! of the portable loops kept reloading the `exp` constants (2 of the 16% the softmax took
+//! single-thread at (1,4,4,2048,2048,64); perf, min of 30 runs).
 
 use std::arch::x86_64::*;
 
@@ -92,16 +97,18 @@ unsafe fn scores_block<const R: usize>(
     }
 }
 
-/// `acc[r·d + c] += Σ_{j < keys} p[r·ld + j] · v[j·v_ld + c]` for `r < rows`, `c < d`.
+/// `acc[r·d + c] = corr[r]·acc[r·d + c] + Σ_{j < keys} p[r·ld + j] · v[j·v_ld + c]` for
+/// `r < rows`, `c < d`: the online softmax's rescale folded into the accumulator loads.
 ///
 /// # Safety
-/// The CPU has AVX2 and FMA; `d % 8 == 0`; `acc` holds `rows·d` floats; `p` holds `rows`
-/// rows of `keys` floats at stride `ld`; `v` points at `keys` rows of `d` readable floats
-/// at stride `v_ld`.
+/// The CPU has AVX2 and FMA; `d % 8 == 0`; `acc` holds `rows·d` floats and `corr` `rows`;
+/// `p` holds `rows` rows of `keys` floats at stride `ld`; `v` points at `keys` rows of `d`
+/// readable floats at stride `v_ld`.
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn accumulate(
     acc: &mut [f32],
+    corr: &[f32],
     d: usize,
     rows: usize,
     p: *const f32,
@@ -110,16 +117,17 @@ pub(super) unsafe fn accumulate(
     v_ld: usize,
     keys: usize,
 ) {
-    debug_assert!(d.is_multiple_of(8) && acc.len() >= rows * d);
+    debug_assert!(d.is_multiple_of(8) && acc.len() >= rows * d && corr.len() >= rows);
+    let corr = corr.as_ptr();
     let acc = acc.as_mut_ptr();
     for c in (0..d).step_by(16) {
         // SAFETY: columns c..c + 16 (or c..c + 8 at the end when d % 16 == 8) and the rows
         // below are inside the caller's bounds.
         unsafe {
             if c + 16 <= d {
-                accumulate_cols::<2>(acc.add(c), d, rows, p, ld, v.add(c), v_ld, keys)
+                accumulate_cols::<2>(acc.add(c), corr, d, rows, p, ld, v.add(c), v_ld, keys)
             } else {
-                accumulate_cols::<1>(acc.add(c), d, rows, p, ld, v.add(c), v_ld, keys)
+                accumulate_cols::<1>(acc.add(c), corr, d, rows, p, ld, v.add(c), v_ld, keys)
             }
         }
     }
@@ -134,6 +142,7 @@ pub(super) unsafe fn accumulate(
 #[allow(clippy::too_many_arguments)]
 unsafe fn accumulate_cols<const V: usize>(
     acc: *mut f32,
+    corr: *const f32,
     d: usize,
     rows: usize,
     p: *const f32,
@@ -145,19 +154,19 @@ unsafe fn accumulate_cols<const V: usize>(
     let mut r = 0;
     while r + MR <= rows {
         // SAFETY: rows r..r + MR are inside the caller's bounds.
-        unsafe { accumulate_block::<MR, V>(acc.add(r * d), d, p.add(r * ld), ld, v, v_ld, keys) };
+        unsafe { accumulate_block::<MR, V>(acc.add(r * d), corr.add(r), d, p.add(r * ld), ld, v, v_ld, keys) };
         r += MR;
     }
     // SAFETY: as above, for the last rows % MR rows.
     unsafe {
-        let (acc, p) = (acc.add(r * d), p.add(r * ld));
+        let (acc, corr, p) = (acc.add(r * d), corr.add(r), p.add(r * ld));
         match rows - r {
             0 => {}
-            1 => accumulate_block::<1, V>(acc, d, p, ld, v, v_ld, keys),
-            2 => accumulate_block::<2, V>(acc, d, p, ld, v, v_ld, keys),
-            3 => accumulate_block::<3, V>(acc, d, p, ld, v, v_ld, keys),
-            4 => accumulate_block::<4, V>(acc, d, p, ld, v, v_ld, keys),
-            _ => accumulate_block::<5, V>(acc, d, p, ld, v, v_ld, keys),
+            1 => accumulate_block::<1, V>(acc, corr, d, p, ld, v, v_ld, keys),
+            2 => accumulate_block::<2, V>(acc, corr, d, p, ld, v, v_ld, keys),
+            3 => accumulate_block::<3, V>(acc, corr, d, p, ld, v, v_ld, keys),
+            4 => accumulate_block::<4, V>(acc, corr, d, p, ld, v, v_ld, keys),
+            _ => accumulate_block::<5, V>(acc, corr, d, p, ld, v, v_ld, keys),
         }
     }
 }
@@ -168,8 +177,10 @@ unsafe fn accumulate_cols<const V: usize>(
 /// As [`accumulate`], for `R` rows and `8·V` columns.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
+#[allow(clippy::too_many_arguments)]
 unsafe fn accumulate_block<const R: usize, const V: usize>(
     acc: *mut f32,
+    corr: *const f32,
     d: usize,
     p: *const f32,
     ld: usize,
@@ -181,8 +192,9 @@ unsafe fn accumulate_block<const R: usize, const V: usize>(
     // SAFETY: every access is inside the caller's rows and columns.
     unsafe {
         for (r, a) in a.iter_mut().enumerate() {
+            let f = _mm256_broadcast_ss(&*corr.add(r));
             for (c, a) in a.iter_mut().enumerate() {
-                *a = _mm256_loadu_ps(acc.add(r * d + 8 * c));
+                *a = _mm256_mul_ps(f, _mm256_loadu_ps(acc.add(r * d + 8 * c)));
             }
         }
         for j in 0..keys {
@@ -203,4 +215,77 @@ unsafe fn accumulate_block<const R: usize, const V: usize>(
             }
         }
     }
+}
+
+/// The largest element of `x`, ignoring NaN; `-inf` for an empty or all-NaN slice (as
+/// `super::row_max`).
+#[target_feature(enable = "avx2,fma")]
+pub(super) fn row_max(x: &[f32]) -> f32 {
+    let mut chunks = x.chunks_exact(8);
+    let mut m = _mm256_set1_ps(f32::NEG_INFINITY);
+    for c in &mut chunks {
+        // SAFETY: `c` holds 8 floats.
+        let v = unsafe { _mm256_loadu_ps(c.as_ptr()) };
+        m = _mm256_max_ps(v, m); // the second operand when either is NaN
+    }
+    // A tree over the lanes, which hold no NaN.
+    let h = _mm_max_ps(_mm256_extractf128_ps::<1>(m), _mm256_castps256_ps128(m));
+    let h = _mm_max_ps(_mm_movehl_ps(h, h), h);
+    let h = _mm_cvtss_f32(_mm_max_ss(_mm_movehdup_ps(h), h));
+    chunks.remainder().iter().fold(h, |a, &v| if v > a { v } else { a })
+}
+
+/// `x = e^(x - m)` in place, returning the sum; `m` is at least every non-NaN element, so
+/// `x - m ≤ 0`. The operations of `super::exp_f32` on 8 lanes (so the same results), less
+/// its clamps: inputs below -88 (and -inf) are zeroed by its final test like the ones
+/// between -88 and -87.3, and inputs ≤ 0 never reach the upper one.
+#[target_feature(enable = "avx2,fma")]
+pub(super) fn exp_sub_sum(x: &mut [f32], m: f32) -> f32 {
+    let mut chunks = x.chunks_exact_mut(8);
+    let m8 = _mm256_set1_ps(m);
+    let mut sum = _mm256_setzero_ps();
+    for c in &mut chunks {
+        // SAFETY: `c` holds 8 floats.
+        let e = exp8(_mm256_sub_ps(unsafe { _mm256_loadu_ps(c.as_ptr()) }, m8));
+        // SAFETY: as above.
+        unsafe { _mm256_storeu_ps(c.as_mut_ptr(), e) };
+        sum = _mm256_add_ps(sum, e);
+    }
+    let mut tail = 0f32;
+    for v in chunks.into_remainder() {
+        *v = super::exp_f32(*v - m);
+        tail += *v;
+    }
+    tail + hsum(sum)
+}
+
+/// The sum of the 8 lanes, as a tree.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn hsum(v: __m256) -> f32 {
+    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+}
+
+/// `super::exp_f32` of 8 lanes that are ≤ 0 or NaN.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn exp8(x: __m256) -> __m256 {
+    const ROUND: f32 = 12_582_912.0;
+    let t = _mm256_fmadd_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E), _mm256_set1_ps(ROUND));
+    let n = _mm256_sub_ps(t, _mm256_set1_ps(ROUND));
+    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693_359_4), x);
+    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.121_944_4e-4), r);
+    let mut poly = _mm256_set1_ps(1.987_569_1e-4);
+    for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
+        poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(c));
+    }
+    let e = _mm256_add_ps(_mm256_fmadd_ps(poly, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0));
+    // 2^n from the integer in t's low bits: (bits(t) - bits(ROUND) + 127) << 23.
+    let bias = _mm256_set1_epi32(127i32.wrapping_sub(ROUND.to_bits() as i32));
+    let pow2 = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(_mm256_castps_si256(t), bias)));
+    // Also zeroes x < -88 and -inf, whose t, n, r and pow2 are garbage (NaN fails the test).
+    let underflow = _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(-87.3));
+    _mm256_andnot_ps(underflow, _mm256_mul_ps(e, pow2))
 }
