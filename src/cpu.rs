@@ -61,6 +61,8 @@ mod avx2;
 const ROWS_PER_ITEM: usize = 48;
 /// Keys per tile: the `S` tile is `ROWS_PER_ITEM × KEYS_PER_TILE` f32 (module header).
 const KEYS_PER_TILE: usize = 128;
+/// The row stride of the `S` tile.
+const S_LD: usize = padded_stride(KEYS_PER_TILE);
 /// Calls with at most this many query rows are decode-like and may split the keys.
 const DECODE_MAX_SEQ_Q: usize = 16;
 /// Items with at most this many rows and one query block use direct dot products and
@@ -207,7 +209,7 @@ struct SharedKv {
 /// A row stride (in f32) of at least `n` that is a whole number of 64-byte lines but not a
 /// multiple of 4 KiB / 64 lines, so that the rows of a tile do not all fall into the same
 /// L1 sets (a 1024- or 2048-float stride made the unpacked micro-kernel 30% slower).
-fn padded_stride(n: usize) -> usize {
+const fn padded_stride(n: usize) -> usize {
     let lines = n.div_ceil(16);
     16 * if lines.is_multiple_of(4) { lines + 1 } else { lines }
 }
@@ -483,8 +485,7 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
     let p = &ctx.p;
     let (d, g) = (p.head_dim, p.group_size());
     let rows = (it.q1 - it.q0) * g;
-    let keys = KEYS_PER_TILE;
-    let ld = padded_stride(keys);
+    let (keys, ld) = (KEYS_PER_TILE, S_LD);
     sc.q.resize(rows * d, 0.0);
     sc.s.resize(rows * ld, 0.0);
     sc.acc.clear();
@@ -533,8 +534,8 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
                     // SAFETY: the caller has AVX2 and FMA; Q holds rows × d; the Kᵀ panel has d
                     // rows at stride kt_ld from column j0, and j0 + 16·⌈jb/16⌉ ≤ sk + 15 floats
                     // of each lie inside `shared.kt` (16 floats of slack after the last row); S
-                    // holds rows × ld with 16·⌈jb/16⌉ ≤ KEYS_PER_TILE ≤ ld.
-                    unsafe { avx2::scores(&sc.q, d, rows, kt, shared.kt_ld, jb, sc.s.as_mut_ptr(), ld) };
+                    // holds rows × S_LD with 16·⌈jb/16⌉ ≤ KEYS_PER_TILE ≤ S_LD.
+                    unsafe { avx2::scores(&sc.q, d, rows, kt, shared.kt_ld, jb, sc.s.as_mut_ptr()) };
                     break 'scores;
                 }
                 // In gemm's column-major terms this is Sᵀ (jb × rows) = K (jb × d) · Qᵀ (d × rows),
@@ -628,9 +629,9 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
         #[cfg(target_arch = "x86_64")]
         if AVX2 && d.is_multiple_of(8) && ctx.shared.is_some() {
             // SAFETY: the caller has AVX2 and FMA; d is a multiple of 8; acc holds rows × d,
-            // corr rows; P (in S) rows × ld with jb ≤ ld; the V tile is jb rows of d at
+            // corr rows; P (in S) rows × S_LD with jb ≤ S_LD; the V tile is jb rows of d at
             // v_stride inside `shared.v` (j0 + jb ≤ sk).
-            unsafe { avx2::accumulate(&mut sc.acc, &sc.corr, d, rows, sc.s.as_ptr(), ld, v_ptr, v_stride, jb) };
+            unsafe { avx2::accumulate(&mut sc.acc, &sc.corr, d, rows, sc.s.as_ptr(), v_ptr, v_stride, jb) };
             continue;
         }
         rescale_rows(&mut sc.acc, &sc.corr[..rows], d);

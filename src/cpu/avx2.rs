@@ -15,47 +15,40 @@
 
 use std::arch::x86_64::*;
 
+use super::S_LD;
+
 /// Rows of one register block.
 const MR: usize = 6;
 
-/// `s[r·ld + j] = Σ_t q[r·d + t] · kt[t·kt_ld + j]` for `r < rows`, `j < 16·⌈keys/16⌉`:
+/// `s[r·S_LD + j] = Σ_t q[r·d + t] · kt[t·kt_ld + j]` for `r < rows`, `j < 16·⌈keys/16⌉`:
 /// the score tile of `rows` query rows against `keys` keys of a Kᵀ panel. Columns past
-/// `keys` (up to the next multiple of 16) are written with whatever the panel holds there.
+/// `keys` (up to the next multiple of 16) get whatever the panel holds there.
 ///
 /// # Safety
 /// The CPU has AVX2 and FMA; `q` holds `rows·d` floats; `kt` points at `d` rows of
 /// `16·⌈keys/16⌉` readable floats at stride `kt_ld`; `s` holds `rows` rows of
-/// `16·⌈keys/16⌉` floats at stride `ld`.
+/// `16·⌈keys/16⌉ ≤ S_LD` floats at stride `S_LD`.
 #[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn scores(
-    q: &[f32],
-    d: usize,
-    rows: usize,
-    kt: *const f32,
-    kt_ld: usize,
-    keys: usize,
-    s: *mut f32,
-    ld: usize,
-) {
+pub(super) unsafe fn scores(q: &[f32], d: usize, rows: usize, kt: *const f32, kt_ld: usize, keys: usize, s: *mut f32) {
     debug_assert!(q.len() >= rows * d);
     let q = q.as_ptr();
     for j in (0..keys).step_by(16) {
         let mut r = 0;
         while r + MR <= rows {
             // SAFETY: rows r..r + MR and columns j..j + 16 are inside the caller's bounds.
-            unsafe { scores_block::<MR>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld) };
+            unsafe { scores_block::<MR>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * S_LD + j)) };
             r += MR;
         }
         // SAFETY: as above, for the last rows % MR rows.
         unsafe {
+            let (q, s) = (q.add(r * d), s.add(r * S_LD + j));
             match rows - r {
                 0 => {}
-                1 => scores_block::<1>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld),
-                2 => scores_block::<2>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld),
-                3 => scores_block::<3>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld),
-                4 => scores_block::<4>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld),
-                _ => scores_block::<5>(q.add(r * d), d, kt.add(j), kt_ld, s.add(r * ld + j), ld),
+                1 => scores_block::<1>(q, d, kt.add(j), kt_ld, s),
+                2 => scores_block::<2>(q, d, kt.add(j), kt_ld, s),
+                3 => scores_block::<3>(q, d, kt.add(j), kt_ld, s),
+                4 => scores_block::<4>(q, d, kt.add(j), kt_ld, s),
+                _ => scores_block::<5>(q, d, kt.add(j), kt_ld, s),
             }
         }
     }
@@ -67,14 +60,7 @@ pub(super) unsafe fn scores(
 /// As [`scores`], for `R` rows and 16 columns.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-unsafe fn scores_block<const R: usize>(
-    q: *const f32,
-    d: usize,
-    kt: *const f32,
-    kt_ld: usize,
-    s: *mut f32,
-    ld: usize,
-) {
+unsafe fn scores_block<const R: usize>(q: *const f32, d: usize, kt: *const f32, kt_ld: usize, s: *mut f32) {
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for t in 0..d {
         // SAFETY: row t of the panel has 16 readable floats at kt; q rows hold d floats.
@@ -89,21 +75,21 @@ unsafe fn scores_block<const R: usize>(
         }
     }
     for (r, a) in acc.iter().enumerate() {
-        // SAFETY: row r of s has 16 writable floats at s + r·ld.
+        // SAFETY: row r of s has 16 writable floats at s + r·S_LD.
         unsafe {
-            _mm256_storeu_ps(s.add(r * ld), a[0]);
-            _mm256_storeu_ps(s.add(r * ld + 8), a[1]);
+            _mm256_storeu_ps(s.add(r * S_LD), a[0]);
+            _mm256_storeu_ps(s.add(r * S_LD + 8), a[1]);
         }
     }
 }
 
-/// `acc[r·d + c] = corr[r]·acc[r·d + c] + Σ_{j < keys} p[r·ld + j] · v[j·v_ld + c]` for
+/// `acc[r·d + c] = corr[r]·acc[r·d + c] + Σ_{j < keys} p[r·S_LD + j] · v[j·v_ld + c]` for
 /// `r < rows`, `c < d`: the online softmax's rescale folded into the accumulator loads.
 ///
 /// # Safety
 /// The CPU has AVX2 and FMA; `d % 8 == 0`; `acc` holds `rows·d` floats and `corr` `rows`;
-/// `p` holds `rows` rows of `keys` floats at stride `ld`; `v` points at `keys` rows of `d`
-/// readable floats at stride `v_ld`.
+/// `p` holds `rows` rows of `keys` floats at stride `S_LD`; `v` points at `keys` rows of
+/// `d` readable floats at stride `v_ld`.
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn accumulate(
@@ -112,22 +98,20 @@ pub(super) unsafe fn accumulate(
     d: usize,
     rows: usize,
     p: *const f32,
-    ld: usize,
     v: *const f32,
     v_ld: usize,
     keys: usize,
 ) {
     debug_assert!(d.is_multiple_of(8) && acc.len() >= rows * d && corr.len() >= rows);
-    let corr = corr.as_ptr();
-    let acc = acc.as_mut_ptr();
+    let (acc, corr) = (acc.as_mut_ptr(), corr.as_ptr());
     for c in (0..d).step_by(16) {
         // SAFETY: columns c..c + 16 (or c..c + 8 at the end when d % 16 == 8) and the rows
         // below are inside the caller's bounds.
         unsafe {
             if c + 16 <= d {
-                accumulate_cols::<2>(acc.add(c), corr, d, rows, p, ld, v.add(c), v_ld, keys)
+                accumulate_cols::<2>(acc.add(c), corr, d, rows, p, v.add(c), v_ld, keys)
             } else {
-                accumulate_cols::<1>(acc.add(c), corr, d, rows, p, ld, v.add(c), v_ld, keys)
+                accumulate_cols::<1>(acc.add(c), corr, d, rows, p, v.add(c), v_ld, keys)
             }
         }
     }
@@ -146,7 +130,6 @@ unsafe fn accumulate_cols<const V: usize>(
     d: usize,
     rows: usize,
     p: *const f32,
-    ld: usize,
     v: *const f32,
     v_ld: usize,
     keys: usize,
@@ -154,19 +137,19 @@ unsafe fn accumulate_cols<const V: usize>(
     let mut r = 0;
     while r + MR <= rows {
         // SAFETY: rows r..r + MR are inside the caller's bounds.
-        unsafe { accumulate_block::<MR, V>(acc.add(r * d), corr.add(r), d, p.add(r * ld), ld, v, v_ld, keys) };
+        unsafe { accumulate_block::<MR, V>(acc.add(r * d), corr.add(r), d, p.add(r * S_LD), v, v_ld, keys) };
         r += MR;
     }
     // SAFETY: as above, for the last rows % MR rows.
     unsafe {
-        let (acc, corr, p) = (acc.add(r * d), corr.add(r), p.add(r * ld));
+        let (acc, corr, p) = (acc.add(r * d), corr.add(r), p.add(r * S_LD));
         match rows - r {
             0 => {}
-            1 => accumulate_block::<1, V>(acc, corr, d, p, ld, v, v_ld, keys),
-            2 => accumulate_block::<2, V>(acc, corr, d, p, ld, v, v_ld, keys),
-            3 => accumulate_block::<3, V>(acc, corr, d, p, ld, v, v_ld, keys),
-            4 => accumulate_block::<4, V>(acc, corr, d, p, ld, v, v_ld, keys),
-            _ => accumulate_block::<5, V>(acc, corr, d, p, ld, v, v_ld, keys),
+            1 => accumulate_block::<1, V>(acc, corr, d, p, v, v_ld, keys),
+            2 => accumulate_block::<2, V>(acc, corr, d, p, v, v_ld, keys),
+            3 => accumulate_block::<3, V>(acc, corr, d, p, v, v_ld, keys),
+            4 => accumulate_block::<4, V>(acc, corr, d, p, v, v_ld, keys),
+            _ => accumulate_block::<5, V>(acc, corr, d, p, v, v_ld, keys),
         }
     }
 }
@@ -177,13 +160,11 @@ unsafe fn accumulate_cols<const V: usize>(
 /// As [`accumulate`], for `R` rows and `8·V` columns.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-#[allow(clippy::too_many_arguments)]
 unsafe fn accumulate_block<const R: usize, const V: usize>(
     acc: *mut f32,
     corr: *const f32,
     d: usize,
     p: *const f32,
-    ld: usize,
     v: *const f32,
     v_ld: usize,
     keys: usize,
@@ -203,7 +184,8 @@ unsafe fn accumulate_block<const R: usize, const V: usize>(
                 *x = _mm256_loadu_ps(v.add(j * v_ld + 8 * c));
             }
             for (r, a) in a.iter_mut().enumerate() {
-                let x = _mm256_broadcast_ss(&*p.add(r * ld + j));
+                // A compile-time offset from p + j: S_LD is a constant.
+                let x = _mm256_broadcast_ss(&*p.add(r * S_LD + j));
                 for (a, &y) in a.iter_mut().zip(&vj) {
                     *a = _mm256_fmadd_ps(x, y, *a);
                 }
