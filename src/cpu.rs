@@ -12,30 +12,32 @@
 //! the threads also split the keys (split-KV): each split returns its partial `(m, l, acc)`
 //! and a merge rescales and adds them.
 //!
-//! **Per key tile.** `S = Q Kᵀ` and `acc += P V` go through the `gemm` crate (runtime
-//! dispatched SIMD micro-kernels) with every operand laid out as gemm's column-major
-//! micro-kernel reads it, so gemm packs nothing: Q and P rows as they are, V rows, and K
-//! transposed. When several query blocks reuse each key (prefill), K is transposed and
-//! V (f16/bf16: converted; f32: copied) once per call into padded-stride f32 buffers,
-//! O(Sk·D); otherwise (one query block: decode) the tiles are read in place (f32) or
-//! converted per tile, and items of ≤ 8 rows use direct dot products / axpys with
-//! software prefetch instead of gemm. On CPUs with AVX2 + FMA (and `d % 8 == 0`) the
-//! prefill products skip gemm for the hand-written 6×16 register-blocked kernels of
-//! [`avx2`] over the same shared buffers: gemm's per-call dispatch and planning cost as
-//! much as its micro-kernel saved at these small (48 × 128 × 64) products. The softmax loops (row max, `exp`, row sum,
-//! rescale, softcap, ALiBi) are plain loops over f32 slices compiled once per instruction
-//! set (AVX-512, AVX2+FMA, portable) and picked at run time; `exp` is a branch-free Cephes
-//! polynomial in FMAs so that those loops vectorize. Key tiles that no row of the item
-//! can see are skipped; mask arithmetic runs only on tiles that some row sees partially.
+//! **Per key tile.** `S = Q Kᵀ`, the online softmax, then `acc = corr·acc + P V`. When
+//! several query blocks reuse each key (prefill), K is transposed and V (f16/bf16:
+//! converted; f32: copied) once per call into padded-stride f32 buffers, O(Sk·D). On CPUs
+//! with AVX2 + FMA, and `d % 8 == 0`, the two products of such items run in the
+//! hand-written 6×16 register-blocked kernels of [`avx2`], which also hold the softmax's
+//! row max and `exp` passes: gemm's per-call dispatch and planning cost about as much as
+//! its micro-kernel saved on 48 × 128 × 64 products. Elsewhere the products go through the
+//! `gemm` crate (runtime dispatched SIMD micro-kernels) with every operand laid out as
+//! gemm's column-major micro-kernel reads it, so gemm packs nothing: Q and P rows as they
+//! are, V rows, and K transposed; with one query block (decode) the tiles are read in
+//! place (f32) or converted per tile, and items of ≤ 8 rows use direct dot products /
+//! axpys with software prefetch instead of gemm. The other softmax loops (softcap, ALiBi,
+//! and max / `exp` off the AVX2 path) are plain loops over f32 slices compiled once per
+//! instruction set (AVX-512, AVX2+FMA, portable) and picked at run time; `exp` is a
+//! branch-free Cephes polynomial in FMAs so that those loops vectorize. Key tiles that no
+//! row of the item can see are skipped; mask arithmetic runs only on tiles that some row
+//! sees partially.
 //!
-//! **Tiles.** 48 rows per item (gemm streams an unpacked operand only while the other
-//! side has ≤ 8·6 = 48 columns; beyond that it packs, which cost 13% at 96 rows) × 128
-//! keys per tile (a d = 64 Kᵀ tile is 32 KiB, the L1). Measured on the 2-core dev machine
-//! (AMD EPYC Zen 3 at 2.45 GHz, AVX2 + FMA, no AVX-512), f32 (1,16,16,2048,2048,64)
-//! non-causal, 2 threads, min of 7 runs: 256 keys 206 ms, 128 keys 189 ms, 64 keys
-//! 187 ms; an alternating A/B of 96 vs 128 keys gave medians 212–230 vs 206–223 ms, and
-//! 36/48/96 rows at 128 keys 187–197 ms: all within the noise of a machine shared with
-//! other builds, so 48 × 128 stays.
+//! **Tiles.** 48 rows per item × 128 keys per tile (a d = 64 Kᵀ tile is 32 KiB, the L1).
+//! With gemm, 48 rows was its limit for streaming an unpacked operand (packing cost 13% at
+//! 96 rows) and 64–256 keys were within noise of each other. With the AVX2 kernels, 48,
+//! 96 and 192 rows gave 61.5, 60.5 and 60.5 ms single-thread at (1,4,4,2048,2048,64)
+//! (CPU time, min of 5 alternating runs): no reason to change. Measured on the 2-core dev
+//! machine (AMD EPYC Zen 3, 2.45 GHz base, about 3.1 GHz under load; AVX2 + FMA, no
+//! AVX-512). There the AVX2 kernels run at about 95% of the FMA peak; the softmax takes
+//! about 14% of the time and the rest (conversions, buffers, rayon) about 12%.
 //!
 //! **History** (same shape, same machine, noisy). Per-row scalar loop (interim): not
 //! timed. Tiles through gemm with row-major operands: 420 ms on 2 threads, 30% of the

@@ -271,3 +271,56 @@ fn exp8(x: __m256) -> __m256 {
     let underflow = _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(-87.3));
     _mm256_andnot_ps(underflow, _mm256_mul_ps(e, pow2))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn has_avx2() -> bool {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+
+    #[test]
+    fn exp_pass_matches_exp_f32_bit_for_bit() {
+        if !has_avx2() {
+            return;
+        }
+        let exp_f32 = super::super::exp_f32;
+        let mut x: Vec<f32> = (0..20_000).map(|i| -0.0071 * i as f32).collect();
+        x.extend([f32::NEG_INFINITY, -88.5, -87.31, -87.29, -1e30, 0.0, -0.0, -1e-30, f32::NAN]);
+        for m in [0.0f32, 3.5] {
+            let input: Vec<f32> = x.iter().map(|v| v + m).collect();
+            let mut got = input.clone();
+            // SAFETY: AVX2 and FMA were detected.
+            assert!(unsafe { exp_sub_sum(&mut got, m) }.is_nan());
+            for (g, &v) in got.iter().zip(&input) {
+                let want = exp_f32(v - m);
+                assert!(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()), "e^({v} - {m}): {g} vs {want}");
+            }
+            let mut finite = input[..input.len() - 1].to_vec();
+            // SAFETY: as above.
+            let sum = unsafe { exp_sub_sum(&mut finite, m) } as f64;
+            let want: f64 = input[..input.len() - 1].iter().map(|&v| exp_f32(v - m) as f64).sum();
+            assert!((sum - want).abs() <= 1e-5 * want, "{sum} vs {want}");
+        }
+    }
+
+    #[test]
+    fn row_max_ignores_nan() {
+        if !has_avx2() {
+            return;
+        }
+        for n in [0, 1, 7, 8, 9, 31, 128] {
+            let mut x: Vec<f32> = (0..n).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+            if n > 2 {
+                x[n / 2] = f32::NAN;
+                x[n - 1] = f32::NAN;
+            }
+            let want = x.iter().filter(|v| !v.is_nan()).fold(f32::NEG_INFINITY, |a, &v| a.max(v));
+            // SAFETY: AVX2 and FMA were detected.
+            assert_eq!(unsafe { row_max(&x) }, want, "n = {n}");
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { row_max(&[f32::NAN; 9]) }, f32::NEG_INFINITY);
+    }
+}
