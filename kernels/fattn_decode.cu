@@ -9,11 +9,17 @@
 // a block are the (q head, query) pairs that share the kv head (GQA group × sq, padded to one
 // m16 tile), so K and V are read from memory once per kv head, not once per q head. Each of
 // the 4 warps owns every 4th 16-key tile of the split and streams it through its own cp.async
-// ring (kStages deep, 16-byte coalesced copies, no block barriers in the loop); QKᵀ and PV
-// run on mma.sync m16n8k16 with f32 accumulators and the online softmax stays in registers.
-// The warps merge through shared memory at the end. With one split the block writes the
-// output; otherwise it writes an unnormalized f32 partial (acc, max, sum) and
-// `fattn_decode_combine_*` merges the splits.
+// ring (kStages deep, 16-byte coalesced copies, no block barriers in the loop; the next copy
+// is issued before the wait for the current tile); QKᵀ and PV run on mma.sync m16n8k16 with
+// f32 accumulators and the online softmax stays in registers. The warps merge through shared
+// memory at the end.
+//
+// One launch. With one split the block writes the output. Otherwise it writes an unnormalized
+// f32 partial (acc, max, sum), fences, and counts itself in on its tile's counter (one per
+// (batch, kv head, row group)); the block that arrives last merges all splits of the tile into
+// the output with every thread of the block, and zeroes the counter for the next launch
+// (`combine_if_last`). The counters are zero when the kernel starts: the host zeroes them once
+// when it allocates them, every launch leaves them zero.
 //
 // Fragments without ldmatrix. A dot product does not care about the order of its terms, so
 // the head dims are permuted: a thread reads 8 contiguous dims of Q and K with one 16-byte
@@ -26,12 +32,17 @@
 // Tiles: 16 rows × 16 keys per warp and stage; stages 3 (D ≤ 128) or 2 (D = 256). Shared
 // memory: Q 16×D + 4 warps × stages × (K,V) 16×D, in the element type; D=128: 100 KB, two
 // blocks per SM. Measured against 2 stages at 3 blocks/SM (+2-8 %) and 4 stages at 1 block/SM
-// (+6-28 %) on the bench rows (H200, kernels/lab/README.md).
+// (+6-28 %) on the bench rows (H200, kernels/lab/README.md); on the H100, with the copy issued
+// first, 4 stages at 1 block/SM are within 2.5 % either way and 2 stages at 3 blocks/SM
+// 0-2 % slower.
 //
-// Measured (H200, kernels/lab/README.md, bf16, D=128, median with L2 flushed): the split kernel
-// streams K+V at 3.3-3.8 TB/s on the long rows (87-91 % of the 4.2 TB/s copy bandwidth);
-// end to end, with the combine kernel, 1.03-1.08x cuDNN's time on the long sq=1 rows, 1.34x on
-// (1,32,8,1,2048), and 5.8x faster than cuDNN (1.5x than FA2) on (1,32,8,4,8192).
+// Measured (H100, kernels/lab/README.md, bf16, D=128, median with L2 flushed, one run with
+// torch 2.11 SDPA): 109.4 / 65.3 / 14.7 / 195.0 / 30.8 µs on (8,32,8,1,8192),
+// (1,32,8,1,32768), (1,32,8,1,2048), (32,32,8,1,4096), (1,32,8,4,8192): 1.02x, 1.02x, 1.01x,
+// 1.03x cuDNN's time on the sq = 1 rows and 5.9x faster than cuDNN on the sq = 4 row. Against
+// the two-launch version (split kernel + combine kernel), same GPU: 111.6 / 69.0 / 18.9 /
+// 195.3 / 35.4 µs. What is left to cuDNN is the streaming loop (ncu: its split kernel reads
+// (8,32,8,1,8192) in 92 µs, ours with the combine in 100-102 µs), not the combine.
 
 #include "fattn_common.cuh"
 
@@ -41,8 +52,9 @@ struct DecodeParams {
     const void* k;
     const void* v;
     void* out;
-    float* partial_o;   // [num_splits][rows_total][head_dim], null when num_splits == 1
+    float* partial_o;   // [num_splits][rows_total][D] (D: the instance), null when num_splits == 1
     float* partial_ml;  // [num_splits][rows_total][2] = (max in log2 units, sum)
+    unsigned int* tile_counters;  // [batch][kv_heads · row_groups], zero before the launch and after it
     const float* alibi; // (batch, heads) contiguous, null when off
     long long q_stride_b, q_stride_s, q_stride_h;  // in elements
     long long k_stride_b, k_stride_s, k_stride_h;
@@ -62,7 +74,7 @@ struct DecodeParams {
     int aligned;          // 1: every q/k/v row start is 16-byte aligned and head_dim % 8 == 0
     int pad_;
 };
-static_assert(sizeof(DecodeParams) == 224, "DecodeParams layout changed: update src/cuda/decode.rs");
+static_assert(sizeof(DecodeParams) == 232, "DecodeParams layout changed: update src/cuda/decode.rs");
 
 namespace fattn_decode {
 
@@ -70,7 +82,6 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kRows = 16;       // query rows per block: one m16 tile
 constexpr int kTileKeys = 16;   // keys per warp per stage
-constexpr int kMaxSplits = 256; // the combine kernel's weights per row live in shared memory
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegInf = -__builtin_huge_valf();
 
@@ -128,7 +139,7 @@ __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid, bool
     static_assert(sizeof(T) == 2, "16-bit elements");
     if (aligned) {
         // src-size 0 zero-fills without reading; src is then any mapped address.
-asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
                      "r"(valid * 2));
     } else {
         uint16_t e[8];
@@ -197,8 +208,110 @@ __device__ __forceinline__ void merge_row_stats(const float (&merge_ml)[kWarps][
     __syncthreads();
 }
 
+// The last split block of a tile merges the tile's partials into the output (flash-decoding's
+// combine, inside the split kernel). Every split block has stored its partial; the block that
+// brings the tile's arrival count to num_splits sees all of them, resets the count for the next
+// launch and writes out = Σ_s 2^(m_s - M) o_s / Σ_s 2^(m_s - M) l_s, M = max_s m_s.
+//
+// Parallel over the whole block: an item is (row, 4 dims); when the tile has fewer items than
+// threads, P = 2, 4, ... 32 lanes of one warp share an item and take every P-th split. Each lane
+// merges its splits online (a running max, rescaled once per batch of kBatch splits whose
+// loads are all in flight together), then the P lanes merge by shuffles. Partials are read
+// with ld.global.cg (L2): they were written by other SMs during this launch.
+template <typename T, int D>
+__device__ __forceinline__ void combine_if_last(const DecodeParams& p, int b, int kvh, int row_group) {
+    constexpr int kBatch = 16;
+    constexpr int kChunks4 = D / 4;
+    __shared__ int is_last;
+    __threadfence();  // this thread's partial stores are visible on the device...
+    __syncthreads();  // ...for every thread of the block, before the block counts as arrived
+    if (threadIdx.x == 0) {
+        unsigned int* counter = p.tile_counters + (long long)blockIdx.z * gridDim.y + blockIdx.y;
+        const unsigned int arrived = atomicAdd(counter, 1u);
+        is_last = arrived == (unsigned int)p.num_splits - 1u;
+        if (is_last) *counter = 0u;  // every split has arrived: zero for the next launch
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();  // the other blocks' partials, published before their arrivals, are read after ours
+
+    const int rows_valid = min(kRows, p.group * p.seq_q - row_group * kRows);
+    const int items = rows_valid * kChunks4;
+    int lanes = 1;  // block-uniform
+    while (lanes < 32 && items * lanes * 2 <= kThreads) lanes *= 2;
+    const int sub = threadIdx.x % lanes;
+    const int n = p.num_splits;
+    const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
+    // Every lane runs the same number of rounds, so the shuffles below see a full warp.
+    for (int base = 0; base < items; base += kThreads / lanes) {
+        const int item = base + threadIdx.x / lanes;
+        const bool valid = item < items;
+        const int row = valid ? item / kChunks4 : 0, c4 = valid ? item % kChunks4 : 0;
+        const int r = row_group * kRows + row;
+        const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.group + hg;
+        const long long slot0 = ((long long)b * p.seq_q + i) * p.heads + h;
+        float m = kNegInf, l = 0.f;
+        float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int s0 = sub; s0 < n; s0 += kBatch * lanes) {
+            float2 ml[kBatch];
+            float4 x[kBatch];
+#pragma unroll
+            for (int u = 0; u < kBatch; ++u) {
+                const int s = s0 + u * lanes;
+                if (valid && s < n) {
+                    const long long slot = s * rows_total + slot0;
+                    ml[u] = __ldcg(reinterpret_cast<const float2*>(p.partial_ml) + slot);
+                    x[u] = __ldcg(reinterpret_cast<const float4*>(p.partial_o + slot * D) + c4);
+                } else {
+                    ml[u] = make_float2(kNegInf, 0.f);
+                    x[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+            }
+            float m_new = m;
+#pragma unroll
+            for (int u = 0; u < kBatch; ++u) m_new = fmaxf(m_new, ml[u].x);
+            const float m_ref = ref_max(m_new);
+            const float alpha = exp2f(m - m_ref);
+            l *= alpha;
+            o.x *= alpha, o.y *= alpha, o.z *= alpha, o.w *= alpha;
+#pragma unroll
+            for (int u = 0; u < kBatch; ++u) {
+                const float w = exp2f(ml[u].x - m_ref);
+                l += w * ml[u].y;
+                o.x += w * x[u].x, o.y += w * x[u].y, o.z += w * x[u].z, o.w += w * x[u].w;
+            }
+            m = m_new;
+        }
+        for (int off = 1; off < lanes; off *= 2) {
+            const float m_o = __shfl_xor_sync(0xffffffffu, m, off);
+            const float l_o = __shfl_xor_sync(0xffffffffu, l, off);
+            float4 o_o;
+            o_o.x = __shfl_xor_sync(0xffffffffu, o.x, off);
+            o_o.y = __shfl_xor_sync(0xffffffffu, o.y, off);
+            o_o.z = __shfl_xor_sync(0xffffffffu, o.z, off);
+            o_o.w = __shfl_xor_sync(0xffffffffu, o.w, off);
+            const float m_new = fmaxf(m, m_o);
+            const float m_ref = ref_max(m_new);
+            const float a = exp2f(m - m_ref), a_o = exp2f(m_o - m_ref);
+            l = l * a + l_o * a_o;
+            o.x = o.x * a + o_o.x * a_o, o.y = o.y * a + o_o.y * a_o;
+            o.z = o.z * a + o_o.z * a_o, o.w = o.w * a + o_o.w * a_o;
+            m = m_new;
+        }
+        if (valid && sub == 0) {
+            const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
+            T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
+            const float os[4] = {o.x * inv, o.y * inv, o.z * inv, o.w * inv};
+#pragma unroll
+            for (int x = 0; x < 4; ++x)
+                if (4 * c4 + x < p.head_dim) dst[4 * c4 + x] = Elem<T>::from_float(os[x]);
+        }
+    }
+}
+
 // Sums the warps' rescaled accumulators (merge_o: [warps][rows][D] f32) and writes the block's
-// rows: the output when there is one split, else the f32 partial and its (max, sum).
+// rows: the output when there is one split, else the f32 partial (all D dims; the padded ones
+// are zero) and its (max, sum), and the tile's last split block combines.
 template <typename T, int D>
 __device__ __forceinline__ void store_block_rows(const DecodeParams& p, const float* merge_o,
                                                  const float (&block_ml)[kRows][2], int b, int kvh, int row_group,
@@ -206,36 +319,34 @@ __device__ __forceinline__ void store_block_rows(const DecodeParams& p, const fl
     constexpr int kPart = D / 8;  // 8 threads per row, kPart contiguous dims each
     const int row = threadIdx.x / 8, part = threadIdx.x % 8;
     const int r = row_group * kRows + row;
-    if (r >= p.group * p.seq_q) return;
-    const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.group + hg;
-    const float m = block_ml[row][0], l = block_ml[row][1];
-    const int d0 = part * kPart;
-    float o[kPart];
+    if (r < p.group * p.seq_q) {
+        const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.group + hg;
+        const float m = block_ml[row][0], l = block_ml[row][1];
+        const int d0 = part * kPart;
+        float o[kPart];
 #pragma unroll
-    for (int x = 0; x < kPart; ++x) {
-        float v = 0.f;
+        for (int x = 0; x < kPart; ++x) {
+            float v = 0.f;
 #pragma unroll
-        for (int w = 0; w < kWarps; ++w) v += merge_o[(w * kRows + row) * D + d0 + x];
-        o[x] = v;
-    }
-    if (p.num_splits == 1) {
-        const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
-        T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
+            for (int w = 0; w < kWarps; ++w) v += merge_o[(w * kRows + row) * D + d0 + x];
+            o[x] = v;
+        }
+        if (p.num_splits == 1) {
+            const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
+            T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
 #pragma unroll
-        for (int x = 0; x < kPart; ++x)
-            if (d0 + x < p.head_dim) dst[d0 + x] = Elem<T>::from_float(o[x] * inv);
-    } else {
-        const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
-        const long long slot = split * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
-        float* dst = p.partial_o + slot * p.head_dim;
+            for (int x = 0; x < kPart; ++x)
+                if (d0 + x < p.head_dim) dst[d0 + x] = Elem<T>::from_float(o[x] * inv);
+        } else {
+            const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
+            const long long slot = split * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
+            float4* dst = reinterpret_cast<float4*>(p.partial_o + slot * D + d0);
 #pragma unroll
-        for (int x = 0; x < kPart; ++x)
-            if (d0 + x < p.head_dim) dst[d0 + x] = o[x];
-        if (part == 0) {
-            p.partial_ml[2 * slot] = m;
-            p.partial_ml[2 * slot + 1] = l;
+            for (int x = 0; x < kPart; x += 4) dst[x / 4] = make_float4(o[x], o[x + 1], o[x + 2], o[x + 3]);
+            if (part == 0) reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(m, l);
         }
     }
+    if (p.num_splits > 1) combine_if_last<T, D>(p, b, kvh, row_group);
 }
 
 template <typename T, int D, bool kScoreMod, int kStages = Traits<D>::kStages>
@@ -331,8 +442,10 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     const float scale_log2 = p.scale * kLog2e;
 
     for (int n = 0; n < my_tiles; ++n) {
-        cp_async_wait<Tr::kStages - 2>();
-        __syncwarp();
+        // Tile n + stages - 1 goes into the stage of tile n - 1, issued before the wait for tile
+        // n so that `stages` tiles are in flight while the warp waits (issued after it, one
+        // fewer: 1-4 % slower on the bench rows, kernels/lab/README.md).
+        __syncwarp();  // every lane is done with tile n - 1
         {
             const int nn = n + Tr::kStages - 1;
             if (nn < my_tiles) {
@@ -342,6 +455,8 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
             }
             cp_async_commit();
         }
+        cp_async_wait<Tr::kStages - 1>();
+        __syncwarp();  // tile n, copied by every lane, is visible to the warp
         const T* sk = my_ring + (n % Tr::kStages) * 2 * Tr::kTileElems;
         const T* sv = sk + Tr::kTileElems;
         const int key0 = split_begin + (warp + n * kWarps) * kTileKeys;
@@ -666,92 +781,6 @@ __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
     store_block_rows<float, D>(p, merge_o, block_ml, b, kvh, row_group, split);
 }
 
-// One block per output row: out = Σ_s w_s o_s with w_s = 2^(m_s - M) / Σ_s 2^(m_s - M) l_s.
-// Measured (ncu, H200): a warp per row looping over the splits took 5-9 µs, a chain of
-// dependent latencies; here thread s takes split s's (max, sum), and warp w adds the splits
-// w, w+4, ... with one float4 of dims per lane, so a row costs a few round trips to L2.
-template <typename T>
-__device__ __forceinline__ void combine_row(const DecodeParams& p) {
-    __shared__ float weights[kMaxSplits];
-    __shared__ float reduce[kWarps];
-    __shared__ float4 partial_sums[kWarps][32];
-    const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
-    const long long row_id = blockIdx.x;
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int n = p.num_splits;
-
-    float m = kNegInf;
-    for (int s = tid; s < n; s += kThreads) m = fmaxf(m, p.partial_ml[2 * (s * rows_total + row_id)]);
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if (lane == 0) reduce[warp] = m;
-    __syncthreads();
-    m = fmaxf(fmaxf(reduce[0], reduce[1]), fmaxf(reduce[2], reduce[3]));
-    const float m_ref = ref_max(m);
-    float l = 0.f;
-    for (int s = tid; s < n; s += kThreads) {
-        const long long slot = s * rows_total + row_id;
-        const float w = exp2f(p.partial_ml[2 * slot] - m_ref);
-        weights[s] = w;
-        l += p.partial_ml[2 * slot + 1] * w;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) l += __shfl_xor_sync(0xffffffffu, l, o);
-    __syncthreads();  // everyone has read reduce[] (max) before it is reused
-    if (lane == 0) reduce[warp] = l;
-    __syncthreads();
-    l = reduce[0] + reduce[1] + reduce[2] + reduce[3];
-    const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
-
-    const int h = (int)(row_id % p.heads);
-    const int i = (int)((row_id / p.heads) % p.seq_q);
-    const int b = (int)(row_id / ((long long)p.heads * p.seq_q));
-    T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
-    const float* src = p.partial_o + row_id * p.head_dim;
-    const long long split_stride = rows_total * p.head_dim;
-    const bool vec = p.head_dim % 4 == 0;  // partial rows are then 16-byte aligned
-    for (int d_base = 0; d_base < p.head_dim; d_base += 128) {
-        const int d0 = d_base + lane * 4;
-        float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (d0 < p.head_dim) {
-#pragma unroll 4
-            for (int s = warp; s < n; s += kWarps) {
-                const float w = weights[s];
-                const float* x = src + s * split_stride + d0;
-                if (vec) {
-                    const float4 x4 = *reinterpret_cast<const float4*>(x);
-                    o.x += w * x4.x;
-                    o.y += w * x4.y;
-                    o.z += w * x4.z;
-                    o.w += w * x4.w;
-                } else {
-                    o.x += w * x[0];
-                    if (d0 + 1 < p.head_dim) o.y += w * x[1];
-                    if (d0 + 2 < p.head_dim) o.z += w * x[2];
-                    if (d0 + 3 < p.head_dim) o.w += w * x[3];
-                }
-            }
-        }
-        partial_sums[warp][lane] = o;
-        __syncthreads();
-        if (warp == 0 && d0 < p.head_dim) {
-            float os[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-            for (int w = 0; w < kWarps; ++w) {
-                const float4 x = partial_sums[w][lane];
-                os[0] += x.x;
-                os[1] += x.y;
-                os[2] += x.z;
-                os[3] += x.w;
-            }
-#pragma unroll
-            for (int x = 0; x < 4; ++x)
-                if (d0 + x < p.head_dim) dst[d0 + x] = Elem<T>::from_float(os[x] * inv);
-        }
-        __syncthreads();
-    }
-}
-
 }  // namespace fattn_decode
 
 // Kernel names: fattn_decode_{dtype}_d{D}[_mod]; `_mod` has softcap/ALiBi code.
@@ -766,11 +795,7 @@ __device__ __forceinline__ void combine_row(const DecodeParams& p) {
     FATTN_DECODE_KERNEL(dtype, T, 128, false, )       \
     FATTN_DECODE_KERNEL(dtype, T, 128, true, _mod)    \
     FATTN_DECODE_KERNEL(dtype, T, 256, false, )       \
-    FATTN_DECODE_KERNEL(dtype, T, 256, true, _mod)    \
-    FATTN_DECODE_COMBINE(dtype, T)
-#define FATTN_DECODE_COMBINE(dtype, T) \
-    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) \
-        fattn_decode_combine_##dtype(const DecodeParams p) { fattn_decode::combine_row<T>(p); }
+    FATTN_DECODE_KERNEL(dtype, T, 256, true, _mod)
 
 FATTN_DECODE_DTYPE(bf16, __nv_bfloat16)
 FATTN_DECODE_DTYPE(f16, __half)
@@ -786,4 +811,3 @@ FATTN_DECODE_KERNEL_F32(128, false, )
 FATTN_DECODE_KERNEL_F32(128, true, _mod)
 FATTN_DECODE_KERNEL_F32(256, false, )
 FATTN_DECODE_KERNEL_F32(256, true, _mod)
-FATTN_DECODE_COMBINE(f32, float)

@@ -13,6 +13,11 @@
 
 using KernelFn = void (*)(const DecodeParams);
 
+// As src/cuda/decode.rs (split_keys): above this many splits one block per SM, and at most
+// this many partial rows per tile.
+constexpr long long kMaxSplitsAllSlots = 16;
+constexpr long long kMaxPartialRows = 256;
+
 static int g_last_splits = 0;
 static int g_last_blocks_per_sm = 0;
 
@@ -29,7 +34,8 @@ extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) lab_bf16_d1
 static int g_variant = 0;
 extern "C" void lab_set_variant(int v) { g_variant = v; }
 
-static KernelFn pick(int dtype, int dim, bool mod, int* smem) {
+static KernelFn pick(int dtype, int dim, bool mod, int* smem, int* d_inst) {
+    *d_inst = dim <= 64 ? 64 : dim <= 128 ? 128 : 256;
     if (dtype == 0 && dim > 64 && dim <= 128 && !mod && g_variant == 2) {
         *smem = fattn_decode::Traits<128, 2>::kSmemElems * 2;
         return lab_bf16_d128_s2;
@@ -68,9 +74,9 @@ extern "C" int lab_decode(int dtype, const void* q, const void* k, const void* v
                           int b, int sq, int sk, int h, int hkv, int d, float scale, float softcap, int wl, int wr,
                           const float* alibi, int splits_override, float* workspace, long long workspace_floats,
                           void* stream) {
-    int smem = 0;
+    int smem = 0, d_inst = 0;
     const bool mod = softcap > 0.f || alibi != nullptr;
-    KernelFn fn = pick(dtype, d, mod, &smem);
+    KernelFn fn = pick(dtype, d, mod, &smem, &d_inst);
     if (!fn) return -1;
     // Set up each kernel once (as candle caches its functions), so that the host work per
     // call is only the launches.
@@ -117,35 +123,47 @@ extern "C" int lab_decode(int dtype, const void* q, const void* k, const void* v
     for (int x = 0; x < 9; ++x) aligned = aligned && strides[x] % per16 == 0;
     p.aligned = aligned;
 
-    // Splits: as many blocks as are resident at once (rounded down), in whole 64-key rounds.
+    // Splits, as split_keys in src/cuda/decode.rs: as many blocks as are resident at once
+    // (rounded down), one per SM when that is more than 16 splits, at most 256 partial rows
+    // per tile; in whole 64-key rounds.
     const long long key_len = p.key_end - p.key_begin;
     const long long rounds = (key_len + 63) / 64;
     const long long pairs = (long long)b * hkv * p.row_groups;
-    const long long slots = (long long)sms * blocks_per_sm;
-    long long splits = splits_override > 0 ? splits_override : slots / pairs;
-    splits = std::max<long long>(1, std::min<long long>({splits, std::max<long long>(rounds, 1), (long long)fattn_decode::kMaxSplits}));
+    const long long tile_rows = std::min<long long>((long long)p.group * sq, fattn_decode::kRows);
+    long long splits = (long long)sms * blocks_per_sm / pairs;
+    if (splits > kMaxSplitsAllSlots) splits = sms / pairs;
+    splits = std::min(splits, kMaxPartialRows / tile_rows);
+    if (splits_override > 0) splits = splits_override;  // sweeps: any count, whole rounds
+    splits = std::max<long long>(1, std::min<long long>(splits, std::max<long long>(rounds, 1)));
     const long long rounds_per_split = rounds > 0 ? (rounds + splits - 1) / splits : 0;
     p.keys_per_split = (int)(rounds_per_split * 64);
     p.num_splits = key_len > 0 ? (int)((key_len + p.keys_per_split - 1) / p.keys_per_split) : 1;
     g_last_splits = p.num_splits;
     g_last_blocks_per_sm = blocks_per_sm;
     const long long rows_total = (long long)b * sq * h;
+    cudaStream_t st = (cudaStream_t)stream;
     if (p.num_splits > 1) {
-        const long long need = (long long)p.num_splits * rows_total * (d + 2);
+        const long long need = (long long)p.num_splits * rows_total * (d_inst + 2);
         if (need > workspace_floats) return -2;
         p.partial_o = workspace;
-        p.partial_ml = workspace + (long long)p.num_splits * rows_total * d;
+        p.partial_ml = workspace + (long long)p.num_splits * rows_total * d_inst;
+        // Per-tile arrival counters: zeroed once when (re)allocated; every launch leaves them
+        // zero (as the thread-local buffer of src/cuda/decode.rs).
+        static unsigned int* counters = nullptr;
+        static long long counters_len = 0;
+        if (counters_len < pairs) {
+            if (counters && (e = cudaFree(counters)) != cudaSuccess) return 6000 + (int)e;
+            counters = nullptr;
+            counters_len = 0;
+            if ((e = cudaMalloc(&counters, pairs * sizeof(unsigned int))) != cudaSuccess) return 6000 + (int)e;
+            if ((e = cudaMemsetAsync(counters, 0, pairs * sizeof(unsigned int), st)) != cudaSuccess) return 6000 + (int)e;
+            counters_len = pairs;
+        }
+        p.tile_counters = counters;
     }
-    cudaStream_t st = (cudaStream_t)stream;
     dim3 grid(p.num_splits, hkv * p.row_groups, b);
     fn<<<grid, fattn_decode::kThreads, smem, st>>>(p);
     if ((e = cudaGetLastError()) != cudaSuccess) return 4000 + (int)e;
-    if (p.num_splits > 1) {
-        KernelFn comb = dtype == 0 ? fattn_decode_combine_bf16 : dtype == 1 ? fattn_decode_combine_f16 : fattn_decode_combine_f32;
-        comb<<<(unsigned)rows_total, fattn_decode::kThreads, 0,
-               st>>>(p);
-        if ((e = cudaGetLastError()) != cudaSuccess) return 5000 + (int)e;
-    }
     return 0;
 }
 

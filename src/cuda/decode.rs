@@ -4,17 +4,24 @@
 //! The key range that any query row sees is split across thread blocks, so that a decode step
 //! (sq = 1) with few (batch, kv head) pairs still streams K and V from every SM. The q heads
 //! of one kv head and the sq query rows share a block (one m16 tile of rows), so K and V are
-//! read once per kv head. Each block writes an unnormalized f32 partial (acc, max, sum); a
-//! second kernel merges them. One split writes the output directly. f16/bf16 run on mma.sync;
-//! f32 runs the same blocks on CUDA cores (no TF32).
+//! read once per kv head. Each block writes an unnormalized f32 partial (acc, max, sum) and
+//! counts itself in on a per-tile counter; the last split block of a tile merges the partials
+//! into the output, in the same launch, and zeroes the counter again. One split writes the
+//! output directly. f16/bf16 run on mma.sync; f32 runs the same blocks on CUDA cores (no TF32).
 //!
-//! Measured on an H200 (kernels/lab/README.md): K+V streamed at 3.3-3.8 TB/s on the long rows
-//! (copy bandwidth 4.2 TB/s), 1.03-1.08× cuDNN's time end to end on the long sq = 1 rows.
+//! Measured on an H100 (kernels/lab/README.md, bf16, D = 128): 1.01-1.03× cuDNN's time end to
+//! end on the sq = 1 bench rows, 5.9× faster than cuDNN at sq = 4; 2-5 µs faster per split row
+//! than the split kernel + combine kernel it replaced, on the same GPU.
+
+use std::cell::RefCell;
+use std::sync::Arc;
 
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute;
-use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
-use candle_core::cuda_backend::{CudaDType, WrapErr};
+use candle_core::cuda_backend::cudarc::driver::{
+    CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use candle_core::cuda_backend::{CudaDType, CudaDevice, WrapErr};
 use candle_core::{bail, CudaStorage, DType, Layout, Result, Tensor};
 use half::{bf16, f16};
 
@@ -39,8 +46,11 @@ const TILE_KEYS: usize = 16;
 /// Keys one block advances per round: 4 warps × 16 keys. Splits are whole rounds.
 const KEYS_PER_ROUND: usize = WARPS * TILE_KEYS;
 const THREADS: u32 = (WARPS * 32) as u32;
-/// The combine kernel keeps one weight per split in shared memory (`kMaxSplits`).
-const MAX_SPLITS: usize = 256;
+/// Above this many splits per tile, one block per SM instead of every resident block.
+const MAX_SPLITS_ALL_SLOTS: usize = 16;
+/// The last block of a tile reads splits × rows partial rows (f32, the instance's head dim
+/// each): at most this many.
+const MAX_PARTIAL_ROWS: usize = 256;
 
 /// Whether `forward` (below) handles the problem instead of the prefill kernel.
 ///
@@ -73,7 +83,7 @@ pub(super) fn applies(problem: &Problem, dtype: DType) -> bool {
     }
 }
 
-/// Mirrors `struct DecodeParams` in kernels/fattn_decode.cu (its static_assert pins 224 bytes).
+/// Mirrors `struct DecodeParams` in kernels/fattn_decode.cu (its static_assert pins 232 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 struct DecodeParams {
@@ -83,6 +93,7 @@ struct DecodeParams {
     out: u64,
     partial_o: u64,
     partial_ml: u64,
+    tile_counters: u64,
     alibi: u64,
     q_stride_b: i64,
     q_stride_s: i64,
@@ -115,7 +126,7 @@ struct DecodeParams {
     aligned: i32,
     pad: i32,
 }
-const _: () = assert!(std::mem::size_of::<DecodeParams>() == 224);
+const _: () = assert!(std::mem::size_of::<DecodeParams>() == 232);
 
 // SAFETY: plain-old-data with the C layout of the kernel's parameter struct; the kernel takes it
 // by value.
@@ -143,16 +154,27 @@ fn instance(head_dim: usize, dtype: DType) -> Result<(usize, u32)> {
     Ok((d, bytes as u32))
 }
 
-/// How many splits of the union key range, in whole 64-key rounds: as many blocks as fit on the
-/// GPU at once (rounded down, so that a grid that already fills it is not split into a second
-/// partial wave), and no split without keys.
-fn split_keys(key_len: usize, pairs: usize, sms: usize, blocks_per_sm: usize) -> (usize, usize) {
+/// How many splits of the union key range, in whole 64-key rounds, for `pairs` tiles of `rows`
+/// query rows each. As many blocks as fit on the GPU at once (rounded down, so that a grid that
+/// already fills it is not split into a second partial wave); but when that gives more than
+/// 16 splits, as many blocks as SMs, and never more than 256 partial rows per tile (the last
+/// block of a tile reads them all, on one SM); no split without keys.
+///
+/// Measured (H100, bf16, D = 128, kernels/lab/README.md), µs by splits: 8 tiles of 4 rows
+/// (sk 32768: 16 → 65.8, 32 → 66.2; sk 2048: 16 → 14.8, 32 → 17.9) and of 16 rows (sq 4,
+/// sk 8192: 16 → 31.6, 32 → 38.0) gain from one block per SM; 64 tiles of 4 rows (sk 8192:
+/// 4 → 109.4, 8 → 115.4; 2 → 118.2 vs 4 → 110.8 in an earlier run) from two.
+fn split_keys(key_len: usize, pairs: usize, rows: usize, sms: usize, blocks_per_sm: usize) -> (usize, usize) {
     if key_len == 0 {
         return (1, 0);
     }
     let rounds = key_len.div_ceil(KEYS_PER_ROUND);
-    let slots = sms * blocks_per_sm.max(1);
-    let splits = (slots / pairs.max(1)).clamp(1, rounds.min(MAX_SPLITS));
+    let pairs = pairs.max(1);
+    let mut splits = sms * blocks_per_sm.max(1) / pairs;
+    if splits > MAX_SPLITS_ALL_SLOTS {
+        splits = sms / pairs;
+    }
+    let splits = splits.min(MAX_PARTIAL_ROWS / rows.clamp(1, BLOCK_ROWS)).clamp(1, rounds);
     let keys_per_split = rounds.div_ceil(splits) * KEYS_PER_ROUND;
     (key_len.div_ceil(keys_per_split), keys_per_split)
 }
@@ -173,6 +195,55 @@ pub(super) fn forward(
     }
 }
 
+thread_local! {
+    /// The split kernel's per-tile arrival counters, one buffer per stream this thread has
+    /// launched a split decode on. Every launch leaves its counters at zero (the last block of
+    /// each tile resets its own), so a buffer is zeroed once, when it is allocated, and never
+    /// again. Launches that share a buffer run in order: they come from one thread and one
+    /// `CudaStream`, and a candle device's stream is either its own stream or the calling
+    /// thread's per-thread default stream (`Device::new_cuda`), so launches from different
+    /// threads, which may run concurrently, never share counters.
+    static TILE_COUNTERS: RefCell<Vec<CudaSlice<u32>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Calls `launch` with the device address of at least `len` zeroed tile counters for `stream`
+/// (`dev`'s stream), allocating or growing this thread's buffer for it first. The buffer's
+/// stream guard is held until `launch` has queued the kernel.
+fn with_tile_counters<R>(
+    dev: &CudaDevice,
+    stream: &Arc<CudaStream>,
+    len: usize,
+    launch: impl FnOnce(u64) -> Result<R>,
+) -> Result<R> {
+    TILE_COUNTERS.with(|cell| {
+        let Ok(mut bufs) = cell.try_borrow_mut() else {
+            bail!("fused-attn decode: tile counters re-entered on one thread")
+        };
+        // A buffer whose stream only it still holds belongs to a device that is gone.
+        bufs.retain(|b| Arc::strong_count(b.stream()) > 1);
+        let at = match bufs.iter().position(|b| Arc::ptr_eq(b.stream(), stream)) {
+            Some(at) if bufs[at].len() >= len => at,
+            found => {
+                // Zeroed on `stream`, before any kernel that uses it; the buffer it replaces
+                // is freed on that stream after the kernels queued so far.
+                let fresh = dev.alloc_zeros::<u32>(len.next_power_of_two().max(256))?;
+                match found {
+                    Some(at) => {
+                        bufs[at] = fresh;
+                        at
+                    }
+                    None => {
+                        bufs.push(fresh);
+                        bufs.len() - 1
+                    }
+                }
+            }
+        };
+        let (ptr, _guard) = bufs[at].device_ptr_mut(stream);
+        launch(ptr)
+    })
+}
+
 fn launch<T: CudaDType + DeviceRepr>(
     p: &Problem,
     type_name: &str,
@@ -188,8 +259,6 @@ fn launch<T: CudaDType + DeviceRepr>(
     let name = format!("fattn_decode_{type_name}_d{d_inst}{mods}");
     let func = load_func(dev, DECODE_MODULE, ptx::FATTN_DECODE, &name)?;
     set_dynamic_smem(&func, &stream, smem, &name)?;
-    let combine_name = format!("fattn_decode_combine_{type_name}");
-    let combine = load_func(dev, DECODE_MODULE, ptx::FATTN_DECODE, &combine_name)?;
 
     let sms = stream.context().attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).w()?;
     let blocks_per_sm = func.occupancy_max_active_blocks_per_multiprocessor(THREADS, smem as usize, None).w()?;
@@ -203,7 +272,9 @@ fn launch<T: CudaDType + DeviceRepr>(
     let key_begin = p.key_range(0).0;
     let key_end = p.key_range(p.seq_q - 1).1.max(key_begin);
     let pairs = p.batch * p.kv_heads * row_groups;
-    let (num_splits, keys_per_split) = split_keys(key_end - key_begin, pairs, sms.max(1) as usize, blocks_per_sm as usize);
+    let tile_rows = (group * p.seq_q).min(BLOCK_ROWS);
+    let (num_splits, keys_per_split) =
+        split_keys(key_end - key_begin, pairs, tile_rows, sms.max(1) as usize, blocks_per_sm as usize);
     let grid_y = p.kv_heads * row_groups;
     if p.batch > 65535 || grid_y > 65535 {
         bail!("fused-attn decode: grid too large: batch {} and kv_heads · row groups {grid_y} must be ≤ 65535", p.batch)
@@ -213,13 +284,14 @@ fn launch<T: CudaDType + DeviceRepr>(
     let (qt, kt, vt) = (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
     let rows_total = p.batch * p.seq_q * p.heads;
     // SAFETY: every element of the (batch, seq_q, heads, head_dim) output is written: each row
-    // by the one block that owns it (one split) or by the combine kernel (several), zeros for
-    // rows that see no key.
+    // by the one block that owns it (one split) or by the last split block of its tile
+    // (several), zeros for rows that see no key.
     let mut out = unsafe { dev.alloc::<T>(rows_total * p.head_dim) }?;
-    // SAFETY: the split kernel writes every (split, row) slot of both buffers before the combine
-    // kernel, queued after it on the same stream, reads them.
+    // SAFETY: every split block writes its (split, row) slots of both buffers (all `d_inst`
+    // dims of a partial row) before it counts itself in on the tile counter; the last block of
+    // a tile reads them only after every split of the tile has counted in.
     let mut partials = if num_splits > 1 {
-        let o = unsafe { dev.alloc::<f32>(num_splits * rows_total * p.head_dim) }?;
+        let o = unsafe { dev.alloc::<f32>(num_splits * rows_total * d_inst) }?;
         let ml = unsafe { dev.alloc::<f32>(num_splits * rows_total * 2) }?;
         Some((o, ml))
     } else {
@@ -247,6 +319,7 @@ fn launch<T: CudaDType + DeviceRepr>(
             out: o_ptr,
             partial_o: po_ptr,
             partial_ml: pml_ptr,
+            tile_counters: 0,
             alibi: alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
             q_stride_b: qt.strides.batch as i64,
             q_stride_s: qt.strides.seq as i64,
@@ -284,30 +357,28 @@ fn launch<T: CudaDType + DeviceRepr>(
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: smem,
         };
-        let mut builder = stream.launch_builder(&func);
-        builder.arg(&params);
-        // SAFETY: the kernel's one argument is `DecodeParams` by value, matching its C++
-        // signature (size asserted on both sides). Its pointers are live device allocations
-        // held by q, k, v, `out`, the partials and the alibi storage for the whole call; the
-        // strides and sizes describe them (validated by `crate::validate`), and the grid is
-        // (splits, kv heads × row groups, batch) as the kernel indexes it.
-        unsafe { builder.launch(cfg) }.w()?;
-        if num_splits > 1 {
-            let cfg = LaunchConfig {
-                grid_dim: (to_i32(rows_total, "combine blocks (batch · seq_q · heads)")? as u32, 1, 1),
-                block_dim: (THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let mut builder = stream.launch_builder(&combine);
+        let launch_split = |tile_counters: u64| -> Result<()> {
+            let params = DecodeParams { tile_counters, ..params };
+            let mut builder = stream.launch_builder(&func);
             builder.arg(&params);
-            // SAFETY: as above; one block per output row, every partial slot written by the
-            // launch before it on this stream.
+            // SAFETY: the kernel's one argument is `DecodeParams` by value, matching its C++
+            // signature (size asserted on both sides). Its pointers are live device allocations
+            // held by q, k, v, `out`, the partials, the tile counters (`pairs` of them, zero,
+            // one per (batch, grid y) tile) and the alibi storage for the whole call; the
+            // strides and sizes describe them (validated by `crate::validate`), and the grid is
+            // (splits, kv heads × row groups, batch) as the kernel indexes it.
             unsafe { builder.launch(cfg) }.w()?;
+            Ok(())
+        };
+        if num_splits > 1 {
+            with_tile_counters(dev, &stream, pairs, launch_split)?;
+        } else {
+            launch_split(0)?;
         }
     }
     drop(alibi_ptr);
     drop((qt, kt, vt));
-    // Freed on the stream, after the kernels that use them.
+    // Freed on the stream, after the kernel that uses them.
     drop(partials);
     Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
 }
@@ -318,23 +389,27 @@ mod tests {
 
     #[test]
     fn splits_fill_the_sms_in_whole_rounds() {
-        // (1,32,8,1,32768,128): 8 (batch, kv head) pairs, 132 SMs × 2 blocks.
-        let (splits, keys) = split_keys(32768, 8, 132, 2);
+        // (1,32,8,1,32768,128): 8 tiles of 4 rows, 132 SMs × 2 blocks: one block per SM.
+        let (splits, keys) = split_keys(32768, 8, 4, 132, 2);
         assert_eq!(keys % KEYS_PER_ROUND, 0);
         assert!(splits * keys >= 32768 && (splits - 1) * keys < 32768);
-        assert!(splits * 8 <= 264 && splits * 8 > 132, "{splits} splits");
+        assert_eq!(splits, 16);
+        // (8,32,8,1,8192,128): 64 tiles: every resident slot.
+        assert_eq!(split_keys(8192, 64, 4, 132, 2), (4, 2048));
         // Many pairs: no split.
-        assert_eq!(split_keys(4096, 256, 132, 2), (1, 4096));
+        assert_eq!(split_keys(4096, 256, 4, 132, 2), (1, 4096));
         // Short ranges never give a split without keys.
-        let (splits, keys) = split_keys(100, 1, 132, 2);
+        let (splits, keys) = split_keys(100, 1, 1, 132, 2);
         assert!(keys >= 64 && (splits - 1) * keys < 100);
-        assert_eq!(split_keys(0, 4, 132, 2), (1, 0));
-        // One pair on a large GPU: capped at the combine kernel's limit.
-        let (splits, _) = split_keys(1 << 20, 1, 1000, 2);
-        assert!(splits <= MAX_SPLITS);
+        assert_eq!(split_keys(0, 4, 4, 132, 2), (1, 0));
+        // One pair on a large GPU: the last block's partial rows are capped.
+        let (splits, _) = split_keys(1 << 20, 1, 16, 1000, 2);
+        assert_eq!(splits, MAX_PARTIAL_ROWS / 16);
+        let (splits, _) = split_keys(1 << 20, 1, 1, 1000, 2);
+        assert!(splits <= MAX_PARTIAL_ROWS);
     }
 
-    fn problem(batch: usize, seq_q: usize, heads: usize, kv_heads: usize) -> Problem {
+        fn problem(batch: usize, seq_q: usize, heads: usize, kv_heads: usize) -> Problem {
         Problem {
             batch,
             seq_q,
