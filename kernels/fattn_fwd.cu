@@ -6,14 +6,18 @@
 //
 // f16/bf16 (`fattn_fwd_{f16,bf16}_d{D}[_mods]`): one CTA owns kBlockM query rows of one
 // (batch, head); each warp owns 16·kMTiles of them. Q goes through shared memory into mma
-// A fragments, once (kQInRegs) or per key block where registers are short. K and V tiles of kBlockN keys stream through a
-// kStages-deep cp.async pipeline into XOR-swizzled shared memory and are read with
-// ldmatrix (V transposed). S = Q·Kᵀ and O += P·V are mma.sync m16n8k16 with f32
-// accumulators; the online softmax stays in registers in log2 units (exp2, with
-// softmax_scale·log2 e folded into one multiply). Key blocks that no row of the CTA sees are
-// never visited; mask arithmetic runs only on blocks that some row sees partially. The
-// output is staged through the (dead) Q tile and written with 16-byte stores. `_mods`
-// instances add softcap/ALiBi; the plain ones skip that arithmetic entirely.
+// A fragments, once (kQInRegs) or per key block where registers are short. K and V tiles
+// of kBlockN keys stream through a kStages-deep cp.async pipeline into XOR-swizzled shared
+// memory and are read with ldmatrix (V transposed). S = Q·Kᵀ and O += P·V are mma.sync
+// m16n8k16 with f32 accumulators; the online softmax stays in registers in log2 units
+// (exp2, with softmax_scale·log2 e folded into one multiply). Key blocks that no row of the
+// CTA sees are never visited; mask arithmetic runs only on blocks that some row sees
+// partially. The output is staged through the (dead) Q tile and written with 16-byte
+// stores. `_mods` instances add softcap/ALiBi; the plain ones skip that arithmetic entirely.
+// Every ldmatrix address is one XOR and an immediate away from one register per tile
+// (frag_addr) and every tile copy is ~3 instructions (load_tile): per-fragment offsets held
+// across the loop were what spilled at 32 rows per warp, and 64-bit per-row address
+// arithmetic was a quarter of the d128 loop's instructions.
 //
 // f32 (`fattn_fwd_f32`): same algorithm in plain f32 FMA (no TF32, so its error matches
 // candle's f32 matmul, which runs cuBLAS without TF32 by default).
@@ -23,13 +27,17 @@
 // L2 instead of streaming every head's K/V from DRAM at once.
 //
 // Tiles (FwdTraits below; every instance fits the 99 KiB that sm_86/sm_89 allow a block):
-// d64 and d32 use 4 warps × 32 rows with Q in registers and a 3-stage pipeline; d96/d128
-// use two CTAs of 8 warps × 16 rows per SM (128 registers, Q re-read from shared memory);
-// d256 4 warps × 16 rows, 32-key blocks. kernels/NOTES.md has every version measured.
+// d32 and d64: 4 warps × 32 rows, Q in registers, 3 stages. d96 and d128: FA2's d128 shape,
+// 4 warps × 32 rows (each K/V fragment feeds two m16 tiles), Q re-read from shared memory,
+// 64-key blocks, 2 stages, two CTAs per SM at 255 registers (plain d128 spill-free); d128
+// also skips O's rescale when no row of a warp has a new max (kSkipRescale: +4% on average
+// over the six d128 rows, −1…+7%; slower at d64/d96/d256). d256: 4 warps × 16 rows, 32-key
+// blocks. kernels/NOTES.md (v6) has every version measured.
 //
-// Measured (lab/run.sh, NVIDIA H200, bf16, CUDA events, median; torch 2.11 SDPA in the same
-// run), TF/s ours / FA2 backend: (16,16,16,2048,2048,64) 294/287, causal 251/247;
-// d128 at 2048: 284/338, causal 250/266; (1,32,32,16384,16384,128) causal 269/329.
+// Measured (lab/run.sh, NVIDIA H100 80GB HBM3, bf16, CUDA events, median; torch 2.11 SDPA
+// in the same run; lab/results/*-v6.txt), TF/s ours / FA2 backend: (16,16,16,2048,2048,64)
+// 319/279, causal 272/251; d128 at 2048: 352/342, causal 301/273; (4,32,32,4096,4096,128)
+// 360/335; (1,32,32,16384,16384,128) causal 361/341.
 
 #include "fattn_common.cuh"
 
@@ -50,6 +58,10 @@ struct TileConfig {
     static constexpr bool kQInRegs = kQInRegs_;
     // __launch_bounds__ occupancy hint: caps registers at 64K / (kThreads · this).
     static constexpr int kMinBlocksPerSM = kMinBlocksPerSM_;
+    // Skip O's rescale (kMTiles·D/2 multiplies per key block) when no row of the warp has a
+    // new max: exact, the factor is 1. Costs a vote and a branch that splits the scheduler's
+    // region; an instance opts in by redeclaring it (d128, where it measured faster).
+    static constexpr bool kSkipRescale = false;
     static constexpr int kThreads = kWarps * 32;
     static constexpr int kWarpRows = 16 * kMTiles;
     static constexpr int kBlockM = kWarpRows * kWarps;
@@ -66,9 +78,11 @@ struct TileConfig {
     static_assert(kSmemBytes <= 99 * 1024, "tile does not fit in shared memory on every sm_80+ GPU");
 };
 
-// Per head-dim instance. Registers per thread ≈ Q (kMTiles·D/4) + S (kMTiles·kBlockN/2)
-// + O (kMTiles·D/2); kept under ~200 to avoid spills. Unsupported head dims have no
-// specialization and fail to compile.
+// Per head-dim instance. Registers per thread ≈ Q (kMTiles·D/4, or 4·kMTiles from shared
+// memory) + S (kMTiles·kBlockN/2) + O (kMTiles·D/2) + K/V fragments; d128's 4 + 64 + 128 fits
+// 255 without spills only with the one-register fragment addressing below. Check with
+// `ptxas -arch=sm_90 -v` on the compute_80 PTX (what the driver JITs). Unsupported head
+// dims have no specialization and fail to compile.
 template <int kHeadDim>
 struct FwdTraits;
 template <>
@@ -76,9 +90,11 @@ struct FwdTraits<32> : TileConfig<32, 4, 2, 64, 3, true> {};
 template <>
 struct FwdTraits<64> : TileConfig<64, 4, 2, 64, 3, true> {};
 template <>
-struct FwdTraits<96> : TileConfig<96, 8, 1, 64, 2, false, 2> {};
+struct FwdTraits<96> : TileConfig<96, 4, 2, 64, 2, false, 2> {};
 template <>
-struct FwdTraits<128> : TileConfig<128, 8, 1, 64, 2, false, 2> {};
+struct FwdTraits<128> : TileConfig<128, 4, 2, 64, 2, false, 2> {
+    static constexpr bool kSkipRescale = true;
+};
 template <>
 struct FwdTraits<256> : TileConfig<256, 4, 1, 32, 2, false> {};
 
@@ -87,11 +103,18 @@ struct FwdTraits<256> : TileConfig<256, 4, 1, 32, 2, false> {};
 struct QueryBlock {
     int batch, head, m0;
 };
-__device__ __forceinline__ QueryBlock query_block(const FattnParams& p, int block_m) {
+__device__ __forceinline__ QueryBlock query_block(const FattnParams& p, int block_m, unsigned block = blockIdx.x) {
     const int num_m = (p.seq_q + block_m - 1) / block_m;
-    const int bh = blockIdx.x / num_m;
-    const int m_block = num_m - 1 - static_cast<int>(blockIdx.x % num_m);
+    const int bh = block / num_m;
+    const int m_block = num_m - 1 - static_cast<int>(block % num_m);
     return QueryBlock{bh / p.heads, bh % p.heads, m_block * block_m};
+}
+
+// blockIdx.x through a volatile read, which the compiler cannot merge with an earlier one.
+__device__ __forceinline__ unsigned ctaid_x() {
+    unsigned x;
+    asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(x));
+    return x;
 }
 
 // Physical chunk index of (row, chunk) in a tile with kChunksPerRow chunks per row. The XOR
@@ -103,6 +126,35 @@ __device__ __forceinline__ int swizzle(int row, int chunk) {
     } else {
         return row * kChunksPerRow + (chunk ^ ((row >> 1) & 3));
     }
+}
+
+// ldmatrix on a shared-space address (fragment addresses are computed as 32-bit offsets).
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// Shared address of this lane's row for an ldmatrix.x4 of the 16×16 block at (row r0, chunk
+// c0) of a swizzled tile at `tile`; (r, c) is the lane's part (r < 16, c in {0, 1}), (r0, c0)
+// compile-time (r0 a multiple of 8, c0 even). The swizzle XORs the low 3 (or 2) chunk bits
+// with bits of the row that r0 does not change, so the address of (r0 + r, c0 + c) is the
+// lane's own swizzled address with c0's low bits XORed in and the rest of c0 and r0 added:
+// every fragment of a tile is one XOR and an immediate away from one register, instead of
+// a hoisted offset per fragment (which spilled at d128 with 32 rows per warp). Needs `tile`
+// aligned to 8 rows, which every tile is (the dynamic smem base is 1 KiB aligned).
+template <int CPR>
+__device__ __forceinline__ uint32_t frag_addr(uint32_t tile, int r, int c, int r0, int c0) {
+    // Chunk bits to XOR: those the swizzle touches (3 or 2), or every chunk bit when rows are
+    // a power of two chunks (the lane's chunk has no higher bits set, so XOR adds). Either is
+    // right; the second keeps the plain d128 instance free of spills under ptxas 13.0.
+    constexpr int kLow = (CPR & (CPR - 1)) == 0 ? CPR - 1 : CPR % 8 == 0 ? 7 : 3;
+    return ((tile + swizzle<CPR>(r, c) * 16) ^ ((c0 & kLow) * 16)) + ((c0 & ~kLow) + r0 * CPR) * 16;
 }
 
 // Element-wise fallback of `load_tile` for unaligned rows or head dims that are not a
@@ -127,11 +179,19 @@ __device__ __noinline__ void load_tile_elementwise(uint16_t* tile, const uint16_
     }
 }
 
+// 16-byte cp.async to a shared-space address; src_bytes 0 zero-fills without reading.
+__device__ __forceinline__ void cp_async_16_to(uint32_t dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
 // Copies rows [row0, row0 + kRows) of a (seq, head_dim) matrix into a swizzled tile.
 // Rows >= row_end and columns >= head_dim are zero-filled (padding never reads memory).
 // `vec` uses 16-byte cp.async; otherwise element loads (unaligned or odd head dims).
-// Each thread keeps one column chunk and walks rows, so its addresses are one base plus
-// a row step (few registers; the loop runs every key block).
+// Each thread keeps one column chunk and walks rows kRowStep apart. When kRowStep is a
+// multiple of the swizzle period (8 rows), its shared addresses are one base plus
+// immediates and its global addresses one pointer plus a row step, and a tile that lies
+// wholly before row_end needs no per-row test: ~3 instructions per copy instead of ~25
+// (the copies were a quarter of the d128 loop's instructions).
 template <class Cfg, int kRows>
 __device__ __forceinline__ void load_tile(uint16_t* tile, const uint16_t* g, int64_t row_stride, int row0,
                                           int row_end, int head_dim, bool vec, int tid) {
@@ -140,8 +200,30 @@ __device__ __forceinline__ void load_tile(uint16_t* tile, const uint16_t* g, int
         load_tile_elementwise<Cfg, kRows>(tile, g, row_stride, row0, row_end, head_dim, tid);
         return;
     }
-    if constexpr (Cfg::kThreads % CPR == 0) {
-        constexpr int kRowStep = Cfg::kThreads / CPR;
+    constexpr int kRowStep = Cfg::kThreads / CPR;
+    if constexpr (Cfg::kThreads % CPR == 0 && kRowStep % 8 == 0 && kRows % kRowStep == 0) {
+        const unsigned c = static_cast<unsigned>(tid) % CPR;
+        const unsigned r0 = static_cast<unsigned>(tid) / CPR;
+        const bool col_ok = static_cast<int>(c * 8) < head_dim;
+        const int src_bytes = col_ok ? 16 : 0;
+        const uint32_t dst = smem_addr(tile) + swizzle<CPR>(r0, c) * 16;
+        // Column chunks past head_dim read nothing; point them at chunk 0 of their row.
+        const uint16_t* src = g + static_cast<int64_t>(row0 + static_cast<int>(r0)) * row_stride + (col_ok ? c * 8 : 0);
+        const int64_t step = kRowStep * row_stride;
+        if (row0 + kRows <= row_end) {
+#pragma unroll
+            for (int i = 0; i < kRows / kRowStep; ++i) {
+                cp_async_16_to(dst + i * kRowStep * CPR * 16, src + i * step, src_bytes);
+            }
+        } else {
+            const int rows_left = row_end - row0 - static_cast<int>(r0);
+#pragma unroll
+            for (int i = 0; i < kRows / kRowStep; ++i) {
+                const bool ok = i * kRowStep < rows_left;
+                cp_async_16_to(dst + i * kRowStep * CPR * 16, ok ? src + i * step : g, ok ? src_bytes : 0);
+            }
+        }
+    } else if constexpr (Cfg::kThreads % CPR == 0) {
         const int c = tid % CPR;
         const int r0 = tid / CPR;
         const bool col_ok = c * 8 < head_dim;
@@ -177,7 +259,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     constexpr int CPR = Cfg::kChunksPerRow;
     const float kNegInf = -CUDART_INF_F;
 
-    extern __shared__ uint4 smem_u4[];
+    extern __shared__ __align__(1024) uint4 smem_u4[];
     uint16_t* sQ = reinterpret_cast<uint16_t*>(smem_u4);
     uint16_t* sKV = sQ + Cfg::kQElems;
 
@@ -224,8 +306,9 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     // Q as mma A fragments: loaded once when kQInRegs, else per k-step inside the loop.
     constexpr int kQRegSteps = Cfg::kQInRegs ? D / 16 : 1;
     uint32_t qf[MT][kQRegSteps][4];
+    const uint32_t sQ_warp = smem_addr(sQ) + warp_row0 * CPR * 16;
     auto load_q_fragment = [&](uint32_t(&frag)[4], int mt, int kk) {
-        ldmatrix_x4(frag, sQ + swizzle<CPR>(warp_row0 + mt * 16 + lane % 16, kk * 2 + lane / 16) * 8);
+        ldsm_x4(frag, frag_addr<CPR>(sQ_warp, lane % 16, lane / 16, mt * 16, kk * 2));
     };
     if constexpr (Cfg::kQInRegs) {
 #pragma unroll
@@ -235,13 +318,8 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     }
 
     // This thread's rows: warp_row0 + mt·16 + g + half·8.
-    KeyRange row_keys[MT][2];
     float alibi_log2 = 0.f;
     if (kMods && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[b * p.heads + h] * CUDART_L2E_F;
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) row_keys[mt][hf] = key_range(p, m0 + warp_row0 + mt * 16 + g + hf * 8);
 
     float o[MT][D / 8][4];
     float row_max[MT][2];
@@ -261,7 +339,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 
     using STile = float[MT][BN / 8][4];
     // S = Q Kᵀ for one key block.
-    auto scores_qk = [&](STile& s, const uint16_t* sK) {
+    auto scores_qk = [&](STile& s, uint32_t sK) {
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -278,7 +356,9 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 #pragma unroll
             for (int np = 0; np < BN / 16; ++np) {
                 uint32_t kf[4];
-                ldmatrix_x4(kf, sK + swizzle<CPR>(np * 16 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2) * 8);
+                // Matrices: keys np·16 + 0-7 (dims kk·16 + 0-7, 8-15), then keys + 8-15, so that
+                // each mma's B is a consecutive register pair.
+                ldsm_x4(kf, frag_addr<CPR>(sK, lane % 8 + (lane / 16) * 8, (lane / 8) % 2, np * 16, kk * 2));
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     E::mma(s[mt][2 * np], qf[mt][qk], kf[0], kf[1]);
@@ -305,19 +385,27 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                     }
         }
         if (!block_fully_visible(p, m0, m_last, n0, n0 + BN)) {
+            // The rows' key ranges are recomputed here (a few integer ops on partial blocks
+            // only) rather than held across the loop in registers.
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-                for (int nt = 0; nt < BN / 8; ++nt)
+                for (int hf = 0; hf < 2; ++hf) {
+                    const KeyRange rk = key_range(p, m0 + warp_row0 + mt * 16 + g + hf * 8);
 #pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        if (!row_keys[mt][e / 2].contains(n0 + nt * 8 + 2 * t + e % 2)) s[mt][nt][e] = kNegInf;
+                    for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            if (!rk.contains(n0 + nt * 8 + 2 * t + e)) s[mt][nt][2 * hf + e] = kNegInf;
+                }
         }
     };
     const float exp_scale = kMods ? 1.f : p.scale_log2;
     // Online softmax on one block: new row max, rescale the running sum and O, and S
     // becomes P = exp2(scale·(x - max)) in place.
     auto softmax_step = [&](STile& s) {
+        float corr[MT][2];
+        bool rescale = false;
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -329,7 +417,12 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 // A row with nothing visible yet keeps max -inf; subtract 0 so exp2 gives 0, not NaN.
                 const float base = mx == kNegInf ? 0.f : mx * exp_scale;
-                const float corr = exp2_approx(fmaf(row_max[mt][hf], exp_scale, -base));
+                corr[mt][hf] = exp2_approx(fmaf(row_max[mt][hf], exp_scale, -base));
+                if (Cfg::kSkipRescale && mx == row_max[mt][hf]) {
+                    corr[mt][hf] = 1.f;
+                } else {
+                    rescale = true;
+                }
                 row_max[mt][hf] = mx;
                 float sum = 0.f;
 #pragma unroll
@@ -338,16 +431,26 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                     s[mt][nt][2 * hf + 1] = exp2_approx(fmaf(s[mt][nt][2 * hf + 1], exp_scale, -base));
                     sum += s[mt][nt][2 * hf] + s[mt][nt][2 * hf + 1];
                 }
-                row_sum[mt][hf] = row_sum[mt][hf] * corr + sum;
+                row_sum[mt][hf] = row_sum[mt][hf] * corr[mt][hf] + sum;
+                if constexpr (!Cfg::kSkipRescale) {
 #pragma unroll
-                for (int dt = 0; dt < D / 8; ++dt) {
-                    o[mt][dt][2 * hf] *= corr;
-                    o[mt][dt][2 * hf + 1] *= corr;
+                    for (int dt = 0; dt < D / 8; ++dt) {
+                        o[mt][dt][2 * hf] *= corr[mt][hf];
+                        o[mt][dt][2 * hf + 1] *= corr[mt][hf];
+                    }
                 }
             }
+        if (Cfg::kSkipRescale && __any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int dt = 0; dt < D / 8; ++dt)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) o[mt][dt][e] *= corr[mt][e / 2];
+        }
     };
     // O += P V; the S accumulator layout is the A fragment layout of the next mma.
-    auto accumulate_pv = [&](STile& s, const uint16_t* sV) {
+    auto accumulate_pv = [&](STile& s, uint32_t sV) {
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
             uint32_t pf[MT][4];
@@ -361,7 +464,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 #pragma unroll
             for (int dp = 0; dp < D / 16; ++dp) {
                 uint32_t vf[4];
-                ldmatrix_x4_trans(vf, sV + swizzle<CPR>(kk * 16 + lane % 8 + ((lane / 8) % 2) * 8, dp * 2 + lane / 16) * 8);
+                ldsm_x4_trans(vf, frag_addr<CPR>(sV, lane % 16, lane / 16, kk * 16, dp * 2));
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     E::mma(o[mt][2 * dp], pf[mt], vf[0], vf[1]);
@@ -379,12 +482,12 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
         __syncthreads();
         if (nb + ST - 1 < nb_end) load_kv(nb + ST - 1, (it + ST - 1) % ST);
         cp_async_commit();
-        const uint16_t* sK = sKV + (it % ST) * Cfg::kKVStageElems;
+        const uint32_t sK = smem_addr(sKV + (it % ST) * Cfg::kKVStageElems);
         STile s;
         scores_qk(s, sK);
         mods_and_mask(s, nb);
         softmax_step(s);
-        accumulate_pv(s, sK + BN * D);
+        accumulate_pv(s, sK + BN * D * 2);
     }
     cp_async_wait<0>();
 
@@ -408,7 +511,10 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
         }
     __syncwarp();
 
-    uint16_t* og = static_cast<uint16_t*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+    // (batch, head) again from a fresh read of the block index: the divisions cost a few
+    // instructions once, where keeping b and h (with sign words) across the loop spilled.
+    const QueryBlock qo = query_block(p, BM, ctaid_x());
+    uint16_t* og = static_cast<uint16_t*>(p.o) + qo.batch * p.o_batch_stride + qo.head * p.o_head_stride;
     constexpr int kWarpChunks = Cfg::kWarpRows * CPR;
 #pragma unroll
     for (int i = 0; i < kWarpChunks / 32; ++i) {
