@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../kernels/fattn_fwd.cu"
+#include "bin/base_fwd.cu"  // the baseline for A/B bench rows (lab/build.sh writes it)
 
 #define CK(x)                                                                                     \
     do {                                                                                          \
@@ -360,6 +361,20 @@ template <class Cfg>
 static Launch variant(const char* name) {
     return {(KernelFn)lab_variant_bf16<Cfg>, Cfg::kThreads, Cfg::kBlockM, Cfg::kSmemBytes, name};
 }
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM) lab_base_bf16(const __grid_constant__ FattnParams p) {
+    fattn_base::fwd_tensor_core<Cfg, fattn::BF16, false>(p);
+}
+// The baseline commit's production instance for head dim D.
+template <int D>
+static Launch base(const char* name) {
+    using Cfg = fattn_base::FwdTraits<D>;
+    return {(KernelFn)lab_base_bf16<Cfg>, Cfg::kThreads, Cfg::kBlockM, Cfg::kSmemBytes, name};
+}
+template <class Cfg, bool kSkip>
+struct WithSkip : Cfg {
+    static constexpr bool kSkipRescale = kSkip;
+};
 
 static float time_launch(const Launch& L, const FattnParams& p, int reps) {
     cudaEvent_t a, b;
@@ -379,16 +394,23 @@ static float time_launch(const Launch& L, const FattnParams& p, int reps) {
 
 static int cmd_bench() {
     struct B { int b, h, sq, d; bool causal; };
-    const B shapes[] = {{1, 8, 512, 64, false}, {1, 8, 512, 64, true}, {16, 16, 2048, 64, false}, {16, 16, 2048, 64, true},
+    const B shapes[] = {{16, 16, 2048, 32, false}, {16, 16, 2048, 32, true}, {4, 16, 2048, 256, false},
+                        {4, 16, 2048, 256, true}, {1, 8, 512, 64, false}, {1, 8, 512, 64, true}, {16, 16, 2048, 64, false}, {16, 16, 2048, 64, true},
+                        {16, 16, 2048, 96, false}, {16, 16, 2048, 96, true},
                         {16, 16, 2048, 128, false}, {16, 16, 2048, 128, true}, {4, 32, 4096, 128, false},
                         {4, 32, 4096, 128, true}, {1, 32, 16384, 128, false}, {1, 32, 16384, 128, true}};
     using fattn::TileConfig;
     // Tile variants next to the production instance (LAB_VARIANTS=1; see kernels/NOTES.md).
     std::vector<std::pair<int, Launch>> variants;
     if (getenv("LAB_VARIANTS") != nullptr) variants = {
-        {64, variant<TileConfig<64, 4, 2, 64, 2, true>>("d64 w4 mt2 n64 s2 qr")},
-        {128, variant<TileConfig<128, 4, 2, 48, 2, false>>("d128 w4 mt2 n48 s2 qs")},
-        {128, variant<TileConfig<128, 8, 1, 64, 2, true>>("d128 w8 mt1 n64 s2 qr")},
+        {32, base<32>("base d32")},
+        {64, base<64>("base d64")},
+        {96, base<96>("base d96")},
+        {96, variant<WithSkip<fattn::FwdTraits<96>, false>>("d96 no-skip")},
+        {128, base<128>("base d128")},
+        {128, variant<WithSkip<fattn::FwdTraits<128>, false>>("d128 no-skip")},
+        {256, base<256>("base d256")},
+        {256, variant<WithSkip<fattn::FwdTraits<256>, true>>("d256 skip-rescale")},
     };
     // Every variant must compute the same function before its time counts.
     int fails = 0;

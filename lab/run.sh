@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the kernel lab on the GPU machine: correctness sweep, bench of our kernels and tile
 # variants, PyTorch anchors in the same run, optional compute-sanitizer. Logs go to $OUT.
-#   lab/run.sh [check] [bench] [torch] [sanitize]
+#   lab/run.sh [check] [bench] [torch] [sanitize] [prof] [tprof]
+# prof: ncu on our production bf16 d64/d128 kernels; tprof: the same sections on torch's
+# flash (FA2) kernel at (16,16,16,2048,2048,128).
 # The lab binary is built here (lab/build.sh) and carried in lab/bin/.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -22,5 +24,10 @@ for step in "$@"; do
       ncu --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis \
           --section InstructionStats --section Occupancy --section LaunchStats -k regex:fattn_fwd "$BIN" prof \
           > "$OUT/ncu.txt" 2>&1; grep -E "fattn_fwd|Stall|Warp Cycles|Issued|Eligible|Active Warps|Pipe|Registers|Occupancy|Duration" "$OUT/ncu.txt" | head -80 ;;
+    tprof)
+      ncu --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis \
+          --section InstructionStats --section Occupancy --section LaunchStats -k regex:flash_fwd \
+          --launch-skip 2 --launch-count 1 python3 torch_bench.py prof > "$OUT/ncu-torch.txt" 2>&1
+      grep -E "flash_fwd|Stall|Warp Cycles|Issued|Eligible|Active Warps|Pipe|Registers|Occupancy|Duration" "$OUT/ncu-torch.txt" | head -60 ;;
   esac
 done

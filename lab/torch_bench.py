@@ -1,6 +1,8 @@
 """PyTorch SDPA anchors for the lab's bench shapes, timed the same way as the lab (CUDA
 events around each launch, 3 warm-ups, median of N reps), pinned to the flash (FA2) and
 cuDNN backends. Run on the GPU machine next to `lab bench`."""
+import sys
+
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
@@ -24,6 +26,15 @@ def median_ms(fn, reps):
     ts.sort()
     return ts[len(ts) // 2]
 
+
+if len(sys.argv) > 1 and sys.argv[1] == "prof":
+    # One (16,16,2048,128) flash launch after two warm-ups, for ncu (lab/run.sh tprof).
+    q, k, v = (torch.randn(16, 16, 2048, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        for _ in range(3):
+            F.scaled_dot_product_attention(q, k, v)
+    torch.cuda.synchronize()
+    sys.exit(0)
 
 print(f"{'shape(b,h,s,d)':26s} {'causal':6s} {'kernel':22s} {'ms':>10s} {'TF/s':>8s}")
 for b, h, s, d, causal in SHAPES:
