@@ -45,8 +45,11 @@
 //! 515 ms single-thread, the unpacked micro-kernel thrashing L1 sets on 4 KiB-multiple
 //! strides; padded strides: 302 ms single-thread. Criterion medians are in
 //! `benches/attention.rs`'s output (249 ms, 69 GFLOP/s, vs naive 1.79 s when written;
-//! 199 ms, 86 GFLOP/s, at the last gemm version). The AVX2 kernels instead of gemm for
-//! the shared-K/V products: 154 ms (112 GFLOP/s) criterion median at load average 1.2.
+//! 199 ms, 86 GFLOP/s, at the last gemm version). With the AVX2 kernels: criterion
+//! medians from 145 to 198 ms over a dozen runs in one hour (f32 154–198 ms, 87–112
+//! GFLOP/s; bf16 145–181 ms), moving together with the decode row (4.3–7.3 ms), so with
+//! the host rather than the guest's load (0–1.3); single-thread, the call costs 252 ms of
+//! CPU (4 × 63 ms at (1,4,4,2048,2048,64)), 126 ms on two uncontended cores.
 
 use candle_core::{backend::BackendStorage, bail, CpuStorage, Layout, Result, WithDType};
 use gemm::{gemm, Parallelism};
