@@ -171,9 +171,18 @@ stage_bench() {
   local log="$OUT/bench.log" t0=$SECONDS
   if have_bin bench bench-criterion; then
     # Short criterion settings: this is a same-run comparison, not a publication run.
-    timed "$LIMIT_BENCH" "$log" "$BIN/bench" "$BENCH_FILTER" --bench \
-      --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot
+    timed "$LIMIT_BENCH" "$log" env CRITERION_HOME="$WORK/criterion" "$BIN/bench" "$BENCH_FILTER" --bench \
+      --warm-up-time 1 --measurement-time 2 --sample-size "${BENCH_SAMPLES:-10}" --noplot
     local rc=$?
+    # Criterion's `time:` line is the mean's interval; the tables quote its median.
+    python3 - "$WORK/criterion" >>"$log" <<'PY'
+import json, pathlib, sys
+rows = sorted(pathlib.Path(sys.argv[1]).glob("*/*/new/estimates.json"))
+print("\ncriterion medians (µs):")
+for f in rows:
+    median_ns = json.loads(f.read_text())["median"]["point_estimate"]
+    print(f"{f.parts[-4]}/{f.parts[-3]} {median_ns / 1e3:.2f}")
+PY
     if [ "$rc" -eq 0 ] && grep -q 'time:' "$log"; then
       record bench-criterion PASS $((SECONDS - t0)) "$(grep -c 'time:' "$log") benchmarks (filter '$BENCH_FILTER')"
     else
