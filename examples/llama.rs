@@ -280,7 +280,8 @@ fn main() -> Result<()> {
     let mut results = Vec::new();
     for attention in backends {
         println!("--- {} attention ---", attention.name());
-        let outcome = run(&model, tokenizer.as_ref(), &prompt, attention, &args, &device);
+        let job = Job { model: &model, tokenizer: tokenizer.as_ref(), prompt: &prompt, attention, args: &args, device: &device };
+        let outcome = run(&job);
         match outcome {
             Ok(r) => {
                 print_stats(&r, &args, &device);
@@ -304,15 +305,19 @@ fn usage_error(msg: &str) -> ! {
     Args::command().error(clap::error::ErrorKind::InvalidValue, msg).exit()
 }
 
-/// Warm-up, then prefill and decode with one back end, streaming text as it comes.
-fn run(
-    model: &Llama,
-    tokenizer: Option<&GgufTokenizer>,
-    prompt: &[u32],
+/// One back end's generation: the model, its tokenizer, the prompt and the flags.
+struct Job<'a> {
+    model: &'a Llama,
+    tokenizer: Option<&'a GgufTokenizer>,
+    prompt: &'a [u32],
     attention: Attention,
-    args: &Args,
-    device: &Device,
-) -> Result<RunResult> {
+    args: &'a Args,
+    device: &'a Device,
+}
+
+/// Warm-up, then prefill and decode with one back end, streaming text as it comes.
+fn run(job: &Job<'_>) -> Result<RunResult> {
+    let Job { model, prompt, attention, args, device, .. } = *job;
     // Warm-up, untimed: this run's prefill and one decode step, so that kernel loading (PTX
     // compilation on CUDA) and the allocators' first growth to this run's sizes are not
     // timed, and --compare's second back end has no head start over the first.
@@ -326,7 +331,7 @@ fn run(
     let mut decode_times = Vec::with_capacity(args.repeats);
     let mut generated = Vec::new();
     for repeat in 0..args.repeats {
-        let (tokens, prefill_secs, decode_secs) = timed_generation(model, tokenizer, prompt, attention, args, device, repeat == 0)?;
+        let (tokens, prefill_secs, decode_secs) = timed_generation(job, repeat == 0)?;
         if repeat > 0 && tokens != generated {
             bail!("repeat {repeat} generated different tokens than the first run: the run is not deterministic");
         }
@@ -356,15 +361,8 @@ fn median(xs: &mut [f64]) -> f64 {
 
 /// One timed prefill and decode on a fresh cache: the tokens, prefill seconds and decode
 /// seconds. `show` streams the text.
-fn timed_generation(
-    model: &Llama,
-    tokenizer: Option<&GgufTokenizer>,
-    prompt: &[u32],
-    attention: Attention,
-    args: &Args,
-    device: &Device,
-    show: bool,
-) -> Result<(Vec<u32>, f64, f64)> {
+fn timed_generation(job: &Job<'_>, show: bool) -> Result<(Vec<u32>, f64, f64)> {
+    let Job { model, tokenizer, prompt, attention, args, device } = *job;
     let chunk = args.prefill_chunk.unwrap_or(prompt.len());
     let capacity = prompt.len() + args.sample_len;
     let mut cache = KvCache::new(model.config(), capacity, model.dtype(), device)?;
