@@ -13,8 +13,10 @@
 //! and a merge rescales and adds them.
 //!
 //! **Per key tile.** `S = Q Kᵀ`, the online softmax, then `acc = corr·acc + P V`. When
-//! several query blocks reuse each key (prefill), K is transposed and V (f16/bf16:
-//! converted; f32: copied) once per call into padded-stride f32 buffers, O(Sk·D). On CPUs
+//! several query blocks reuse each key (prefill), K is transposed (tile by tile, so that
+//! one key tile's Kᵀ is contiguous) and V (f16/bf16: converted; f32: copied) once per call
+//! into padded-stride, line-aligned f32 buffers, O(Sk·D), kept from one call to the next
+//! so that their pages are not faulted in again. On CPUs
 //! with AVX2 + FMA, and `d % 8 == 0`, the two products of such items run in the
 //! hand-written 6×16 register-blocked kernels of [`avx2`], which also hold the softmax's
 //! row max and `exp` passes: gemm's per-call dispatch and planning cost about as much as
@@ -55,6 +57,7 @@ use candle_core::{backend::BackendStorage, bail, CpuStorage, Layout, Result, Wit
 use gemm::{gemm, Parallelism};
 use half::{bf16, f16, slice::HalfFloatSliceExt};
 use rayon::prelude::*;
+use std::sync::Mutex;
 
 use crate::{Problem, Strides};
 
@@ -201,15 +204,21 @@ struct Ctx<'a, T> {
     shared: Option<SharedKv>,
 }
 
-/// K transposed and V, in f32, laid out for gemm: `kt[((b·hkv + kvh)·d + t)·kt_ld + j] =
-/// k[b, j, kvh, t]` and `v[((b·hkv + kvh)·sk + j)·v_ld + c] = v[b, j, kvh, c]`. O(Sk·D)
-/// per kv head (the size of K and V themselves), never Sq×Sk.
+/// K transposed and V, in f32, laid out for gemm and the [`avx2`] kernels. Kᵀ is stored
+/// tile by tile: `kt[((kvb·n_tiles + j / KEYS_PER_TILE)·d + t)·KT_LD + j % KEYS_PER_TILE] =
+/// k[b, j, kvh, t]` with `kvb = b·hkv + kvh`, so that the `d` rows of one key tile's Kᵀ
+/// lie together (36 KiB at d = 64) instead of `d` pages apart; V is row by row:
+/// `v[(kvb·sk + j)·v_ld + c] = v[b, j, kvh, c]`. Both start on a 64-byte line. O(Sk·D) per
+/// kv head (the size of K and V themselves), never Sq×Sk.
 struct SharedKv {
-    kt: Vec<f32>,
-    kt_ld: usize,
-    v: Vec<f32>,
+    kt: PooledBuffer,
+    n_tiles: usize,
+    v: PooledBuffer,
     v_ld: usize,
 }
+
+/// The row stride of a stored Kᵀ tile.
+const KT_LD: usize = padded_stride(KEYS_PER_TILE);
 
 /// A row stride (in f32) of at least `n` that is a whole number of 64-byte lines but not a
 /// multiple of 4 KiB / 64 lines, so that the rows of a tile do not all fall into the same
@@ -219,31 +228,93 @@ const fn padded_stride(n: usize) -> usize {
     16 * if lines.is_multiple_of(4) { lines + 1 } else { lines }
 }
 
+/// The buffers of the last call's [`SharedKv`], kept for the next call. Freshly allocated,
+/// the two buffers (19 MiB at (1,16,16,2048,2048,64)) cost one page fault per 4 KiB on
+/// first touch; those faults made up most of the 25–32 ms that preparing K and V took per
+/// call single-thread, out of 290–390 ms. Kept: the largest buffers seen, the size of the
+/// largest call's K and V in f32 (never Sq×Sk).
+static KT_POOL: Mutex<Vec<f32>> = Mutex::new(Vec::new());
+static V_POOL: Mutex<Vec<f32>> = Mutex::new(Vec::new());
+
+/// A `Vec<f32>` taken from a one-slot pool and given back on drop, seen as `len` floats
+/// from its first 64-byte line boundary. A call that finds the pool empty (another call
+/// holds its buffer) allocates its own.
+struct PooledBuffer {
+    buf: Vec<f32>,
+    start: usize,
+    len: usize,
+    pool: &'static Mutex<Vec<f32>>,
+}
+
+/// Floats in a 64-byte cache line.
+const LINE_FLOATS: usize = 16;
+
+impl PooledBuffer {
+    /// Floats that a previous call left are not cleared: the callers write every float
+    /// they read.
+    fn take(pool: &'static Mutex<Vec<f32>>, len: usize) -> Self {
+        let mut buf = std::mem::take(&mut *pool.lock().unwrap_or_else(|e| e.into_inner()));
+        buf.truncate(len + LINE_FLOATS);
+        buf.resize(len + LINE_FLOATS, 0.0);
+        // At most 15 floats: the allocation is 4-byte aligned.
+        let start = buf.as_ptr().align_offset(4 * LINE_FLOATS);
+        Self { buf, start, len, pool }
+    }
+}
+
+impl Drop for PooledBuffer {
+    fn drop(&mut self) {
+        let mut kept = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if self.buf.capacity() > kept.capacity() {
+            *kept = std::mem::take(&mut self.buf);
+        }
+    }
+}
+
+impl std::ops::Deref for PooledBuffer {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        &self.buf[self.start..][..self.len]
+    }
+}
+
+impl std::ops::DerefMut for PooledBuffer {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        &mut self.buf[self.start..][..self.len]
+    }
+}
+
 impl SharedKv {
     fn new<T: Element>(p: &Problem, k: &Input<'_, T>, v: &Input<'_, T>) -> Self {
         let (sk, d) = (p.seq_k, p.head_dim);
-        let (kt_ld, v_ld) = (padded_stride(sk), padded_stride(d));
-        // 16 floats of slack: the AVX2 score kernel reads whole 16-key blocks.
-        let heads_len = p.batch * p.kv_heads * d * kt_ld;
-        let mut kt = vec![0f32; heads_len + 16];
-        kt[..heads_len].par_chunks_mut(d * kt_ld).enumerate().for_each(|(bh, kt)| {
+        let (n_tiles, v_ld) = (sk.div_ceil(KEYS_PER_TILE), padded_stride(d));
+        let tile_len = d * KT_LD;
+        let mut kt = PooledBuffer::take(&KT_POOL, p.batch * p.kv_heads * n_tiles * tile_len);
+        kt.par_chunks_mut(n_tiles * tile_len).enumerate().for_each(|(bh, kt)| {
             let (b, kvh) = (bh / p.kv_heads, bh % p.kv_heads);
             let mut row = [0f32; crate::MAX_HEAD_DIM];
-            for j in 0..sk {
-                T::to_f32(k.row(b, j, kvh, d), &mut row[..d]);
-                for (t, &x) in row[..d].iter().enumerate() {
-                    kt[t * kt_ld + j] = x;
+            for (tile, kt) in kt.chunks_exact_mut(tile_len).enumerate() {
+                let j0 = tile * KEYS_PER_TILE;
+                let jb = KEYS_PER_TILE.min(sk - j0);
+                for jj in 0..jb {
+                    T::to_f32(k.row(b, j0 + jj, kvh, d), &mut row[..d]);
+                    for (t, &x) in row[..d].iter().enumerate() {
+                        kt[t * KT_LD + jj] = x;
+                    }
                 }
+                // The last tile's missing keys, which the score kernel's last 16-key block
+                // reads.
+                kt.chunks_exact_mut(KT_LD).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
             }
         });
-        let mut vf = vec![0f32; p.batch * p.kv_heads * sk * v_ld];
+        let mut vf = PooledBuffer::take(&V_POOL, p.batch * p.kv_heads * sk * v_ld);
         vf.par_chunks_mut(sk * v_ld).enumerate().for_each(|(bh, vf)| {
             let (b, kvh) = (bh / p.kv_heads, bh % p.kv_heads);
             for (j, dst) in vf.chunks_exact_mut(v_ld).enumerate() {
                 T::to_f32(v.row(b, j, kvh, d), &mut dst[..d]);
             }
         });
-        Self { kt, kt_ld, v: vf, v_ld }
+        Self { kt, n_tiles, v: vf, v_ld }
     }
 }
 
@@ -315,7 +386,8 @@ fn run<T: Element>(
         let (bi, rest) = (idx / (hkv * n_qblocks), idx % (hkv * n_qblocks));
         let (kvh, qb) = (rest / n_qblocks, rest % n_qblocks);
         let q0 = qb * ctx.q_block;
-        let per_split = sk.div_ceil(n_splits);
+        // Whole key tiles, so that a split's tiles are the stored Kᵀ tiles.
+        let per_split = sk.div_ceil(n_splits).next_multiple_of(KEYS_PER_TILE);
         Item {
             b: bi,
             kvh,
@@ -513,7 +585,9 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
     let (first_lo, first_hi) = p.key_range(it.q0);
     let (last_lo, last_hi) = p.key_range(it.q1 - 1);
     let (lo, hi) = (first_lo.max(it.k_lo), last_hi.min(it.k_hi));
-    for j0 in (lo..hi).step_by(keys) {
+    // Tiles start at multiples of KEYS_PER_TILE, the stored Kᵀ tiles; the keys of the first
+    // tile below `lo` are masked for every row (split boundaries are tile multiples too).
+    for j0 in (lo - lo % keys..hi).step_by(keys) {
         let j1 = (j0 + keys).min(hi);
         let jb = j1 - j0;
         // Every row sees every key of the tile: no mask arithmetic.
@@ -533,26 +607,25 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
         let direct = rows <= DIRECT_MAX_ROWS && ctx.shared.is_none();
         'scores: {
             if let Some(shared) = &ctx.shared {
-                let kt = shared.kt[kvb * d * shared.kt_ld + j0..].as_ptr();
+                let kt = shared.kt[(kvb * shared.n_tiles + j0 / keys) * d * KT_LD..].as_ptr();
                 #[cfg(target_arch = "x86_64")]
                 if AVX2 && d.is_multiple_of(8) {
-                    // SAFETY: the caller has AVX2 and FMA; Q holds rows × d; the Kᵀ panel has d
-                    // rows at stride kt_ld from column j0, and j0 + 16·⌈jb/16⌉ ≤ sk + 15 floats
-                    // of each lie inside `shared.kt` (16 floats of slack after the last row); S
-                    // holds rows × S_LD with 16·⌈jb/16⌉ ≤ KEYS_PER_TILE ≤ S_LD.
-                    unsafe { avx2::scores(&sc.q, d, rows, kt, shared.kt_ld, jb, sc.s.as_mut_ptr()) };
+                    // SAFETY: the caller has AVX2 and FMA; Q holds rows × d; the Kᵀ tile has d
+                    // rows of 16·⌈jb/16⌉ ≤ KEYS_PER_TILE ≤ KT_LD floats at stride KT_LD inside
+                    // `shared.kt`; S holds rows × S_LD with 16·⌈jb/16⌉ ≤ S_LD.
+                    unsafe { avx2::scores(&sc.q, d, rows, kt, KT_LD, jb, sc.s.as_mut_ptr()) };
                     break 'scores;
                 }
                 // In gemm's column-major terms this is Sᵀ (jb × rows) = K (jb × d) · Qᵀ (d × rows),
                 // with every operand already column-major (the shared Kᵀ, Q rows, S rows), so
                 // gemm streams them without packing.
-                // SAFETY: S holds rows × ld (jb ≤ ld); the Kᵀ tile is d columns of jb keys at
-                // stride kt_ld inside `shared.kt` (j0 + jb ≤ sk ≤ kt_ld); Q holds rows × d.
+                // SAFETY: S holds rows × ld (jb ≤ ld); the Kᵀ tile is d columns of jb ≤ KT_LD
+                // keys at stride KT_LD inside `shared.kt`; Q holds rows × d.
                 unsafe {
                     gemm(
                         jb, rows, d,
                         sc.s.as_mut_ptr(), ld as isize, 1, false,
-                        kt, shared.kt_ld as isize, 1,
+                        kt, KT_LD as isize, 1,
                         sc.q.as_ptr(), d as isize, 1,
                         0.0, 1.0, false, false, false, Parallelism::None,
                     )
