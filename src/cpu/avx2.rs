@@ -9,13 +9,13 @@
 //! row blocks. The `P V` kernel also applies the online softmax's rescale of the
 //! accumulator as it loads it.
 //!
-//! The softmax's row max and `exp` pass are here too, in intrinsics: LLVM's vectorization
+//! The softmax's row max and `2^x` pass are here too, in intrinsics: LLVM's vectorization
 //! of the portable loops kept reloading the `exp` constants (2 of the 16% the softmax took
 //! single-thread at (1,4,4,2048,2048,64); perf, min of 30 runs).
 
 use std::arch::x86_64::*;
 
-use super::S_LD;
+use super::{EXP2_MIN, EXP2_POLY, EXP2_ROUND, S_LD};
 
 /// Rows of one register block.
 const MR: usize = 6;
@@ -217,25 +217,23 @@ pub(super) fn row_max(x: &[f32]) -> f32 {
     chunks.remainder().iter().fold(h, |a, &v| if v > a { v } else { a })
 }
 
-/// `x = e^(x - m)` in place, returning the sum; `m` is at least every non-NaN element, so
-/// `x - m ≤ 0`. The operations of `super::exp_f32` on 8 lanes (so the same results), less
-/// its clamps: inputs below -88 (and -inf) are zeroed by its final test like the ones
-/// between -88 and -87.3, and inputs ≤ 0 never reach the upper one.
+/// `x = 2^(x - m)` in place, returning the sum; `m` is at least every non-NaN element, so
+/// `x - m ≤ 0`. The operations of `super::exp2_f32` on 8 lanes, so the same results.
 #[target_feature(enable = "avx2,fma")]
-pub(super) fn exp_sub_sum(x: &mut [f32], m: f32) -> f32 {
+pub(super) fn exp2_sub_sum(x: &mut [f32], m: f32) -> f32 {
     let mut chunks = x.chunks_exact_mut(8);
     let m8 = _mm256_set1_ps(m);
     let mut sum = _mm256_setzero_ps();
     for c in &mut chunks {
         // SAFETY: `c` holds 8 floats.
-        let e = exp8(_mm256_sub_ps(unsafe { _mm256_loadu_ps(c.as_ptr()) }, m8));
+        let e = exp2x8(_mm256_sub_ps(unsafe { _mm256_loadu_ps(c.as_ptr()) }, m8));
         // SAFETY: as above.
         unsafe { _mm256_storeu_ps(c.as_mut_ptr(), e) };
         sum = _mm256_add_ps(sum, e);
     }
     let mut tail = 0f32;
     for v in chunks.into_remainder() {
-        *v = super::exp_f32(*v - m);
+        *v = super::exp2_f32(*v - m);
         tail += *v;
     }
     tail + hsum(sum)
@@ -250,26 +248,19 @@ fn hsum(v: __m256) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
 }
 
-/// `super::exp_f32` of 8 lanes that are ≤ 0 or NaN.
+/// `super::exp2_f32` of 8 lanes.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-fn exp8(x: __m256) -> __m256 {
-    const ROUND: f32 = 12_582_912.0;
-    let t = _mm256_fmadd_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E), _mm256_set1_ps(ROUND));
-    let n = _mm256_sub_ps(t, _mm256_set1_ps(ROUND));
-    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693_359_4), x);
-    let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.121_944_4e-4), r);
-    let mut poly = _mm256_set1_ps(1.987_569_1e-4);
-    for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
-        poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(c));
+fn exp2x8(x: __m256) -> __m256 {
+    // The second operand unless the first is larger: a NaN x stays NaN.
+    let xc = _mm256_max_ps(_mm256_set1_ps(EXP2_MIN), x);
+    let t = _mm256_add_ps(xc, _mm256_set1_ps(EXP2_ROUND));
+    let f = _mm256_sub_ps(xc, _mm256_sub_ps(t, _mm256_set1_ps(EXP2_ROUND)));
+    let mut poly = _mm256_set1_ps(EXP2_POLY[0]);
+    for &c in &EXP2_POLY[1..] {
+        poly = _mm256_fmadd_ps(poly, f, _mm256_set1_ps(c));
     }
-    let e = _mm256_add_ps(_mm256_fmadd_ps(poly, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0));
-    // 2^n from the integer in t's low bits: (bits(t) - bits(ROUND) + 127) << 23.
-    let bias = _mm256_set1_epi32(127i32.wrapping_sub(ROUND.to_bits() as i32));
-    let pow2 = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(_mm256_castps_si256(t), bias)));
-    // Also zeroes x < -88 and -inf, whose t, n, r and pow2 are garbage (NaN fails the test).
-    let underflow = _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(-87.3));
-    _mm256_andnot_ps(underflow, _mm256_mul_ps(e, pow2))
+    _mm256_mul_ps(poly, _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_castps_si256(t))))
 }
 
 #[cfg(test)]
@@ -281,26 +272,26 @@ mod tests {
     }
 
     #[test]
-    fn exp_pass_matches_exp_f32_bit_for_bit() {
+    fn exp2_pass_matches_exp2_f32_bit_for_bit() {
         if !has_avx2() {
             return;
         }
-        let exp_f32 = super::super::exp_f32;
+        let exp2_f32 = super::super::exp2_f32;
         let mut x: Vec<f32> = (0..20_000).map(|i| -0.0071 * i as f32).collect();
-        x.extend([f32::NEG_INFINITY, -88.5, -87.31, -87.29, -1e30, 0.0, -0.0, -1e-30, f32::NAN]);
+        x.extend([f32::NEG_INFINITY, -127.5, -127.01, -126.99, -1e30, 0.0, -0.0, -1e-30, f32::NAN]);
         for m in [0.0f32, 3.5] {
             let input: Vec<f32> = x.iter().map(|v| v + m).collect();
             let mut got = input.clone();
             // SAFETY: AVX2 and FMA were detected.
-            assert!(unsafe { exp_sub_sum(&mut got, m) }.is_nan());
+            assert!(unsafe { exp2_sub_sum(&mut got, m) }.is_nan());
             for (g, &v) in got.iter().zip(&input) {
-                let want = exp_f32(v - m);
-                assert!(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()), "e^({v} - {m}): {g} vs {want}");
+                let want = exp2_f32(v - m);
+                assert!(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()), "2^({v} - {m}): {g} vs {want}");
             }
             let mut finite = input[..input.len() - 1].to_vec();
             // SAFETY: as above.
-            let sum = unsafe { exp_sub_sum(&mut finite, m) } as f64;
-            let want: f64 = input[..input.len() - 1].iter().map(|&v| exp_f32(v - m) as f64).sum();
+            let sum = unsafe { exp2_sub_sum(&mut finite, m) } as f64;
+            let want: f64 = input[..input.len() - 1].iter().map(|&v| exp2_f32(v - m) as f64).sum();
             assert!((sum - want).abs() <= 1e-5 * want, "{sum} vs {want}");
         }
     }
