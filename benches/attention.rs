@@ -137,7 +137,9 @@ fn bench_device(c: &mut Criterion, dev: &Device, dtypes: &[DType], shapes: &[Sha
 }
 
 /// The summed time of `iters` reps of `run` on candle's stream, each after an L2 flush and
-/// bracketed by CUDA events (the method of `triton.testing.do_bench`, which times torch).
+/// bracketed by CUDA events, all queued before one synchronize and read after it: the method
+/// of `triton.testing.do_bench`, which times torch. (A synchronize per rep, as `elapsed_ms`
+/// does, also lets the default memory pool trim between reps; it is not what do_bench times.)
 #[cfg(feature = "cuda")]
 fn cuda_rep_times(
     dev: &candle_core::CudaDevice,
@@ -150,15 +152,19 @@ fn cuda_rep_times(
     let flush = Tensor::zeros(64 << 20, DType::F32, &Device::Cuda(dev.clone()))?;
     let stream = dev.cuda_stream();
     let event_err = |e: cudarc::driver::DriverError| candle_core::Error::Msg(format!("CUDA event: {e:?}"));
-    let mut total_ms = 0f64;
+    let mut reps = Vec::with_capacity(iters as usize);
     for _ in 0..iters {
         flush.zero_set()?;
         let start = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
         black_box(run()?);
         let end = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
-        total_ms += start.elapsed_ms(&end).map_err(event_err)? as f64;
+        reps.push((start, end));
     }
     dev.synchronize()?;
+    let mut total_ms = 0f64;
+    for (start, end) in &reps {
+        total_ms += start.elapsed_ms(end).map_err(event_err)? as f64;
+    }
     Ok(Duration::from_secs_f64(total_ms / 1e3))
 }
 
