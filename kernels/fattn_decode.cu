@@ -349,11 +349,21 @@ __device__ __forceinline__ void store_block_rows(const DecodeParams& p, const fl
     if (p.num_splits > 1) combine_if_last<T, D>(p, b, kvh, row_group);
 }
 
+// The swizzle works on 128-byte groups of 8 chunks, so the dynamic shared memory must start on
+// 128 bytes. With __align__(16) it started after the static shared variables, at byte 656
+// (0x290): every chunk moved by one bank group, the cp.async shared stores conflicted and were
+// replayed, and each replay asked L2 for its sectors again. ncu on (32,32,8,1,4096): 33.6M L2
+// sector requests from the SMs instead of 16.8M, kernel 208.9 µs against 190.7 µs; do_bench
+// (H100) 109.2 / 65.8 / 14.7 / 195.3 / 31.8 µs at 1024-byte alignment against 117.2 / 71.3 /
+// 15.7 / 213.6 / 33.6 µs at 16 on the five bench rows. (The lab, which also includes
+// fattn_fwd.cu with its __align__(1024), had hidden this.)
+constexpr int kSmemAlign = 128;
+
 template <typename T, int D, bool kScoreMod, int kStages = Traits<D>::kStages>
 __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     using Tr = Traits<D, kStages>;
     using E = Elem<T>;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    extern __shared__ __align__(kSmemAlign) unsigned char smem_raw[];
     T* smem_q = reinterpret_cast<T*>(smem_raw);
     T* smem_kv = smem_q + kRows * D;
 
@@ -617,7 +627,7 @@ __device__ __forceinline__ void load4_f32(float* dst, const float* src, int vali
 template <int D, bool kScoreMod>
 __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
     using Tr = TraitsF32<D>;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
+    extern __shared__ __align__(kSmemAlign) unsigned char smem_raw[];
     float* smem_q = reinterpret_cast<float*>(smem_raw);  // [rows][D]
     float* smem_kv = smem_q + kRows * D;                  // per warp: K then V tile
     float* smem_p = smem_kv + kWarps * 2 * Tr::kTileFloats; // per warp: [rows][keys]
