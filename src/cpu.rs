@@ -206,18 +206,27 @@ struct Ctx<'a, T> {
     shared: Option<SharedKv>,
 }
 
-/// K transposed and V, in f32, laid out for gemm and the [`avx2`] kernels. Kᵀ is stored
-/// tile by tile: `kt[((kvb·n_tiles + j / KEYS_PER_TILE)·d + t)·KT_LD + j % KEYS_PER_TILE] =
-/// k[b, j, kvh, t]` with `kvb = b·hkv + kvh`, so that the `d` rows of one key tile's Kᵀ
-/// lie together (36 KiB at d = 64) instead of `d` pages apart; V is row by row:
-/// `v[(kvb·sk + j)·v_ld + c] = v[b, j, kvh, c]`. Both start on a 64-byte line. O(Sk·D) per
-/// kv head (the size of K and V themselves), never Sq×Sk.
+/// K transposed and V, in f32, laid out for gemm and the [`avx2`] kernels, one block per
+/// (batch, key tile of KEYS_PER_TILE keys, kv head), in that order. A block of Kᵀ holds
+/// `kt[t·KT_LD + jj] = k[b, j0 + jj, kvh, t]`, a block of V `v[jj·v_ld + c] = v[b, j0 + jj,
+/// kvh, c]`: the `d` rows of one tile's Kᵀ lie together (36 KiB at d = 64) instead of `d`
+/// pages apart, and one tile of every kv head is prepared from the same input pages, read
+/// once in order (prepared head by head, each page was visited once per head, and the
+/// preparation took 5–9 ms of a 150 ms call on 2 threads). Blocks start on a 64-byte line.
+/// O(Sk·D) per kv head (the size of K and V themselves), never Sq×Sk.
 struct SharedKv {
     kt: PooledBuffer,
-    n_tiles: usize,
     v: PooledBuffer,
     v_ld: usize,
+    kv_heads: usize,
+    n_tiles: usize,
+    head_dim: usize,
 }
+
+/// Keys transposed together: each Kᵀ row gets 32 contiguous bytes at a time rather than
+/// one float, so that the `d` destination lines of the kv heads of a tile (64 KiB at 16
+/// heads, d = 64) are not each written 8 times over.
+const TRANSPOSE_KEYS: usize = 8;
 
 /// The row stride of a stored Kᵀ tile.
 const KT_LD: usize = padded_stride(KEYS_PER_TILE);
@@ -288,35 +297,49 @@ impl std::ops::DerefMut for PooledBuffer {
 
 impl SharedKv {
     fn new<T: Element>(p: &Problem, k: &Input<'_, T>, v: &Input<'_, T>) -> Self {
-        let (sk, d) = (p.seq_k, p.head_dim);
+        let (sk, d, hkv) = (p.seq_k, p.head_dim, p.kv_heads);
         let (n_tiles, v_ld) = (sk.div_ceil(KEYS_PER_TILE), padded_stride(d));
-        let tile_len = d * KT_LD;
-        let mut kt = PooledBuffer::take(&KT_POOL, p.batch * p.kv_heads * n_tiles * tile_len);
-        kt.par_chunks_mut(n_tiles * tile_len).enumerate().for_each(|(bh, kt)| {
-            let (b, kvh) = (bh / p.kv_heads, bh % p.kv_heads);
-            let mut row = [0f32; crate::MAX_HEAD_DIM];
-            for (tile, kt) in kt.chunks_exact_mut(tile_len).enumerate() {
-                let j0 = tile * KEYS_PER_TILE;
-                let jb = KEYS_PER_TILE.min(sk - j0);
-                for jj in 0..jb {
-                    T::to_f32(k.row(b, j0 + jj, kvh, d), &mut row[..d]);
-                    for (t, &x) in row[..d].iter().enumerate() {
-                        kt[t * KT_LD + jj] = x;
+        let (kt_block, v_block) = (d * KT_LD, KEYS_PER_TILE * v_ld);
+        let mut kt = PooledBuffer::take(&KT_POOL, p.batch * n_tiles * hkv * kt_block);
+        let mut vf = PooledBuffer::take(&V_POOL, p.batch * n_tiles * hkv * v_block);
+        let tiles = kt.par_chunks_mut(hkv * kt_block).zip(vf.par_chunks_mut(hkv * v_block));
+        tiles.enumerate().for_each(|(bt, (kt, vf))| {
+            let (b, j0) = (bt / n_tiles, (bt % n_tiles) * KEYS_PER_TILE);
+            let jb = KEYS_PER_TILE.min(sk - j0);
+            let mut rows = [[0f32; crate::MAX_HEAD_DIM]; TRANSPOSE_KEYS];
+            for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
+                let keys = TRANSPOSE_KEYS.min(jb - g0);
+                for (kvh, (kt, vf)) in kt.chunks_exact_mut(kt_block).zip(vf.chunks_exact_mut(v_block)).enumerate() {
+                    for (jj, row) in (g0..g0 + keys).zip(&mut rows) {
+                        T::to_f32(k.row(b, j0 + jj, kvh, d), &mut row[..d]);
+                        T::to_f32(v.row(b, j0 + jj, kvh, d), &mut vf[jj * v_ld..][..d]);
+                    }
+                    for (t, dst) in kt.chunks_exact_mut(KT_LD).enumerate() {
+                        for (x, row) in dst[g0..g0 + keys].iter_mut().zip(&rows) {
+                            *x = row[t];
+                        }
                     }
                 }
-                // The last tile's missing keys, which the score kernel's last 16-key block
-                // reads.
-                kt.chunks_exact_mut(KT_LD).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
             }
+            // The last tile's missing keys, which the score kernel's last 16-key block reads.
+            kt.chunks_exact_mut(KT_LD).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
         });
-        let mut vf = PooledBuffer::take(&V_POOL, p.batch * p.kv_heads * sk * v_ld);
-        vf.par_chunks_mut(sk * v_ld).enumerate().for_each(|(bh, vf)| {
-            let (b, kvh) = (bh / p.kv_heads, bh % p.kv_heads);
-            for (j, dst) in vf.chunks_exact_mut(v_ld).enumerate() {
-                T::to_f32(v.row(b, j, kvh, d), &mut dst[..d]);
-            }
-        });
-        Self { kt, n_tiles, v: vf, v_ld }
+        Self { kt, v: vf, v_ld, kv_heads: hkv, n_tiles, head_dim: d }
+    }
+
+    /// The index of the block of keys `j0..` (a multiple of KEYS_PER_TILE) of kv head `kvh`.
+    fn block(&self, b: usize, kvh: usize, j0: usize) -> usize {
+        (b * self.n_tiles + j0 / KEYS_PER_TILE) * self.kv_heads + kvh
+    }
+
+    /// Kᵀ of keys `j0..`: `d` rows of KEYS_PER_TILE keys at stride KT_LD.
+    fn kt_tile(&self, b: usize, kvh: usize, j0: usize) -> *const f32 {
+        self.kt[self.block(b, kvh, j0) * self.head_dim * KT_LD..].as_ptr()
+    }
+
+    /// V of keys `j0..`: KEYS_PER_TILE rows of `d` at stride `v_ld`.
+    fn v_tile(&self, b: usize, kvh: usize, j0: usize) -> *const f32 {
+        self.v[self.block(b, kvh, j0) * KEYS_PER_TILE * self.v_ld..].as_ptr()
     }
 }
 
@@ -605,13 +628,12 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
             continue; // no row sees this tile
         }
 
-        let (kvb, sk) = (it.b * p.kv_heads + it.kvh, p.seq_k);
         // Decode-like items (few rows, one query block) stream K and V once: dot products
         // and axpys straight off the rows, no transposition or packing.
         let direct = rows <= DIRECT_MAX_ROWS && ctx.shared.is_none();
         'scores: {
             if let Some(shared) = &ctx.shared {
-                let kt = shared.kt[(kvb * shared.n_tiles + j0 / keys) * d * KT_LD..].as_ptr();
+                let kt = shared.kt_tile(it.b, it.kvh, j0);
                 #[cfg(target_arch = "x86_64")]
                 if AVX2 && d.is_multiple_of(8) {
                     // SAFETY: the caller has AVX2 and FMA; Q holds rows × d; the Kᵀ tile has d
@@ -691,7 +713,7 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
         }
 
         let (v_ptr, v_stride) = match &ctx.shared {
-            Some(shared) => (shared.v[(kvb * sk + j0) * shared.v_ld..].as_ptr(), shared.v_ld),
+            Some(shared) => (shared.v_tile(it.b, it.kvh, j0), shared.v_ld),
             None => kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v),
         };
         if direct {
@@ -711,8 +733,8 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
         #[cfg(target_arch = "x86_64")]
         if AVX2 && d.is_multiple_of(8) && ctx.shared.is_some() {
             // SAFETY: the caller has AVX2 and FMA; d is a multiple of 8; acc holds rows × d,
-            // corr rows; P (in S) rows × S_LD with jb ≤ S_LD; the V tile is jb rows of d at
-            // v_stride inside `shared.v` (j0 + jb ≤ sk).
+            // corr rows; P (in S) rows × S_LD with jb ≤ S_LD; the V tile is jb ≤ KEYS_PER_TILE
+            // rows of d at v_stride inside its block of `shared.v`.
             unsafe { avx2::accumulate(&mut sc.acc, &sc.corr, d, rows, sc.s.as_ptr(), v_ptr, v_stride, jb) };
             continue;
         }
@@ -720,7 +742,7 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
         // Oᵀ (d × rows) += Vᵀ (d × jb) · Pᵀ (jb × rows): V rows, P rows and the accumulator
         // rows are all column-major operands for gemm, so again nothing is packed.
         // SAFETY: acc holds rows × d; P (in S) rows × ld; the V tile is jb rows of d at
-        // v_stride inside its buffer (`kv_tile`, or `shared.v` with j0 + jb ≤ sk).
+        // v_stride inside its buffer (`kv_tile`, or its block of `shared.v`).
         unsafe {
             gemm(
                 d, rows, jb,
