@@ -7,7 +7,12 @@
 
 #include "../fattn_decode.cu"
 
+#include <cuda.h>
 #include <cuda_runtime.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include <algorithm>
 
@@ -33,6 +38,35 @@ extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) lab_bf16_d1
 }
 static int g_variant = 0;
 extern "C" void lab_set_variant(int v) { g_variant = v; }
+
+// Launch-path experiment: the bf16 D=128 kernel from an image loaded through the driver API,
+// as candle loads the crate's PTX (cuModuleLoadData; mode 0), or through cuLibraryLoadData
+// (mode 1), instead of the runtime's registered fatbin.
+static CUfunction g_drv_fn = nullptr;
+extern "C" int lab_drv_load(const char* path, int mode) {
+    std::ifstream f(path, std::ios::binary);
+    static std::string image;
+    image.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    image.push_back('\0');
+    cudaFree(0);
+    CUresult r;
+    if (mode == 0) {
+        CUmodule m;
+        if ((r = cuModuleLoadData(&m, image.data())) != CUDA_SUCCESS) return 100 + (int)r;
+        if ((r = cuModuleGetFunction(&g_drv_fn, m, "fattn_decode_bf16_d128")) != CUDA_SUCCESS) return 200 + (int)r;
+    } else {
+        CUlibrary lib;
+        CUkernel k;
+        if ((r = cuLibraryLoadData(&lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0)) != CUDA_SUCCESS)
+            return 300 + (int)r;
+        if ((r = cuLibraryGetKernel(&k, lib, "fattn_decode_bf16_d128")) != CUDA_SUCCESS) return 400 + (int)r;
+        if ((r = cuKernelGetFunction(&g_drv_fn, k)) != CUDA_SUCCESS) return 500 + (int)r;
+    }
+    const int smem = fattn_decode::Traits<128>::kSmemElems * 2;
+    if ((r = cuFuncSetAttribute(g_drv_fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)) != CUDA_SUCCESS)
+        return 600 + (int)r;
+    return 0;
+}
 
 static KernelFn pick(int dtype, int dim, bool mod, int* smem, int* d_inst) {
     *d_inst = dim <= 64 ? 64 : dim <= 128 ? 128 : 256;
@@ -162,6 +196,12 @@ extern "C" int lab_decode(int dtype, const void* q, const void* k, const void* v
         p.tile_counters = counters;
     }
     dim3 grid(p.num_splits, hkv * p.row_groups, b);
+    if (g_drv_fn && fn == fattn_decode_bf16_d128) {
+        void* args[] = {&p};
+        CUresult r = cuLaunchKernel(g_drv_fn, grid.x, grid.y, grid.z, fattn_decode::kThreads, 1, 1, smem, st, args, nullptr);
+        if (r != CUDA_SUCCESS) return 7000 + (int)r;
+        return 0;
+    }
     fn<<<grid, fattn_decode::kThreads, smem, st>>>(p);
     if ((e = cudaGetLastError()) != cudaSuccess) return 4000 + (int)e;
     return 0;

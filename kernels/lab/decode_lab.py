@@ -287,6 +287,8 @@ def main():
                     help="check only cases with head dim <= this (racecheck fails on the D = 256 instance)")
     ap.add_argument("--crossover", action="store_true", help="also time sq 8..128 against torch")
     ap.add_argument("--rep-ms", type=int, default=200)
+    ap.add_argument("--drv-image", default="", help="launch the bf16 D=128 kernel from this PTX/cubin via the driver API")
+    ap.add_argument("--drv-mode", type=int, default=0, help="0: cuModuleLoadData, 1: cuLibraryLoadData")
     ap.add_argument("--log", default=None)
     ap.add_argument("--sweep", default="", help="comma-separated split counts to time besides auto")
     args = ap.parse_args()
@@ -302,6 +304,11 @@ def main():
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     lab = Lab(args.lib)
     lab.lib.lab_set_variant(args.variant)
+    if args.drv_image:
+        rc = lab.lib.lab_drv_load(args.drv_image.encode(), args.drv_mode)
+        log(f"driver-API image {args.drv_image} mode {args.drv_mode}: rc {rc}")
+        if rc:
+            return 2
     log(f"variant {args.variant}")
     fails = 0
     only = {int(x) for x in args.only.split(",") if x}

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Read-bandwidth ceiling for the decode rows (kernels/lab/stream_lab.cu), timed as the decode
+lab and torch are timed: triton.testing.do_bench median, L2 flushed before each rep.
+
+    python3 kernels/lab/stream_lab.py --lib .decode-lab/libstream_lab.so
+"""
+
+import argparse
+import ctypes
+import time
+
+import torch
+import triton.testing
+
+# The K+V bytes of the two long decode rows: (8,32,8,1,8192,128) and (1,32,8,1,32768,128), bf16.
+ROWS = {"(8,32,8,1,8192)": 2 * 8 * 8192 * 8 * 128 * 2, "(1,32,8,1,32768)": 2 * 1 * 32768 * 8 * 128 * 2}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--rep-ms", type=int, default=100)
+    ap.add_argument("--stream", default="default", help="placement: run on default | created | per-thread")
+    ap.add_argument("--placement", default="", help="decode lab .so: time it on K/V in torch, pool and cudaMalloc memory")
+    args = ap.parse_args()
+    lib = ctypes.CDLL(args.lib)
+    lib.lab_stream.restype = ctypes.c_int
+    lib.lab_stream.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong] + [ctypes.c_int] * 4 + [ctypes.c_void_p]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"device {torch.cuda.get_device_name()} ({sms} SMs) {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+
+    if args.placement:
+        st = {"default": None, "created": torch.cuda.Stream(), "per-thread": torch.cuda.ExternalStream(2)}[args.stream]
+        print("stream", args.stream)
+        if st is None:
+            return placement(lib, args)
+        with torch.cuda.stream(st):
+            return placement(lib, args)
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=50, rep=args.rep_ms, return_mode="median")
+    print(f"copy 1 GiB: {2 * src.numel() / (ms * 1e-3) / 1e9:.0f} GB/s (read + write)")
+    del src, dst
+
+    for name, nbytes in ROWS.items():
+        buf = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_()
+        stream = torch.cuda.current_stream().cuda_stream
+        configs = []
+        for blocks in (sms, 2 * sms, 4 * sms, 8 * sms):
+            for threads in (256, 512, 1024):
+                for unroll in (4, 8):
+                    if threads == 1024 and unroll == 8:
+                        continue
+                    configs.append(("ldg slices", 0, blocks, threads, unroll, 0))
+        heads = 8
+        for splits in (4, 8, 16, 33, 66):
+            for threads in (128, 256):
+                for unroll in (1, 2):
+                    configs.append(("ldg decode", 1, splits, threads, unroll, heads))
+        for blocks in (sms, 2 * sms):
+            for chunk, stages in ((4096, 8), (8192, 4), (8192, 8), (16384, 4), (16384, 6), (32768, 3)):
+                if blocks == 2 * sms and chunk * stages > 100 * 1024:
+                    continue
+                configs.append(("bulk", 2, blocks, chunk, stages, 0))
+        best = None
+        for label, mode, a, b, c, h in configs:
+            rc = lib.lab_stream(mode, buf.data_ptr(), nbytes, a, b, c, h, stream)
+            if rc != 0:
+                print(f"  {label} ({a},{b},{c}) rc {rc}")
+                continue
+            ms = triton.testing.do_bench(lambda: lib.lab_stream(mode, buf.data_ptr(), nbytes, a, b, c, h, stream),
+                                         warmup=20, rep=args.rep_ms, return_mode="median")
+            gbs = nbytes / (ms * 1e-3) / 1e9
+            print(f"{name} {label:10s} a={a:5d} b={b:6d} c={c:2d}: {ms * 1e3:7.1f} us {gbs:5.0f} GB/s")
+            if best is None or ms < best[0]:
+                best = (ms, label, a, b, c)
+        print(f"BEST {name}: {best[0] * 1e3:.1f} us = {nbytes / (best[0] * 1e-3) / 1e9:.0f} GB/s ({best[1]} {best[2:]})")
+        del buf
+        torch.cuda.empty_cache()
+
+
+class Raw:
+    """A device buffer from the lab's allocators, shaped like a contiguous torch tensor."""
+
+    def __init__(self, ptr, like):
+        self.ptr, self.shape, self._stride, self.dtype = ptr, like.shape, like.stride(), like.dtype
+
+    def data_ptr(self):
+        return self.ptr
+
+    def stride(self):
+        return self._stride
+
+
+def placement(lib, args):
+    """The decode kernel and the stream reader on the same K/V bytes in three placements."""
+    import math
+    import sys
+    import os
+    sys.path.insert(0, os.path.dirname(__file__))
+    from decode_lab import BENCH, Lab
+    lab = Lab(args.placement)
+    stream = torch.cuda.current_stream().cuda_stream
+    lib.lab_malloc_async.restype = ctypes.c_void_p
+    lib.lab_malloc_async.argtypes = [ctypes.c_longlong, ctypes.c_void_p]
+    lib.lab_malloc.restype = ctypes.c_void_p
+    lib.lab_malloc.argtypes = [ctypes.c_longlong]
+    lib.lab_copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong]
+    for (b, h, hkv, sq, sk, d) in BENCH[:2] + BENCH[3:4]:
+        q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+        out = torch.empty_like(q)
+        nbytes = k.numel() * 2
+        scale, wr = 1.0 / math.sqrt(d), (0 if sq > 1 else -1)
+        res = {}
+        for where in ("torch", "pool", "torch again"):
+            if where in ("torch", "torch again"):
+                kk, vv = k, v
+            elif where == "f32->bf16":
+                kk = torch.randn(k.shape, device="cuda").to(torch.bfloat16)
+                vv = torch.randn(v.shape, device="cuda").to(torch.bfloat16)
+            elif where == "zeros":
+                kk, vv = torch.zeros_like(k), torch.zeros_like(v)
+            else:
+                alloc = (lambda n: lib.lab_malloc_async(n, stream)) if where == "pool" else lib.lab_malloc
+                pk, pv = alloc(nbytes), alloc(nbytes)
+                assert pk and pv, where
+                lib.lab_copy(pk, k.data_ptr(), nbytes)
+                lib.lab_copy(pv, v.data_ptr(), nbytes)
+                kk, vv = Raw(pk, k), Raw(pv, v)
+            lab.run(q, kk, vv, out, scale, 0.0, -1, wr, None, 0)
+            ms = triton.testing.do_bench(lambda: lab.run(q, kk, vv, out, scale, 0.0, -1, wr, None, 0),
+                                         warmup=50, rep=args.rep_ms, return_mode="median")
+            rd = triton.testing.do_bench(lambda: lib.lab_stream(1, kk.data_ptr(), nbytes, 66, 256, 2, hkv, stream),
+                                         warmup=20, rep=args.rep_ms, return_mode="median")
+            res[where] = (ms, rd)
+        print(f"({b},{h},{hkv},{sq},{sk},{d}) " + "  ".join(
+            f"{w}: decode {ms * 1e3:.1f} us, read K {rd * 1e3:.1f} us" for w, (ms, rd) in res.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main()
