@@ -195,52 +195,83 @@ pub(super) fn forward(
     }
 }
 
-thread_local! {
-    /// The split kernel's per-tile arrival counters, one buffer per stream this thread has
-    /// launched a split decode on. Every launch leaves its counters at zero (the last block of
-    /// each tile resets its own), so a buffer is zeroed once, when it is allocated, and never
-    /// again. Launches that share a buffer run in order: they come from one thread and one
-    /// `CudaStream`, and a candle device's stream is either its own stream or the calling
-    /// thread's per-thread default stream (`Device::new_cuda`), so launches from different
-    /// threads, which may run concurrently, never share counters.
-    static TILE_COUNTERS: RefCell<Vec<CudaSlice<u32>>> = const { RefCell::new(Vec::new()) };
+/// A split launch's scratch on one stream: `counters` tile arrival counters (u32) at the start,
+/// then room for `partial_words` f32 partials (acc, then (max, sum) pairs).
+struct Workspace {
+    buf: CudaSlice<u32>,
+    counters: usize,
 }
 
-/// Calls `launch` with the device address of at least `len` zeroed tile counters for `stream`
-/// (`dev`'s stream), allocating or growing this thread's buffer for it first. The buffer's
-/// stream guard is held until `launch` has queued the kernel.
-fn with_tile_counters<R>(
+impl Workspace {
+    /// Where the partials start: the counters rounded up to 16 bytes (the combine reads float4).
+    fn partials_offset(counters: usize) -> usize {
+        counters.next_multiple_of(4)
+    }
+    fn fits(&self, counters: usize, partial_words: usize) -> bool {
+        counters <= self.counters && Self::partials_offset(self.counters) + partial_words <= self.buf.len()
+    }
+}
+
+thread_local! {
+    /// One split-launch workspace per stream this thread has launched a split decode on. The
+    /// counters are zeroed once, when the buffer is allocated: every launch leaves them at zero
+    /// (the last block of each tile resets its own). The partials need no zeroing: every split
+    /// block writes its slots before the last block of its tile reads them. Launches that share
+    /// a workspace run in order: they come from one thread and one `CudaStream`, and a candle
+    /// device's stream is either its own stream or the calling thread's per-thread default
+    /// stream (`Device::new_cuda`), so launches from different threads, which may run
+    /// concurrently, never share one. Its size is bounded: `split_keys` keeps splits × tiles
+    /// within the blocks resident at once and a tile has ≤ 16 rows, so there are at most 16
+    /// partial rows per resident block (about 2.2 MB of partials on an H100, every instance).
+    static WORKSPACES: RefCell<Vec<Workspace>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Calls `launch` with the device addresses of at least `counters` zeroed tile counters and
+/// `partial_words` f32 words of partials for `stream` (`dev`'s stream), allocating or growing
+/// this thread's workspace for it first. Reusing it saves two allocations and two frees per
+/// decode step. The buffer's stream guard is held until `launch` has queued the kernel.
+fn with_workspace<R>(
     dev: &CudaDevice,
     stream: &Arc<CudaStream>,
-    len: usize,
-    launch: impl FnOnce(u64) -> Result<R>,
+    counters: usize,
+    partial_words: usize,
+    launch: impl FnOnce(u64, u64) -> Result<R>,
 ) -> Result<R> {
-    TILE_COUNTERS.with(|cell| {
-        let Ok(mut bufs) = cell.try_borrow_mut() else {
-            bail!("fused-attn decode: tile counters re-entered on one thread")
+    WORKSPACES.with(|cell| {
+        let Ok(mut spaces) = cell.try_borrow_mut() else {
+            bail!("fused-attn decode: workspace re-entered on one thread")
         };
         // A buffer whose stream only it still holds belongs to a device that is gone.
-        bufs.retain(|b| Arc::strong_count(b.stream()) > 1);
-        let at = match bufs.iter().position(|b| Arc::ptr_eq(b.stream(), stream)) {
-            Some(at) if bufs[at].len() >= len => at,
+        spaces.retain(|w| Arc::strong_count(w.buf.stream()) > 1);
+        let at = match spaces.iter().position(|w| Arc::ptr_eq(w.buf.stream(), stream)) {
+            Some(at) if spaces[at].fits(counters, partial_words) => at,
             found => {
-                // Zeroed on `stream`, before any kernel that uses it; the buffer it replaces
-                // is freed on that stream after the kernels queued so far.
-                let fresh = dev.alloc_zeros::<u32>(len.next_power_of_two().max(256))?;
+                // Grown to cover this call and every earlier one on the stream. Zeroed on
+                // `stream`, before any kernel that uses it; the buffer it replaces is freed on
+                // that stream after the kernels queued so far.
+                let (old_counters, old_partials) = found.map_or((0, 0), |at| {
+                    let old = &spaces[at];
+                    (old.counters, old.buf.len() - Workspace::partials_offset(old.counters))
+                });
+                let counters = counters.max(old_counters).next_power_of_two().max(256);
+                let len = Workspace::partials_offset(counters) + partial_words.max(old_partials);
+                let fresh = Workspace { buf: dev.alloc_zeros::<u32>(len)?, counters };
                 match found {
                     Some(at) => {
-                        bufs[at] = fresh;
+                        spaces[at] = fresh;
                         at
                     }
                     None => {
-                        bufs.push(fresh);
-                        bufs.len() - 1
+                        spaces.push(fresh);
+                        spaces.len() - 1
                     }
                 }
             }
         };
-        let (ptr, _guard) = bufs[at].device_ptr_mut(stream);
-        launch(ptr)
+        let space = &mut spaces[at];
+        let offset = Workspace::partials_offset(space.counters) as u64 * 4;
+        let (ptr, _guard) = space.buf.device_ptr_mut(stream);
+        launch(ptr, ptr + offset)
     })
 }
 
@@ -287,38 +318,23 @@ fn launch<T: CudaDType + DeviceRepr>(
     // by the one block that owns it (one split) or by the last split block of its tile
     // (several), zeros for rows that see no key.
     let mut out = unsafe { dev.alloc::<T>(rows_total * p.head_dim) }?;
-    // SAFETY: every split block writes its (split, row) slots of both buffers (all `d_inst`
-    // dims of a partial row) before it counts itself in on the tile counter; the last block of
-    // a tile reads them only after every split of the tile has counted in.
-    let mut partials = if num_splits > 1 {
-        let o = unsafe { dev.alloc::<f32>(num_splits * rows_total * d_inst) }?;
-        let ml = unsafe { dev.alloc::<f32>(num_splits * rows_total * 2) }?;
-        Some((o, ml))
-    } else {
-        None
-    };
+    // Partials of a split launch: [splits][rows_total][d_inst] acc, then [splits][rows_total][2].
+    let partial_acc_words = num_splits * rows_total * d_inst;
+    let partial_words = partial_acc_words + num_splits * rows_total * 2;
 
     let alibi_storage = alibi.map(|t| t.storage_and_layout());
     let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
 
     {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
-        let (po_ptr, pml_ptr, _partial_guards) = match partials.as_mut() {
-            Some((o, ml)) => {
-                let (po, go) = o.device_ptr_mut(&stream);
-                let (pml, gml) = ml.device_ptr_mut(&stream);
-                (po, pml, Some((go, gml)))
-            }
-            None => (0, 0, None),
-        };
         let d = p.head_dim;
         let params = DecodeParams {
             q: qt.ptr,
             k: kt.ptr,
             v: vt.ptr,
             out: o_ptr,
-            partial_o: po_ptr,
-            partial_ml: pml_ptr,
+            partial_o: 0,
+            partial_ml: 0,
             tile_counters: 0,
             alibi: alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
             q_stride_b: qt.strides.batch as i64,
@@ -357,29 +373,34 @@ fn launch<T: CudaDType + DeviceRepr>(
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: smem,
         };
-        let launch_split = |tile_counters: u64| -> Result<()> {
-            let params = DecodeParams { tile_counters, ..params };
+        let launch_split = |params: DecodeParams| -> Result<()> {
             let mut builder = stream.launch_builder(&func);
             builder.arg(&params);
             // SAFETY: the kernel's one argument is `DecodeParams` by value, matching its C++
             // signature (size asserted on both sides). Its pointers are live device allocations
-            // held by q, k, v, `out`, the partials, the tile counters (`pairs` of them, zero,
-            // one per (batch, grid y) tile) and the alibi storage for the whole call; the
-            // strides and sizes describe them (validated by `crate::validate`), and the grid is
-            // (splits, kv heads × row groups, batch) as the kernel indexes it.
+            // held by q, k, v, `out`, the workspace (with splits: `pairs` zero tile counters, one
+            // per (batch, grid y) tile, and `partial_words` f32 that every split block writes
+            // before the last block of its tile reads them) and the alibi storage for the whole
+            // call; the strides and sizes describe them (validated by `crate::validate`), and
+            // the grid is (splits, kv heads × row groups, batch) as the kernel indexes it.
             unsafe { builder.launch(cfg) }.w()?;
             Ok(())
         };
         if num_splits > 1 {
-            with_tile_counters(dev, &stream, pairs, launch_split)?;
+            with_workspace(dev, &stream, pairs, partial_words, |counters, partials| {
+                launch_split(DecodeParams {
+                    tile_counters: counters,
+                    partial_o: partials,
+                    partial_ml: partials + partial_acc_words as u64 * 4,
+                    ..params
+                })
+            })?;
         } else {
-            launch_split(0)?;
+            launch_split(params)?;
         }
     }
     drop(alibi_ptr);
     drop((qt, kt, vt));
-    // Freed on the stream, after the kernel that uses them.
-    drop(partials);
     Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
 }
 
