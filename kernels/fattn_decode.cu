@@ -36,13 +36,14 @@
 // first, 4 stages at 1 block/SM are within 2.5 % either way and 2 stages at 3 blocks/SM
 // 0-2 % slower.
 //
-// Measured (H100, kernels/lab/README.md, bf16, D=128, median with L2 flushed, one run with
-// torch 2.11 SDPA): 109.4 / 65.3 / 14.7 / 195.0 / 30.8 µs on (8,32,8,1,8192),
-// (1,32,8,1,32768), (1,32,8,1,2048), (32,32,8,1,4096), (1,32,8,4,8192): 1.02x, 1.02x, 1.01x,
-// 1.03x cuDNN's time on the sq = 1 rows and 5.9x faster than cuDNN on the sq = 4 row. Against
-// the two-launch version (split kernel + combine kernel), same GPU: 111.6 / 69.0 / 18.9 /
-// 195.3 / 35.4 µs. What is left to cuDNN is the streaming loop (ncu: its split kernel reads
-// (8,32,8,1,8192) in 92 µs, ours with the combine in 100-102 µs), not the combine.
+// Measured through the crate (H100, bf16, D=128, criterion medians timed like do_bench, torch
+// 2.11 SDPA in the same run, docs/results/h100-2026-11-22-session3.md run B): 109.9 / 66.5 /
+// 15.5 / 195.5 / 31.9 µs on (8,32,8,1,8192), (1,32,8,1,32768), (1,32,8,1,2048),
+// (32,32,8,1,4096), (1,32,8,4,8192): 1.01x, 1.03x, 1.05x, 1.03x cuDNN's time on the sq = 1 rows
+// and 3.1x faster than cuDNN on the sq = 4 row; 2442 and 2019 GB/s of K+V on the two long
+// rows, where a pure read of the same bytes tops out at 2672 and 2479 GB/s
+// (kernels/lab/stream_lab.cu). What is left to cuDNN is the streaming loop (ncu: its split
+// kernel reads (8,32,8,1,8192) in 92 µs, ours with the combine in 100-102 µs), not the combine.
 
 #include "fattn_common.cuh"
 
