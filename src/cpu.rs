@@ -13,10 +13,10 @@
 //! and a merge rescales and adds them.
 //!
 //! **Per key tile.** `S = Q Kᵀ`, the online softmax, then `acc = corr·acc + P V`. When
-//! several query blocks reuse each key (prefill), K is transposed (tile by tile, so that
-//! one key tile's Kᵀ is contiguous) and V (f16/bf16: converted; f32: copied) once per call
-//! into padded-stride, line-aligned f32 buffers, O(Sk·D), kept from one call to the next
-//! so that their pages are not faulted in again. On CPUs
+//! several query blocks reuse each key (prefill), K is transposed and V (f16/bf16:
+//! converted; f32: copied) once per call into padded-stride, line-aligned f32 blocks of
+//! one key tile each ([`SharedKv`]), O(Sk·D), in buffers kept from one call to the next so
+//! that their pages are not faulted in again. On CPUs
 //! with AVX2 + FMA, and `d % 8 == 0`, the two products of such items run in the
 //! hand-written 6×16 register-blocked kernels of [`avx2`], which also hold the softmax's
 //! row max and `exp` passes: gemm's per-call dispatch and planning cost about as much as
@@ -39,8 +39,10 @@
 //! 96 and 192 rows gave 61.5, 60.5 and 60.5 ms single-thread at (1,4,4,2048,2048,64)
 //! (CPU time, min of 5 alternating runs): no reason to change. Measured on the 2-core dev
 //! machine (AMD EPYC Zen 3, 2.45 GHz base, about 3.1 GHz under load; AVX2 + FMA, no
-//! AVX-512). There the AVX2 kernels run at about 95% of the FMA peak; the softmax takes
-//! about 14% of the time and the rest (conversions, buffers, rayon) about 12%.
+//! AVX-512). There, single-thread at (1,16,16,2048,2048,64) f32 (perf samples), the AVX2
+//! kernels take about 80% of the time at about 93% of the FMA peak (a register-only FMA
+//! loop runs at 101 GFLOP/s per core, 2 × 101 on both), the softmax about 12–13%,
+//! preparing K/V about 2% and the rest (Q and output copies, rayon) about 5%.
 //!
 //! **History** (same shape, same machine, noisy). Per-row scalar loop (interim): not
 //! timed. Tiles through gemm with row-major operands: 420 ms on 2 threads, 30% of the
@@ -52,7 +54,18 @@
 //! medians from 145 to 198 ms over a dozen runs in one hour (f32 154–198 ms, 87–112
 //! GFLOP/s; bf16 145–181 ms), moving together with the decode row (4.3–7.3 ms), so with
 //! the host rather than the guest's load (0–1.3); single-thread, the call costs 252 ms of
-//! CPU (4 × 63 ms at (1,4,4,2048,2048,64)), 126 ms on two uncontended cores.
+//! CPU (4 × 63 ms at (1,4,4,2048,2048,64)), 126 ms on two uncontended cores. Then, each
+//! step measured single-thread at (1,16,16,2048,2048,64) f32 against the previous one in
+//! interleaved runs: K/V buffers kept across calls (about 3k page faults per call fewer:
+//! their preparation 25–32 → 9–13 ms); Kᵀ stored tile by tile (min of 5 calls 254–263 →
+//! 238–247 ms); softmax in base 2 (its share of the samples 15.5–16.5% → 11–13%); K/V
+//! prepared tile by tile for all kv heads, 8 keys at once (2.4–3.1 ms on 2 threads, from
+//! 4.8–9). Criterion, interleaved with the version before these steps in the same
+//! window: 160–170 ms against 190–195 ms. Tried without a measurable gain: Estrin's form
+//! for the `2^x` polynomial (shorter dependency chain), 96 or 192 rows per item (a quarter
+//! of the K/V traffic), 24 rows (double: about 3% slower), software prefetch of the next
+//! S row or of the next Kᵀ / V column slices (slower), per-row scalar work moved out of
+//! the softmax loop.
 
 use candle_core::{backend::BackendStorage, bail, CpuStorage, Layout, Result, WithDType};
 use gemm::{gemm, Parallelism};
@@ -896,7 +909,7 @@ fn add_alibi(x: &mut [f32], slope: f32, dist0: f32) {
 
 /// `2^x = 2^n · 2^f` with `n = round(x)` and `f = x - n` in [-1/2, 1/2] (exact), and `2^f`
 /// the degree-6 polynomial of Cephes `exp2f`, in Horner form.
-const EXP2_POLY: [f32; 7] = [1.535_336_2e-4, 1.339_887_4e-3, 9.618_437_4e-3, 5.550_332_5e-2, 2.402_264_8e-1, 6.931_472e-1, 1.0];
+const EXP2_POLY: [f32; 7] = [1.535_336_2e-4, 1.339_887_4e-3, 9.618_438e-3, 5.550_332_5e-2, 2.402_264_8e-1, 6.931_472e-1, 1.0];
 /// `1.5·2^23 + 127`: adding it to x rounds x to the integer n held in the low mantissa
 /// bits, biased by 127, so that shifting those bits into the exponent field gives `2^n`.
 const EXP2_ROUND: f32 = 12_583_039.0;
