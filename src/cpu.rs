@@ -33,11 +33,18 @@
 //! row of the item can see are skipped; mask arithmetic runs only on tiles that some row
 //! sees partially.
 //!
-//! **Tiles.** 48 rows per item × 128 keys per tile (a d = 64 Kᵀ tile is 32 KiB, the L1).
-//! With gemm, 48 rows was its limit for streaming an unpacked operand (packing cost 13% at
-//! 96 rows) and 64–256 keys were within noise of each other. With the AVX2 kernels, 48,
-//! 96 and 192 rows gave 61.5, 60.5 and 60.5 ms single-thread at (1,4,4,2048,2048,64)
-//! (CPU time, min of 5 alternating runs): no reason to change. Measured on the 2-core dev
+//! **Tiles.** 48 rows per item × 256 keys per tile (a d = 64 Kᵀ tile is 68 KiB, the S tile
+//! 51 KiB: both in L2; the kernels' column slices, 4 and 8 KiB, in L1). With gemm, 48
+//! rows was its limit for streaming an unpacked operand (packing cost 13% at 96 rows) and
+//! 64–256 keys were within noise of each other. With the AVX2 kernels, 48, 96 and 192 rows
+//! gave 61.5, 60.5 and 60.5 ms single-thread at (1,4,4,2048,2048,64) (CPU time, min of 5
+//! alternating runs): no reason to change. 256 keys rather than 128 halve the per-row,
+//! per-tile work of the online softmax and the accumulator's reload and rescale: at
+//! (1,16,16,2048,2048,64) f32 single-thread the min of 5 calls went from 247–286 to
+//! 226–257 ms (6 interleaved rounds), the softmax's share of the samples from 14.1–14.4%
+//! to 11.7–12.3%, and on 2 threads the medians from 156–177 to 147–162 ms; the causal
+//! shape (more masked keys computed on the diagonal) did not get slower (medians 83–101
+//! against 82–92 ms); 512 keys were level with 256. Measured on the 2-core dev
 //! machine (AMD EPYC Zen 3, 2.45 GHz base, about 3.1 GHz under load; AVX2 + FMA, no
 //! AVX-512). There, single-thread at (1,16,16,2048,2048,64) f32 (perf samples), the AVX2
 //! kernels take about 80% of the time at about 93% of the FMA peak (a register-only FMA
@@ -83,7 +90,7 @@ mod avx2;
 /// `g` heads takes `max(1, 48 / g)` positions). See the module header for the measurements.
 const ROWS_PER_ITEM: usize = 48;
 /// Keys per tile: the `S` tile is `ROWS_PER_ITEM × KEYS_PER_TILE` f32 (module header).
-const KEYS_PER_TILE: usize = 128;
+const KEYS_PER_TILE: usize = 256;
 /// The row stride of the `S` tile.
 const S_LD: usize = padded_stride(KEYS_PER_TILE);
 /// Calls with at most this many query rows are decode-like and may split the keys.
@@ -222,7 +229,7 @@ struct Ctx<'a, T> {
 /// K transposed and V, in f32, laid out for gemm and the [`avx2`] kernels, one block per
 /// (batch, key tile of KEYS_PER_TILE keys, kv head), in that order. A block of Kᵀ holds
 /// `kt[t·KT_LD + jj] = k[b, j0 + jj, kvh, t]`, a block of V `v[jj·v_ld + c] = v[b, j0 + jj,
-/// kvh, c]`: the `d` rows of one tile's Kᵀ lie together (36 KiB at d = 64) instead of `d`
+/// kvh, c]`: the `d` rows of one tile's Kᵀ lie together (68 KiB at d = 64) instead of `d`
 /// pages apart, and one tile of every kv head is prepared from the same input pages, read
 /// once in order (prepared head by head, each page was visited once per head, and the
 /// preparation took 5–9 ms of a 150 ms call on 2 threads). Blocks start on a 64-byte line.
