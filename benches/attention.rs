@@ -139,7 +139,7 @@ fn bench_device(c: &mut Criterion, dev: &Device, dtypes: &[DType], shapes: &[Sha
 /// The summed time of `iters` reps of `run` on candle's stream, each after an L2 flush and
 /// bracketed by CUDA events, all queued before one synchronize and read after it: the method
 /// of `triton.testing.do_bench`, which times torch. (A synchronize per rep, as `elapsed_ms`
-/// does, also lets the default memory pool trim between reps; it is not what do_bench times.)
+/// does, gave the same decode medians on the H100; it is just not do_bench's method.)
 #[cfg(feature = "cuda")]
 fn cuda_rep_times(
     dev: &candle_core::CudaDevice,

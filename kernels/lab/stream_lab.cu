@@ -166,8 +166,3 @@ extern "C" void* lab_malloc(long long bytes) {
 extern "C" int lab_copy(void* dst, const void* src, long long bytes) {
     return (int)cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice);
 }
-extern "C" long long lab_limit(int which) {
-    size_t v = 0;
-    cudaDeviceGetLimit(&v, (cudaLimit)which);
-    return (long long)v;
-}

@@ -93,7 +93,8 @@ class Raw:
 
 
 def placement(lib, args):
-    """The decode kernel and the stream reader on the same K/V bytes in three placements."""
+    """The decode kernel and the stream reader on the same K/V bytes in three placements
+    (torch, the default memory pool as candle allocates, cudaMalloc) and with other data."""
     import math
     import sys
     import os
@@ -114,7 +115,7 @@ def placement(lib, args):
         nbytes = k.numel() * 2
         scale, wr = 1.0 / math.sqrt(d), (0 if sq > 1 else -1)
         res = {}
-        for where in ("torch", "pool", "torch again"):
+        for where in ("torch", "pool", "cudaMalloc", "f32->bf16", "zeros", "torch again"):
             if where in ("torch", "torch again"):
                 kk, vv = k, v
             elif where == "f32->bf16":
@@ -126,8 +127,7 @@ def placement(lib, args):
                 alloc = (lambda n: lib.lab_malloc_async(n, stream)) if where == "pool" else lib.lab_malloc
                 pk, pv = alloc(nbytes), alloc(nbytes)
                 assert pk and pv, where
-                lib.lab_copy(pk, k.data_ptr(), nbytes)
-                lib.lab_copy(pv, v.data_ptr(), nbytes)
+                assert lib.lab_copy(pk, k.data_ptr(), nbytes) == 0 and lib.lab_copy(pv, v.data_ptr(), nbytes) == 0
                 kk, vv = Raw(pk, k), Raw(pv, v)
             lab.run(q, kk, vv, out, scale, 0.0, -1, wr, None, 0)
             ms = triton.testing.do_bench(lambda: lab.run(q, kk, vv, out, scale, 0.0, -1, wr, None, 0),
