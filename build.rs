@@ -69,9 +69,8 @@ fn main() {
         if let Ok(extra) = env::var("NVCC_FLAGS") {
             cmd.args(extra.split_whitespace());
         }
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run nvcc ({}): {e}; set CUDA_PATH or NVCC", nvcc.display()));
+        let child =
+            cmd.spawn().unwrap_or_else(|e| panic!("cannot run nvcc ({}): {e}; set CUDA_PATH or NVCC", nvcc.display()));
         children.push((src.clone(), ptx, child));
     }
     let compiled = children.len();
@@ -104,7 +103,8 @@ fn main() {
     let tiles = parse_fwd_traits(&kernels.join("fattn_fwd.cu"));
     assert!(!tiles.is_empty(), "no FwdTraits specializations found in kernels/fattn_fwd.cu");
     for [d, w, mt, bn, st] in tiles {
-        writeln!(rs, "    FwdTile {{ head_dim: {d}, warps: {w}, m_tiles: {mt}, block_n: {bn}, stages: {st} }},").unwrap();
+        writeln!(rs, "    FwdTile {{ head_dim: {d}, warps: {w}, m_tiles: {mt}, block_n: {bn}, stages: {st} }},")
+            .unwrap();
     }
     rs.push_str("];\n");
     fs::write(out_dir.join("ptx.rs"), rs).expect("write ptx.rs");

@@ -280,7 +280,14 @@ fn main() -> Result<()> {
     let mut results = Vec::new();
     for attention in backends {
         println!("--- {} attention ---", attention.name());
-        let job = Job { model: &model, tokenizer: tokenizer.as_ref(), prompt: &prompt, attention, args: &args, device: &device };
+        let job = Job {
+            model: &model,
+            tokenizer: tokenizer.as_ref(),
+            prompt: &prompt,
+            attention,
+            args: &args,
+            device: &device,
+        };
         let outcome = run(&job);
         match outcome {
             Ok(r) => {
@@ -446,12 +453,7 @@ fn print_stats(r: &RunResult, args: &Args, device: &Device) {
         args.dtype,
         if r.repeats > 1 { format!(" | median of {} runs", r.repeats) } else { String::new() }
     );
-    println!(
-        "prompt: {} tokens, prefill {:.3} s, {:.1} tok/s",
-        r.prompt_tokens,
-        r.prefill_secs,
-        r.prefill_tok_s()
-    );
+    println!("prompt: {} tokens, prefill {:.3} s, {:.1} tok/s", r.prompt_tokens, r.prefill_secs, r.prefill_tok_s());
     match r.decode_tok_s() {
         Some(tps) => println!(
             "generated: {} tokens; decode {} tokens in {:.3} s, {:.2} tok/s (excluding the first token)",

@@ -38,7 +38,11 @@ fn main() -> Result<()> {
     let dev = Device::Cpu;
     // Deterministic inputs, so that the two processes' checksums must agree.
     let wave = |n: usize, shape: (usize, usize, usize, usize), freq: f64, phase: f64| -> Result<Tensor> {
-        Tensor::arange(0u32, n as u32, &dev)?.to_dtype(candle_core::DType::F32)?.affine(freq, phase)?.sin()?.reshape(shape)
+        Tensor::arange(0u32, n as u32, &dev)?
+            .to_dtype(candle_core::DType::F32)?
+            .affine(freq, phase)?
+            .sin()?
+            .reshape(shape)
     };
     let q = wave(sq * h * d, (1, sq, h, d), 0.37, 0.0)?;
     let k = wave(sk * h * d, (1, sk, h, d), 0.91, 1.0)?;

@@ -81,7 +81,7 @@ use rayon::prelude::*;
 use std::f32::consts::LOG2_E;
 use std::sync::Mutex;
 
-use crate::{Problem, Strides};
+use crate::problem::{Problem, Strides};
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -326,7 +326,7 @@ impl SharedKv {
         tiles.enumerate().for_each(|(bt, (kt, vf))| {
             let (b, j0) = (bt / n_tiles, (bt % n_tiles) * KEYS_PER_TILE);
             let jb = KEYS_PER_TILE.min(sk - j0);
-            let mut rows = [[0f32; crate::MAX_HEAD_DIM]; TRANSPOSE_KEYS];
+            let mut rows = [[0f32; crate::problem::MAX_HEAD_DIM]; TRANSPOSE_KEYS];
             for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
                 let keys = TRANSPOSE_KEYS.min(jb - g0);
                 for (kvh, (kt, vf)) in kt.chunks_exact_mut(kt_block).zip(vf.chunks_exact_mut(v_block)).enumerate() {
@@ -669,11 +669,25 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
                 // keys at stride KT_LD inside `shared.kt`; Q holds rows × d.
                 unsafe {
                     gemm(
-                        jb, rows, d,
-                        sc.s.as_mut_ptr(), ld as isize, 1, false,
-                        kt, KT_LD as isize, 1,
-                        sc.q.as_ptr(), d as isize, 1,
-                        0.0, 1.0, false, false, false, Parallelism::None,
+                        jb,
+                        rows,
+                        d,
+                        sc.s.as_mut_ptr(),
+                        ld as isize,
+                        1,
+                        false,
+                        kt,
+                        KT_LD as isize,
+                        1,
+                        sc.q.as_ptr(),
+                        d as isize,
+                        1,
+                        0.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        Parallelism::None,
                     )
                 };
             } else {
@@ -691,11 +705,25 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
                     // SAFETY: as above, with K rows (row-major; gemm packs them) at k_stride.
                     unsafe {
                         gemm(
-                            jb, rows, d,
-                            sc.s.as_mut_ptr(), ld as isize, 1, false,
-                            k_ptr, 1, k_stride as isize,
-                            sc.q.as_ptr(), d as isize, 1,
-                            0.0, 1.0, false, false, false, Parallelism::None,
+                            jb,
+                            rows,
+                            d,
+                            sc.s.as_mut_ptr(),
+                            ld as isize,
+                            1,
+                            false,
+                            k_ptr,
+                            1,
+                            k_stride as isize,
+                            sc.q.as_ptr(),
+                            d as isize,
+                            1,
+                            0.0,
+                            1.0,
+                            false,
+                            false,
+                            false,
+                            Parallelism::None,
                         )
                     };
                 }
@@ -765,11 +793,25 @@ unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: 
         // v_stride inside its buffer (`kv_tile`, or its block of `shared.v`).
         unsafe {
             gemm(
-                d, rows, jb,
-                sc.acc.as_mut_ptr(), d as isize, 1, true,
-                v_ptr, v_stride as isize, 1,
-                sc.s.as_ptr(), ld as isize, 1,
-                1.0, 1.0, false, false, false, Parallelism::None,
+                d,
+                rows,
+                jb,
+                sc.acc.as_mut_ptr(),
+                d as isize,
+                1,
+                true,
+                v_ptr,
+                v_stride as isize,
+                1,
+                sc.s.as_ptr(),
+                ld as isize,
+                1,
+                1.0,
+                1.0,
+                false,
+                false,
+                false,
+                Parallelism::None,
             )
         };
     }
@@ -916,7 +958,8 @@ fn add_alibi(x: &mut [f32], slope: f32, dist0: f32) {
 
 /// `2^x = 2^n · 2^f` with `n = round(x)` and `f = x - n` in [-1/2, 1/2] (exact), and `2^f`
 /// the degree-6 polynomial of Cephes `exp2f`, in Horner form.
-const EXP2_POLY: [f32; 7] = [1.535_336_2e-4, 1.339_887_4e-3, 9.618_438e-3, 5.550_332_5e-2, 2.402_264_8e-1, 6.931_472e-1, 1.0];
+const EXP2_POLY: [f32; 7] =
+    [1.535_336_2e-4, 1.339_887_4e-3, 9.618_438e-3, 5.550_332_5e-2, 2.402_264_8e-1, 6.931_472e-1, 1.0];
 /// `1.5·2^23 + 127`: adding it to x rounds x to the integer n held in the low mantissa
 /// bits, biased by 127, so that shifting those bits into the exponent field gives `2^n`.
 const EXP2_ROUND: f32 = 12_583_039.0;

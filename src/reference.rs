@@ -4,7 +4,7 @@
 
 use candle_core::{DType, Device, Result, Tensor};
 
-use crate::{AttnParams, Problem};
+use crate::problem::{validate_shapes_and_params, AttnParams, Problem};
 
 /// Naive attention with exactly the semantics of [`crate::attention`].
 ///
@@ -22,7 +22,7 @@ use crate::{AttnParams, Problem};
 /// # Ok(()) }
 /// ```
 pub fn attention_ref(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) -> Result<Tensor> {
-    let p = crate::validate_shapes_and_params(q, k, v, params)?;
+    let p = validate_shapes_and_params(q, k, v, params)?;
     let in_dtype = q.dtype();
     if p.batch * p.seq_q * p.heads * p.head_dim == 0 || p.seq_k == 0 {
         return Tensor::zeros(q.shape(), in_dtype, q.device());

@@ -15,7 +15,11 @@ const SWEEP_CASES: usize = 500;
 fn sweep(dtype: DType, seed: u64) -> Result<()> {
     let st = run_sweep(&Device::Cpu, dtype, SWEEP_CASES, seed)?;
     assert_eq!(st.cases, SWEEP_CASES);
-    assert_eq!(st.failures, 0, "{} of {} {dtype:?} cases failed (each printed above with its seed)", st.failures, st.cases);
+    assert_eq!(
+        st.failures, 0,
+        "{} of {} {dtype:?} cases failed (each printed above with its seed)",
+        st.failures, st.cases
+    );
     Ok(())
 }
 
@@ -46,7 +50,13 @@ fn tolerance_rejects_a_slightly_wrong_result() -> Result<()> {
         let fused = attention(&q, &k, &v, &wrong)?;
         let naive = attention_ref(&q, &k, &v, &p)?;
         let reference = oracle(&q, &k, &v, &p)?;
-        let r = measure_with(dtype, &fused, &naive, &reference, &FloorInputs::new(&q, &k, &v, &reference, p.softmax_scale)?)?;
+        let r = measure_with(
+            dtype,
+            &fused,
+            &naive,
+            &reference,
+            &FloorInputs::new(&q, &k, &v, &reference, p.softmax_scale)?,
+        )?;
         assert!(!r.passes(), "{dtype:?}: a 2% scale error passed: {r:?}");
     }
     Ok(())
@@ -141,7 +151,9 @@ fn nan_in_a_key_reaches_only_rows_that_see_it() -> Result<()> {
 fn fully_masked_rows_are_zero() -> Result<()> {
     // (sq, sk, causal, left, right): causal with sq > sk leaves the first sq - sk rows
     // empty; a (0, 0) window with sq > sk leaves those rows and none past the end.
-    for (sq, sk, causal, left, right) in [(50, 20, true, None, None), (50, 20, false, Some(0), Some(0)), (30, 10, true, Some(2), Some(0))] {
+    for (sq, sk, causal, left, right) in
+        [(50, 20, true, None, None), (50, 20, false, Some(0), Some(0)), (30, 10, true, Some(2), Some(0))]
+    {
         let (q, k, v) = (cpu_f32((2, sq, 3, 16), 7)?, cpu_f32((2, sk, 3, 16), 8)?, cpu_f32((2, sk, 3, 16), 9)?);
         let p = AttnParams::new(0.25).causal(causal).window(left, right);
         let out = attention(&q, &k, &v, &p)?;
@@ -213,7 +225,8 @@ fn strided_views() -> Result<()> {
             let (q, k, v, p) = case.inputs(&Device::Cpu, dtype)?;
             let strided = attention(&q, &k, &v, &p)?;
             let copied = attention(&q.contiguous()?, &k.contiguous()?, &v.contiguous()?, &p)?;
-            let diff = (strided.to_dtype(DType::F32)? - copied.to_dtype(DType::F32)?)?.abs()?.max_all()?.to_scalar::<f32>()?;
+            let diff =
+                (strided.to_dtype(DType::F32)? - copied.to_dtype(DType::F32)?)?.abs()?.max_all()?.to_scalar::<f32>()?;
             assert!(diff <= 1e-5, "{dtype:?} {layouts:?}: strided and contiguous differ by {diff}");
         }
         // A view made with `i` (one batch of a larger tensor) and a seq narrow of the KV cache.
@@ -224,7 +237,13 @@ fn strided_views() -> Result<()> {
         let p = AttnParams::new(0.125).causal(true);
         let reference = oracle(&q, &kv, &kv, &p)?;
         let floor_inputs = FloorInputs::new(&q, &kv, &kv, &reference, p.softmax_scale)?;
-        let r = measure_with(dtype, &attention(&q, &kv, &kv, &p)?, &attention_ref(&q, &kv, &kv, &p)?, &reference, &floor_inputs)?;
+        let r = measure_with(
+            dtype,
+            &attention(&q, &kv, &kv, &p)?,
+            &attention_ref(&q, &kv, &kv, &p)?,
+            &reference,
+            &floor_inputs,
+        )?;
         assert!(r.passes(), "{dtype:?} i/narrow views: {r:?}");
     }
     Ok(())

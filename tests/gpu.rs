@@ -136,14 +136,19 @@ fn check_all(test: &str, dev: &Device, cases: &[(DType, Case)], naive_on_cpu: bo
     for chunk in cases.chunks(PREPARE_AHEAD) {
         let prepared: Vec<_> = chunk.par_iter().map(|(dtype, case)| prepare(case, *dtype)).collect();
         for ((dtype, case), prep) in chunk.iter().zip(prepared) {
-            let r = prep
-                .and_then(|prep| check(dev, *dtype, &prep, naive_on_cpu))
-                .unwrap_or_else(|e| panic!("{test}: {dtype:?} {} (case seed {}): error {e}", describe(case), case.seed));
+            let r = prep.and_then(|prep| check(dev, *dtype, &prep, naive_on_cpu)).unwrap_or_else(|e| {
+                panic!("{test}: {dtype:?} {} (case seed {}): error {e}", describe(case), case.seed)
+            });
             if r.ratio() > worst.0 {
                 worst = (r.ratio(), format!("{dtype:?} {}", describe(case)));
             }
             if !r.passes() {
-                let line = format!("{dtype:?} {} (case seed {}): {r:?}, allowed {:.3e}", describe(case), case.seed, r.allowed());
+                let line = format!(
+                    "{dtype:?} {} (case seed {}): {r:?}, allowed {:.3e}",
+                    describe(case),
+                    case.seed,
+                    r.allowed()
+                );
                 println!("{test}: FAIL {line}");
                 failures.push(line);
             }
@@ -157,7 +162,13 @@ fn check_all(test: &str, dev: &Device, cases: &[(DType, Case)], naive_on_cpu: bo
         worst.1,
         start.elapsed().as_secs_f64()
     );
-    assert!(failures.is_empty(), "{test}: {} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{test}: {} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 fn sweep(test: &str, dtype: DType) {
@@ -331,10 +342,19 @@ fn gpu_output_poisoned() -> Result<()> {
         for bi in 0..b_ {
             for &row in &empty_rows {
                 let start = (bi * sq + row) * h * d;
-                assert!(a[start..start + h * d].iter().all(|&x| x == 0.0), "{}: empty row {row} not zero", describe(&case));
+                assert!(
+                    a[start..start + h * d].iter().all(|&x| x == 0.0),
+                    "{}: empty row {row} not zero",
+                    describe(&case)
+                );
             }
         }
-        println!("gpu_output_poisoned: {dtype:?} {}: ok, {} empty rows, error/allowed {:.3}", describe(&case), empty_rows.len(), r.ratio());
+        println!(
+            "gpu_output_poisoned: {dtype:?} {}: ok, {} empty rows, error/allowed {:.3}",
+            describe(&case),
+            empty_rows.len(),
+            r.ratio()
+        );
     }
     Ok(())
 }
@@ -380,7 +400,9 @@ fn nan_rows(out: &Tensor) -> Result<Vec<(usize, usize, usize)>> {
 fn gpu_nan_in_a_query_row_stays_in_that_row() -> Result<()> {
     let Some(dev) = cuda_device("gpu_nan_in_a_query_row_stays_in_that_row") else { return Ok(()) };
     let seed = fresh_seed("gpu_nan_in_a_query_row_stays_in_that_row");
-    for (i, (dtype, sq, causal)) in [(DType::BF16, 37, false), (DType::F16, 130, true), (DType::F32, 3, true)].into_iter().enumerate() {
+    for (i, (dtype, sq, causal)) in
+        [(DType::BF16, 37, false), (DType::F16, 130, true), (DType::F32, 3, true)].into_iter().enumerate()
+    {
         let case = Case::plain(case_seed(seed, i), (2, 8, 2, sq, 300, 64));
         let (q, k, v, _) = case.inputs(&dev, dtype)?;
         let p = AttnParams::new(0.125).causal(causal);
@@ -405,8 +427,10 @@ fn gpu_nan_in_a_key_reaches_only_rows_that_see_it() -> Result<()> {
         for window_left in [None, Some(100)] {
             let p = AttnParams::new(0.125).causal(true).window(window_left, Some(0));
             let out = attention(&q, &k_nan, &v, &p)?;
-            let sees = |si: usize, hi: usize| hi / (h / hkv) == kvh && si >= j && window_left.is_none_or(|l| si <= j + l);
-            let expected: Vec<_> = (0..s).flat_map(|si| (0..h).map(move |hi| (0, si, hi))).filter(|&(_, si, hi)| sees(si, hi)).collect();
+            let sees =
+                |si: usize, hi: usize| hi / (h / hkv) == kvh && si >= j && window_left.is_none_or(|l| si <= j + l);
+            let expected: Vec<_> =
+                (0..s).flat_map(|si| (0..h).map(move |hi| (0, si, hi))).filter(|&(_, si, hi)| sees(si, hi)).collect();
             assert_eq!(nan_rows(&out)?, expected, "{dtype:?} window_left {window_left:?}");
         }
     }
@@ -419,7 +443,9 @@ fn gpu_nan_in_a_key_reaches_only_rows_that_see_it() -> Result<()> {
 fn gpu_torch_oracle() -> Result<()> {
     let Some(dev) = cuda_device("gpu_torch_oracle") else { return Ok(()) };
     let Ok(dir) = std::env::var("FUSED_ATTN_ORACLE_DIR") else {
-        println!("SKIPPED: gpu_torch_oracle: FUSED_ATTN_ORACLE_DIR is not set (scripts/torch_oracle.py writes the files)");
+        println!(
+            "SKIPPED: gpu_torch_oracle: FUSED_ATTN_ORACLE_DIR is not set (scripts/torch_oracle.py writes the files)"
+        );
         return Ok(());
     };
     let mut paths: Vec<_> = std::fs::read_dir(&dir)?
@@ -433,7 +459,10 @@ fn gpu_torch_oracle() -> Result<()> {
         let name = path.file_stem().unwrap_or_default().to_string_lossy().to_string();
         let tensors = candle_core::safetensors::load(path, &dev)?;
         let get = |key: &str| {
-            tensors.get(key).cloned().ok_or_else(|| candle_core::Error::Msg(format!("{}: no tensor {key}", path.display())))
+            tensors
+                .get(key)
+                .cloned()
+                .ok_or_else(|| candle_core::Error::Msg(format!("{}: no tensor {key}", path.display())))
         };
         let (q, k, v, torch_out) = (get("q")?, get("k")?, get("v")?, get("out")?);
         // [softmax_scale, causal, window_left, window_right], -1 = unbounded.
@@ -463,7 +492,13 @@ fn gpu_torch_oracle() -> Result<()> {
         }
     }
     println!("gpu_torch_oracle: {} cases from {dir}, {} failed", paths.len(), failures.len());
-    assert!(failures.is_empty(), "gpu_torch_oracle: {} of {} failed:\n{}", failures.len(), paths.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "gpu_torch_oracle: {} of {} failed:\n{}",
+        failures.len(),
+        paths.len(),
+        failures.join("\n")
+    );
     Ok(())
 }
 

@@ -18,11 +18,7 @@ pub fn default_model_path() -> Result<PathBuf> {
         .output()
         .map_err(|e| candle_core::Error::Msg(format!("cannot run `bash {}`: {e}", script.display())))?;
     if !output.status.success() {
-        bail!(
-            "{} failed ({}); see its message above, or pass --model PATH",
-            script.display(),
-            output.status
-        )
+        bail!("{} failed ({}); see its message above, or pass --model PATH", script.display(), output.status)
     }
     let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
     if !path.is_file() {

@@ -233,11 +233,7 @@ impl Llama {
         // Dequantize on the CPU (every quantization type candle knows is supported there),
         // then convert and move: this runs once, and the run itself uses dense weights.
         let mut weight = |name: &str| -> Result<Tensor> {
-            content
-                .tensor(file, name, &Device::Cpu)?
-                .dequantize(&Device::Cpu)?
-                .to_dtype(dtype)?
-                .to_device(device)
+            content.tensor(file, name, &Device::Cpu)?.dequantize(&Device::Cpu)?.to_dtype(dtype)?.to_device(device)
         };
         let embed_weight = weight("token_embd.weight")?;
         let mut blocks = Vec::with_capacity(cfg.num_layers);
@@ -441,7 +437,14 @@ fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32) -> Result<Tensor> {
 
 /// candle-transformers' llama attention (`models/llama.rs`, non-flash branch): q `(b, h, s, d)`,
 /// k/v `(b, hkv, L, d)`; returns `(b, h, s, d)` in q's dtype.
-fn naive_attention(q: &Tensor, k: &Tensor, v: &Tensor, n_rep: usize, scale: f64, mask: Option<&Tensor>) -> Result<Tensor> {
+fn naive_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    n_rep: usize,
+    scale: f64,
+    mask: Option<&Tensor>,
+) -> Result<Tensor> {
     let in_dtype = q.dtype();
     // f32 as candle-transformers; f64 (the tests' oracle) is kept.
     let att_dtype = if in_dtype == DType::F64 { DType::F64 } else { DType::F32 };
@@ -453,9 +456,8 @@ fn naive_attention(q: &Tensor, k: &Tensor, v: &Tensor, n_rep: usize, scale: f64,
         None => att,
         Some(mask) => {
             let mask = mask.broadcast_as(att.shape())?;
-            let neg_inf = Tensor::new(f32::NEG_INFINITY, att.device())?
-                .to_dtype(att_dtype)?
-                .broadcast_as(att.shape())?;
+            let neg_inf =
+                Tensor::new(f32::NEG_INFINITY, att.device())?.to_dtype(att_dtype)?.broadcast_as(att.shape())?;
             mask.where_cond(&neg_inf, &att)?
         }
     };
@@ -476,22 +478,18 @@ fn repeat_kv(x: Tensor, n_rep: usize) -> Result<Tensor> {
 /// aligned: query `i` sits at position `total - seq_len + i`).
 fn causal_mask(seq_len: usize, total: usize, device: &Device) -> Result<Tensor> {
     let offset = total - seq_len;
-    let mask: Vec<u8> = (0..seq_len)
-        .flat_map(|i| (0..total).map(move |j| u8::from(j > i + offset)))
-        .collect();
+    let mask: Vec<u8> = (0..seq_len).flat_map(|i| (0..total).map(move |j| u8::from(j > i + offset))).collect();
     Tensor::from_slice(&mask, (seq_len, total), device)
 }
 
 /// `cos`/`sin` of `position · θ^(-2i/d)`, computed in f32 and stored in the run dtype.
 fn rope_tables(cfg: &Config, max_positions: usize, device: &Device, dtype: DType) -> Result<(Tensor, Tensor)> {
     let half = cfg.head_dim / 2;
-    let inv_freq: Vec<f32> = (0..half)
-        .map(|i| 1.0 / cfg.rope_theta.powf(2.0 * i as f32 / cfg.head_dim as f32))
-        .collect();
+    let inv_freq: Vec<f32> =
+        (0..half).map(|i| 1.0 / cfg.rope_theta.powf(2.0 * i as f32 / cfg.head_dim as f32)).collect();
     let inv_freq = Tensor::from_vec(inv_freq, (1, half), device)?;
-    let positions = Tensor::arange(0u32, max_positions as u32, device)?
-        .to_dtype(DType::F32)?
-        .reshape((max_positions, 1))?;
+    let positions =
+        Tensor::arange(0u32, max_positions as u32, device)?.to_dtype(DType::F32)?.reshape((max_positions, 1))?;
     let angles = positions.broadcast_mul(&inv_freq)?;
     Ok((angles.cos()?.to_dtype(dtype)?, angles.sin()?.to_dtype(dtype)?))
 }

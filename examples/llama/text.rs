@@ -53,7 +53,10 @@ of them, and therefore you must visit him as soon as he comes.\"
 ";
 
 /// `len` tokens of [`PASSAGE`], repeated as often as needed, encoded by `encode`.
-pub fn long_prompt(len: usize, encode: impl Fn(&str) -> candle_core::Result<Vec<u32>>) -> candle_core::Result<Vec<u32>> {
+pub fn long_prompt(
+    len: usize,
+    encode: impl Fn(&str) -> candle_core::Result<Vec<u32>>,
+) -> candle_core::Result<Vec<u32>> {
     let once = encode(PASSAGE)?;
     if once.is_empty() {
         candle_core::bail!("the tokenizer encoded the prompt passage to no tokens")

@@ -25,7 +25,7 @@ use candle_core::{bail, CudaStorage, DType, Layout, Result, Tensor};
 use half::{bf16, f16};
 
 use super::{alibi_slopes_ptr, dev_tensor, load_func, ptx, set_dynamic_smem, to_i32, window_i32};
-use crate::Problem;
+use crate::problem::Problem;
 
 /// The module name under which candle caches `kernels/fattn_decode.cu`.
 const DECODE_MODULE: &str = "candle_fused_attn::fattn_decode";
@@ -64,7 +64,7 @@ const MAX_PARTIAL_ROWS: usize = 256;
 /// 256 blocks: sq 16 decode 72 vs prefill 129; sq 32 138 vs 129; sq 64 271 vs 129.
 /// f32 (decode on CUDA cores, prefill on CUDA cores) is not measured past sq = 16 and stays there.
 pub(super) fn applies(problem: &Problem, dtype: DType) -> bool {
-    if problem.head_dim > crate::MAX_HEAD_DIM || !matches!(dtype, DType::F16 | DType::BF16 | DType::F32) {
+    if problem.head_dim > crate::problem::MAX_HEAD_DIM || !matches!(dtype, DType::F16 | DType::BF16 | DType::F32) {
         return false;
     }
     if problem.seq_q <= MAX_DECODE_SEQ_Q {
@@ -311,7 +311,8 @@ fn launch<T: CudaDType + DeviceRepr>(
     }
 
     let elem = std::mem::size_of::<T>();
-    let (qt, kt, vt) = (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
+    let (qt, kt, vt) =
+        (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
     let rows_total = p.batch * p.seq_q * p.heads;
     // SAFETY: every element of the (batch, seq_q, heads, head_dim) output is written: each row
     // by the one block that owns it (one split) or by the last split block of its tile
@@ -380,7 +381,7 @@ fn launch<T: CudaDType + DeviceRepr>(
             // held by q, k, v, `out`, the workspace (with splits: `pairs` zero tile counters, one
             // per (batch, grid y) tile, and `partial_words` f32 that every split block writes
             // before the last block of its tile reads them) and the alibi storage for the whole
-            // call; the strides and sizes describe them (validated by `crate::validate`), and
+            // call; the strides and sizes describe them (validated by `crate::problem::validate`), and
             // the grid is (splits, kv heads × row groups, batch) as the kernel indexes it.
             unsafe { builder.launch(cfg) }.w()?;
             Ok(())
@@ -429,7 +430,7 @@ mod tests {
         assert!(splits <= MAX_PARTIAL_ROWS);
     }
 
-        fn problem(batch: usize, seq_q: usize, heads: usize, kv_heads: usize) -> Problem {
+    fn problem(batch: usize, seq_q: usize, heads: usize, kv_heads: usize) -> Problem {
         Problem {
             batch,
             seq_q,

@@ -24,7 +24,7 @@ use candle_core::cuda_backend::{CudaDType, CudaDevice, WrapErr};
 use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
-use crate::{Problem, Strides};
+use crate::problem::{Problem, Strides};
 
 mod ptx {
     use super::FwdTile;
@@ -158,7 +158,11 @@ pub(super) fn dev_tensor<'a, T: CudaDType + DeviceRepr + 'a>(
 
 /// Raw pointer (start offset applied) of the `(batch, heads)` f32 ALiBi slopes; the guard
 /// must live until the launch is enqueued.
-pub(super) fn alibi_slopes_ptr<'a>(storage: &'a Storage, layout: &Layout, stream: &'a CudaStream) -> Result<(u64, SyncOnDrop<'a>)> {
+pub(super) fn alibi_slopes_ptr<'a>(
+    storage: &'a Storage,
+    layout: &Layout,
+    stream: &'a CudaStream,
+) -> Result<(u64, SyncOnDrop<'a>)> {
     match storage {
         Storage::Cuda(s) => {
             let (base, guard) = s.as_cuda_slice::<f32>()?.device_ptr(stream);
@@ -176,15 +180,12 @@ pub(super) fn load_func(dev: &CudaDevice, module: &str, ptx: &str, name: &str) -
 /// Lets `func` use `bytes` of dynamic shared memory (above 48 KiB this must be opted into),
 /// or errors when the device has less.
 pub(super) fn set_dynamic_smem(func: &CudaFunction, stream: &CudaStream, bytes: u32, name: &str) -> Result<()> {
-    let optin = stream
-        .context()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-        .w()?;
+    let optin =
+        stream.context().attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).w()?;
     if bytes as i64 > optin as i64 {
         bail!("fused-attn cuda: {name} needs {bytes} bytes of shared memory, the device allows {optin}")
     }
-    func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32)
-        .w()
+    func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32).w()
 }
 
 /// `x` as the i32 a kernel takes, or an error naming the quantity.
@@ -214,7 +215,9 @@ pub(crate) fn forward(
     }
     match dtype {
         DType::F16 => launch_fwd::<f16>(problem, tensor_core_kernel(problem, "f16")?, (q, ql), (k, kl), (v, vl), alibi),
-        DType::BF16 => launch_fwd::<bf16>(problem, tensor_core_kernel(problem, "bf16")?, (q, ql), (k, kl), (v, vl), alibi),
+        DType::BF16 => {
+            launch_fwd::<bf16>(problem, tensor_core_kernel(problem, "bf16")?, (q, ql), (k, kl), (v, vl), alibi)
+        }
         DType::F32 => launch_fwd::<f32>(problem, f32_kernel(problem)?, (q, ql), (k, kl), (v, vl), alibi),
         dt => bail!("fused-attn cuda: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
     }
@@ -279,7 +282,8 @@ fn launch_fwd<T: CudaDType + DeviceRepr>(
     set_dynamic_smem(&func, &stream, smem_bytes, &name)?;
 
     let elem = std::mem::size_of::<T>();
-    let (qt, kt, vt) = (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
+    let (qt, kt, vt) =
+        (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
     let out_len = p.batch * p.seq_q * p.heads * p.head_dim;
     // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output:
     // the grid covers every (batch, head, query block), and each block stores all its rows
@@ -334,7 +338,7 @@ fn launch_fwd<T: CudaDType + DeviceRepr>(
         // SAFETY: the kernel's one argument is `FattnParams` by value, matching its C++
         // signature. Its pointers are live device allocations held by `q`, `k`, `v`, `out`
         // and the alibi storage for the whole call, and the strides and sizes describe them
-        // (validated by `crate::validate`); the kernel reads only inside those bounds.
+        // (validated by `crate::problem::validate`); the kernel reads only inside those bounds.
         unsafe { builder.launch(cfg) }.w()?;
     }
     drop(alibi_ptr);

@@ -132,11 +132,8 @@ impl Case {
             }
         }
 
-        let softmax_scale = if rng.random_bool(0.7) {
-            1.0 / (head_dim as f32).sqrt()
-        } else {
-            rng.random_range(0.05..1.5f32)
-        };
+        let softmax_scale =
+            if rng.random_bool(0.7) { 1.0 / (head_dim as f32).sqrt() } else { rng.random_range(0.05..1.5f32) };
         // Masks: none, causal, or windows (left, right or both), each alone or with others.
         let window = |rng: &mut StdRng| -> Option<usize> {
             if rng.random_bool(0.5) {
@@ -183,7 +180,10 @@ impl Case {
     }
 
     /// A case with explicit shapes and no masks, for hand-written tests.
-    pub fn plain(seed: u64, (batch, heads, kv_heads, seq_q, seq_k, head_dim): (usize, usize, usize, usize, usize, usize)) -> Self {
+    pub fn plain(
+        seed: u64,
+        (batch, heads, kv_heads, seq_q, seq_k, head_dim): (usize, usize, usize, usize, usize, usize),
+    ) -> Self {
         Self {
             seed,
             batch,
@@ -209,9 +209,22 @@ impl Case {
     /// The inputs on `dev` in `dtype`, laid out as the case says, plus the params.
     pub fn inputs(&self, dev: &Device, dtype: DType) -> Result<(Tensor, Tensor, Tensor, AttnParams)> {
         let mut rng = StdRng::seed_from_u64(self.seed ^ 0x9e37_79b9_7f4a_7c15);
-        let q = random_input(&mut rng, (self.batch, self.seq_q, self.heads, self.head_dim), self.layouts[0], dev, dtype)?;
-        let k = random_input(&mut rng, (self.batch, self.seq_k, self.kv_heads, self.head_dim), self.layouts[1], dev, dtype)?;
-        let v = random_input(&mut rng, (self.batch, self.seq_k, self.kv_heads, self.head_dim), self.layouts[2], dev, dtype)?;
+        let q =
+            random_input(&mut rng, (self.batch, self.seq_q, self.heads, self.head_dim), self.layouts[0], dev, dtype)?;
+        let k = random_input(
+            &mut rng,
+            (self.batch, self.seq_k, self.kv_heads, self.head_dim),
+            self.layouts[1],
+            dev,
+            dtype,
+        )?;
+        let v = random_input(
+            &mut rng,
+            (self.batch, self.seq_k, self.kv_heads, self.head_dim),
+            self.layouts[2],
+            dev,
+            dtype,
+        )?;
         let mut p = AttnParams::new(self.softmax_scale).causal(self.causal).window(self.window_left, self.window_right);
         p.softcap = self.softcap;
         let slopes_shape: Option<Vec<usize>> = match self.alibi {
@@ -269,7 +282,9 @@ pub fn random_input(
     let t = match layout {
         InputLayout::Contiguous => make(rng, (b, s, h, d))?,
         InputLayout::HeadsMajor => make(rng, (b, h, s, d))?.transpose(1, 2)?,
-        InputLayout::Narrowed => make(rng, (b, s + 3, h + 1, d + 5))?.narrow(1, 2, s)?.narrow(2, 1, h)?.narrow(3, 3, d)?,
+        InputLayout::Narrowed => {
+            make(rng, (b, s + 3, h + 1, d + 5))?.narrow(1, 2, s)?.narrow(2, 1, h)?.narrow(3, 3, d)?
+        }
         InputLayout::HeadDimStrided => make(rng, (b, s, d, h))?.transpose(2, 3)?,
     };
     debug_assert_eq!(t.dims(), &[b, s, h, d]);
@@ -303,7 +318,15 @@ impl CaseResult {
     }
     /// fused error / allowed error: ≤ 1 passes.
     pub fn ratio(&self) -> f64 {
-        if self.allowed() == 0.0 { if self.fused_max_abs == 0.0 { 0.0 } else { f64::INFINITY } } else { self.fused_max_abs / self.allowed() }
+        if self.allowed() == 0.0 {
+            if self.fused_max_abs == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            self.fused_max_abs / self.allowed()
+        }
     }
 }
 
@@ -329,7 +352,13 @@ pub fn floor(dtype: DType, inputs: &FloorInputs) -> f64 {
     let u = f32::EPSILON as f64 / 2.0;
     let rounding = dtype_epsilon(dtype) / 2.0 * inputs.max_abs_out;
     let exp = 4.0 * f32::EPSILON as f64 * inputs.max_abs_v;
-    let scores = 2.0 * inputs.max_abs_v * inputs.scale * (inputs.head_dim as f64).sqrt() * u * inputs.max_norm_q * inputs.max_norm_k;
+    let scores = 2.0
+        * inputs.max_abs_v
+        * inputs.scale
+        * (inputs.head_dim as f64).sqrt()
+        * u
+        * inputs.max_norm_q
+        * inputs.max_norm_k;
     rounding + exp + scores
 }
 
@@ -400,7 +429,13 @@ pub fn oracle(q: &Tensor, k: &Tensor, v: &Tensor, p: &AttnParams) -> Result<Tens
 
 /// Errors of `fused` and `naive` (outputs in `dtype`) against `oracle`, with the full
 /// [`floor`] (build `floor_inputs` with [`FloorInputs::new`]).
-pub fn measure_with(dtype: DType, fused: &Tensor, naive: &Tensor, oracle: &Tensor, floor_inputs: &FloorInputs) -> Result<CaseResult> {
+pub fn measure_with(
+    dtype: DType,
+    fused: &Tensor,
+    naive: &Tensor,
+    oracle: &Tensor,
+    floor_inputs: &FloorInputs,
+) -> Result<CaseResult> {
     let (fused, naive, oracle) = (to_f64_vec(fused)?, to_f64_vec(naive)?, to_f64_vec(oracle)?);
     let err = |out: &[f64]| -> (f64, f64) {
         let (mut max_abs, mut diff2, mut ref2) = (0f64, 0f64, 0f64);
