@@ -443,6 +443,8 @@ mod tests {
             window_left: -1,
             window_right: 0,
             has_alibi: false,
+            layout: crate::problem::SeqLayout::Dense,
+            want_lse: false,
         }
     }
 
