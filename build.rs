@@ -37,6 +37,12 @@ fn main() {
             _ => {}
         }
     }
+    for entry in fs::read_dir(kernels.join("common")).expect("read kernels/common/") {
+        let path = entry.expect("read kernels/common/ entry").path();
+        if path.extension().and_then(|e| e.to_str()) == Some("cuh") {
+            headers.push(path);
+        }
+    }
     sources.sort();
     headers.sort();
     // Per file, not the directory: cargo scans a directory recursively, and kernels/lab/
@@ -98,10 +104,10 @@ fn main() {
         )
         .unwrap();
     }
-    rs.push_str("\n/// The forward kernel's instances, as `FwdTraits` in kernels/fattn_fwd.cu declares them.\n");
+    rs.push_str("\n/// The forward kernel's instances, as `FwdTraits` in kernels/fwd_sm80.cu declares them.\n");
     rs.push_str("pub const FWD_TILES: &[FwdTile] = &[\n");
-    let tiles = parse_fwd_traits(&kernels.join("fattn_fwd.cu"));
-    assert!(!tiles.is_empty(), "no FwdTraits specializations found in kernels/fattn_fwd.cu");
+    let tiles = parse_fwd_traits(&kernels.join("fwd_sm80.cu"));
+    assert!(!tiles.is_empty(), "no FwdTraits specializations found in kernels/fwd_sm80.cu");
     for [d, w, mt, bn, st] in tiles {
         writeln!(rs, "    FwdTile {{ head_dim: {d}, warps: {w}, m_tiles: {mt}, block_n: {bn}, stages: {st} }},")
             .unwrap();

@@ -1,5 +1,5 @@
 //! Flash-decoding: the CUDA path for a few query rows against a long KV cache
-//! (kernels/fattn_decode.cu).
+//! (kernels/decode_sm80.cu).
 //!
 //! The key range that any query row sees is split across thread blocks, so that a decode step
 //! (sq = 1) with few (batch, kv head) pairs still streams K and V from every SM. The q heads
@@ -27,8 +27,8 @@ use half::{bf16, f16};
 use super::{alibi_slopes_ptr, dev_tensor, load_func, ptx, set_dynamic_smem, to_i32, window_i32};
 use crate::problem::Problem;
 
-/// The module name under which candle caches `kernels/fattn_decode.cu`.
-const DECODE_MODULE: &str = "candle_fused_attn::fattn_decode";
+/// The module name under which candle caches `kernels/decode_sm80.cu`.
+const DECODE_MODULE: &str = "candle_fused_attn::decode_sm80";
 
 /// Query rows up to which decode is always chosen over the prefill kernel.
 const MAX_DECODE_SEQ_Q: usize = 16;
@@ -82,7 +82,7 @@ pub(super) fn applies(problem: &Problem, dtype: DType) -> bool {
     }
 }
 
-/// Mirrors `struct DecodeParams` in kernels/fattn_decode.cu (its static_assert pins 232 bytes).
+/// Mirrors `struct DecodeParams` in kernels/decode_sm80.cu (its static_assert pins 232 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 struct DecodeParams {
@@ -287,7 +287,7 @@ fn launch<T: CudaDType + DeviceRepr>(
     let (d_inst, smem) = instance(p.head_dim, q.dtype())?;
     let mods = if p.softcap > 0.0 || p.has_alibi { "_mod" } else { "" };
     let name = format!("fattn_decode_{type_name}_d{d_inst}{mods}");
-    let func = load_func(dev, DECODE_MODULE, ptx::FATTN_DECODE, &name)?;
+    let func = load_func(dev, DECODE_MODULE, ptx::DECODE_SM80, &name)?;
     set_dynamic_smem(&func, &stream, smem, &name)?;
 
     let sms = stream.context().attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).w()?;
@@ -443,6 +443,8 @@ mod tests {
             window_left: -1,
             window_right: 0,
             has_alibi: false,
+            layout: crate::problem::SeqLayout::Dense,
+            want_lse: false,
         }
     }
 

@@ -1,4 +1,4 @@
-//! CUDA forward: launches the kernels of `kernels/fattn_fwd.cu` on candle's stream.
+//! CUDA forward: launches the kernels of `kernels/fwd_sm80.cu` on candle's stream.
 //!
 //! * f16/bf16: the tensor-core FlashAttention-2 kernel, one instance per head dim in
 //!   [`ptx::FWD_TILES`] (parsed from the C++ traits by build.rs); other head dims run on
@@ -31,10 +31,10 @@ mod ptx {
     include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
 }
 
-/// The module name under which candle caches `kernels/fattn_fwd.cu`.
-const FWD_MODULE: &str = "candle_fused_attn::fattn_fwd";
+/// The module name under which candle caches `kernels/fwd_sm80.cu`.
+const FWD_MODULE: &str = "candle_fused_attn::fwd_sm80";
 
-/// One tensor-core instance; mirrors `fattn::TileConfig` in kernels/fattn_fwd.cu.
+/// One tensor-core instance; mirrors `fattn::TileConfig` in kernels/fwd_sm80.cu.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct FwdTile {
     pub head_dim: u32,
@@ -69,7 +69,7 @@ fn fwd_tile(head_dim: usize) -> Result<FwdTile> {
     }
 }
 
-/// The f32 kernel's shape; mirrors `namespace fattn::f32` in kernels/fattn_fwd.cu.
+/// The f32 kernel's shape; mirrors `namespace fattn::f32` in kernels/fwd_sm80.cu.
 mod f32_tile {
     pub const THREADS: u32 = 4 * 32;
     pub const BLOCK_M: u32 = 16;
@@ -81,7 +81,7 @@ mod f32_tile {
     }
 }
 
-/// Mirrors `struct FattnParams` in kernels/fattn_common.cuh.
+/// Mirrors `struct FattnParams` in kernels/common/params.cuh.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 struct FattnParams {
@@ -117,7 +117,7 @@ struct FattnParams {
     softcap_inv_scaled: f32,
     softcap_log2: f32,
 }
-// The C++ side asserts the same size (static_assert in fattn_common.cuh).
+// The C++ side asserts the same size (static_assert in kernels/common/params.cuh).
 const _: () = assert!(std::mem::size_of::<FattnParams>() == 192);
 
 // SAFETY: `FattnParams` is `#[repr(C)]` plain data (integers and floats, no references),
@@ -278,7 +278,7 @@ fn launch_fwd<T: CudaDType + DeviceRepr>(
         bail!("fused-attn cuda: the kernels need compute capability 8.0 or newer, this device has {major}.{minor}")
     }
     let KernelChoice { name, threads, block_m, smem_bytes } = kernel;
-    let func = load_func(dev, FWD_MODULE, ptx::FATTN_FWD, &name)?;
+    let func = load_func(dev, FWD_MODULE, ptx::FWD_SM80, &name)?;
     set_dynamic_smem(&func, &stream, smem_bytes, &name)?;
 
     let elem = std::mem::size_of::<T>();

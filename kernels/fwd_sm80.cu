@@ -39,7 +39,10 @@
 // 319/279, causal 272/251; d128 at 2048: 352/342, causal 301/273; (4,32,32,4096,4096,128)
 // 360/335; (1,32,32,16384,16384,128) causal 361/341.
 
-#include "fattn_common.cuh"
+#include "common/mask.cuh"
+#include "common/params.cuh"
+#include "common/ptx.cuh"
+#include "common/softmax.cuh"
 
 namespace fattn {
 
@@ -110,13 +113,6 @@ __device__ __forceinline__ QueryBlock query_block(const FattnParams& p, int bloc
     return QueryBlock{bh / p.heads, bh % p.heads, m_block * block_m};
 }
 
-// blockIdx.x through a volatile read, which the compiler cannot merge with an earlier one.
-__device__ __forceinline__ unsigned ctaid_x() {
-    unsigned x;
-    asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(x));
-    return x;
-}
-
 // Physical chunk index of (row, chunk) in a tile with kChunksPerRow chunks per row. The XOR
 // keeps the 8 rows one ldmatrix phase reads in 8 distinct 16-byte bank groups.
 template <int kChunksPerRow>
@@ -126,18 +122,6 @@ __device__ __forceinline__ int swizzle(int row, int chunk) {
     } else {
         return row * kChunksPerRow + (chunk ^ ((row >> 1) & 3));
     }
-}
-
-// ldmatrix on a shared-space address (fragment addresses are computed as 32-bit offsets).
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
 }
 
 // Shared address of this lane's row for an ldmatrix.x4 of the 16×16 block at (row r0, chunk
@@ -177,11 +161,6 @@ __device__ __noinline__ void load_tile_elementwise(uint16_t* tile, const uint16_
         for (int e = 0; e < 8; ++e) buf.e[e] = (row < row_end && c * 8 + e < head_dim) ? src[e] : uint16_t(0);
         *reinterpret_cast<uint4*>(tile + swizzle<Cfg::kChunksPerRow>(r, c) * 8) = buf.v;
     }
-}
-
-// 16-byte cp.async to a shared-space address; src_bytes 0 zero-fills without reading.
-__device__ __forceinline__ void cp_async_16_to(uint32_t dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 
 // Copies rows [row0, row0 + kRows) of a (seq, head_dim) matrix into a swizzled tile.
@@ -308,7 +287,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     uint32_t qf[MT][kQRegSteps][4];
     const uint32_t sQ_warp = smem_addr(sQ) + warp_row0 * CPR * 16;
     auto load_q_fragment = [&](uint32_t(&frag)[4], int mt, int kk) {
-        ldsm_x4(frag, frag_addr<CPR>(sQ_warp, lane % 16, lane / 16, mt * 16, kk * 2));
+        ldmatrix_x4(frag, frag_addr<CPR>(sQ_warp, lane % 16, lane / 16, mt * 16, kk * 2));
     };
     if constexpr (Cfg::kQInRegs) {
 #pragma unroll
@@ -358,7 +337,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 uint32_t kf[4];
                 // Matrices: keys np·16 + 0-7 (dims kk·16 + 0-7, 8-15), then keys + 8-15, so that
                 // each mma's B is a consecutive register pair.
-                ldsm_x4(kf, frag_addr<CPR>(sK, lane % 8 + (lane / 16) * 8, (lane / 8) % 2, np * 16, kk * 2));
+                ldmatrix_x4(kf, frag_addr<CPR>(sK, lane % 8 + (lane / 16) * 8, (lane / 8) % 2, np * 16, kk * 2));
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     E::mma(s[mt][2 * np], qf[mt][qk], kf[0], kf[1]);
@@ -413,8 +392,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 float mx = row_max[mt][hf];
 #pragma unroll
                 for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hf], s[mt][nt][2 * hf + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                mx = quad_max(mx);
                 // A row with nothing visible yet keeps max -inf; subtract 0 so exp2 gives 0, not NaN.
                 const float base = mx == kNegInf ? 0.f : mx * exp_scale;
                 corr[mt][hf] = exp2_approx(fmaf(row_max[mt][hf], exp_scale, -base));
@@ -464,7 +442,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 #pragma unroll
             for (int dp = 0; dp < D / 16; ++dp) {
                 uint32_t vf[4];
-                ldsm_x4_trans(vf, frag_addr<CPR>(sV, lane % 16, lane / 16, kk * 16, dp * 2));
+                ldmatrix_x4_trans(vf, frag_addr<CPR>(sV, lane % 16, lane / 16, kk * 16, dp * 2));
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     E::mma(o[mt][2 * dp], pf[mt], vf[0], vf[1]);
@@ -498,10 +476,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
-            float l = row_sum[mt][hf];
-            l += __shfl_xor_sync(0xffffffffu, l, 1);
-            l += __shfl_xor_sync(0xffffffffu, l, 2);
-            const float inv = l > 0.f ? 1.f / l : 0.f;
+            const float inv = inv_row_sum(quad_sum(row_sum[mt][hf]));
             const int r = warp_row0 + mt * 16 + g + hf * 8;
 #pragma unroll
             for (int dt = 0; dt < D / 8; ++dt) {
@@ -612,7 +587,7 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
 #pragma unroll
             for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
             mx = fmaxf(mx, row_max[rr]);
-            const float base = mx == kNegInf ? 0.f : mx;
+            const float base = max_ref(mx);
             const float corr = exp2_approx(row_max[rr] - base);
             row_max[rr] = mx;
             const float pj = exp2_approx(x - base);
@@ -636,7 +611,7 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
         float l = row_sum[rr];
 #pragma unroll
         for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const float inv = inv_row_sum(l);
         const int row = m0 + warp * kRowsPerWarp + rr;
         if (row >= p.seq_q) continue;
 #pragma unroll

@@ -45,37 +45,10 @@
 // (kernels/lab/stream_lab.cu). What is left to cuDNN is the streaming loop (ncu: its split
 // kernel reads (8,32,8,1,8192) in 92 µs, ours with the combine in 100-102 µs), not the combine.
 
-#include "fattn_common.cuh"
-
-// Mirrored by `DecodeParams` in src/cuda/decode.rs (its size is checked there).
-struct DecodeParams {
-    const void* q;  // element pointers, start offsets already applied
-    const void* k;
-    const void* v;
-    void* out;
-    float* partial_o;   // [num_splits][rows_total][D] (D: the instance), null when num_splits == 1
-    float* partial_ml;  // [num_splits][rows_total][2] = (max in log2 units, sum)
-    unsigned int* tile_counters;  // [batch][kv_heads · row_groups], zero before the launch and after it
-    const float* alibi; // (batch, heads) contiguous, null when off
-    long long q_stride_b, q_stride_s, q_stride_h;  // in elements
-    long long k_stride_b, k_stride_s, k_stride_h;
-    long long v_stride_b, v_stride_s, v_stride_h;
-    long long o_stride_b, o_stride_s, o_stride_h;
-    int batch, seq_q, seq_k, heads, kv_heads, head_dim;
-    int group;            // heads / kv_heads
-    int row_groups;       // ceil(group * seq_q / 16)
-    int key_begin;        // union of the rows' visible keys: [key_begin, key_end)
-    int key_end;
-    int keys_per_split;   // a multiple of 64 (4 warps × 16 keys)
-    int num_splits;
-    int window_left;      // -1 = unbounded
-    int window_right;
-    float scale;
-    float softcap;        // 0 = off
-    int aligned;          // 1: every q/k/v row start is 16-byte aligned and head_dim % 8 == 0
-    int pad_;
-};
-static_assert(sizeof(DecodeParams) == 232, "DecodeParams layout changed: update src/cuda/decode.rs");
+#include "common/mask.cuh"
+#include "common/params.cuh"
+#include "common/ptx.cuh"
+#include "common/softmax.cuh"
 
 namespace fattn_decode {
 
@@ -129,8 +102,13 @@ template <> struct Elem<float> {
     static __device__ __forceinline__ float to_float(float x) { return x; }
 };
 
+using fattn::cp_async_16_to;
 using fattn::cp_async_commit;
 using fattn::cp_async_wait;
+using fattn::inv_row_sum;
+using fattn::max_ref;
+using fattn::quad_max;
+using fattn::quad_sum;
 using fattn::smem_addr;
 
 // Copies the 8 elements [src, src + 8) of which the first `valid` exist (the rest read as 0)
@@ -140,8 +118,7 @@ __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid, bool
     static_assert(sizeof(T) == 2, "16-bit elements");
     if (aligned) {
         // src-size 0 zero-fills without reading; src is then any mapped address.
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-                     "r"(valid * 2));
+        cp_async_16_to(smem_addr(dst), src, valid * 2);
     } else {
         uint16_t e[8];
 #pragma unroll
@@ -189,9 +166,6 @@ __device__ __forceinline__ void load_kv_tile(const DecodeParams& p, const T* k_h
     }
 }
 
-// A running max of -inf means "nothing seen yet"; subtracting 0 instead keeps exp2 NaN-free.
-__device__ __forceinline__ float ref_max(float m) { return m == kNegInf ? 0.f : m; }
-
 // Merges the warps' (max, sum) per row into block_ml; every thread sees the result.
 __device__ __forceinline__ void merge_row_stats(const float (&merge_ml)[kWarps][kRows][2], float (&block_ml)[kRows][2]) {
     __syncthreads();
@@ -202,7 +176,7 @@ __device__ __forceinline__ void merge_row_stats(const float (&merge_ml)[kWarps][
         for (int w = 0; w < kWarps; ++w) m = fmaxf(m, merge_ml[w][row][0]);
         float l = 0.f;
 #pragma unroll
-        for (int w = 0; w < kWarps; ++w) l += merge_ml[w][row][1] * exp2f(merge_ml[w][row][0] - ref_max(m));
+        for (int w = 0; w < kWarps; ++w) l += merge_ml[w][row][1] * exp2f(merge_ml[w][row][0] - max_ref(m));
         block_ml[row][0] = m;
         block_ml[row][1] = l;
     }
@@ -271,7 +245,7 @@ __device__ __forceinline__ void combine_if_last(const DecodeParams& p, int b, in
             float m_new = m;
 #pragma unroll
             for (int u = 0; u < kBatch; ++u) m_new = fmaxf(m_new, ml[u].x);
-            const float m_ref = ref_max(m_new);
+            const float m_ref = max_ref(m_new);
             const float alpha = exp2f(m - m_ref);
             l *= alpha;
             o.x *= alpha, o.y *= alpha, o.z *= alpha, o.w *= alpha;
@@ -292,7 +266,7 @@ __device__ __forceinline__ void combine_if_last(const DecodeParams& p, int b, in
             o_o.z = __shfl_xor_sync(0xffffffffu, o.z, off);
             o_o.w = __shfl_xor_sync(0xffffffffu, o.w, off);
             const float m_new = fmaxf(m, m_o);
-            const float m_ref = ref_max(m_new);
+            const float m_ref = max_ref(m_new);
             const float a = exp2f(m - m_ref), a_o = exp2f(m_o - m_ref);
             l = l * a + l_o * a_o;
             o.x = o.x * a + o_o.x * a_o, o.y = o.y * a + o_o.y * a_o;
@@ -300,7 +274,7 @@ __device__ __forceinline__ void combine_if_last(const DecodeParams& p, int b, in
             m = m_new;
         }
         if (valid && sub == 0) {
-            const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
+            const float inv = inv_row_sum(l);  // no visible key: zeros
             T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
             const float os[4] = {o.x * inv, o.y * inv, o.z * inv, o.w * inv};
 #pragma unroll
@@ -333,7 +307,7 @@ __device__ __forceinline__ void store_block_rows(const DecodeParams& p, const fl
             o[x] = v;
         }
         if (p.num_splits == 1) {
-            const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
+            const float inv = inv_row_sum(l);  // no visible key: zeros
             T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
 #pragma unroll
             for (int x = 0; x < kPart; ++x)
@@ -520,10 +494,9 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             float mx = fmaxf(fmaxf(s[0][2 * half], s[0][2 * half + 1]), fmaxf(s[1][2 * half], s[1][2 * half + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            mx = quad_max(mx);
             const float m_new = fmaxf(row_max[half], mx);
-            const float m_ref = m_new == kNegInf ? 0.f : m_new;  // all masked so far: no NaN
+            const float m_ref = max_ref(m_new);  // all masked so far: no NaN
             const float alpha = exp2f(row_max[half] - m_ref);
             row_max[half] = m_new;
             float sum = 0.f;
@@ -567,8 +540,7 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     // Merge the 4 warps: each scales its accumulator to the block max and adds into smem.
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-        row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 1);
-        row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 2);
+        row_sum[half] = quad_sum(row_sum[half]);
     }
     cp_async_wait<0>();
     __syncthreads();  // every warp is done with its ring: it becomes the merge buffer
@@ -586,7 +558,7 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
         const int row = g + 8 * half;
-        const float factor = exp2f(row_max[half] - ref_max(block_ml[row][0]));
+        const float factor = exp2f(row_max[half] - max_ref(block_ml[row][0]));
         float* dst = merge_o + (warp * kRows + row) * D;
 #pragma unroll
         for (int col = 0; col < 2; ++col) {
@@ -732,9 +704,9 @@ __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
 #pragma unroll
             for (int o = 1; o < kTileKeys; o *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
             const float m_new = fmaxf(row_max[x], mx);
-            const float alpha = exp2f(row_max[x] - ref_max(m_new));
+            const float alpha = exp2f(row_max[x] - max_ref(m_new));
             row_max[x] = m_new;
-            const float pv = exp2f(v - ref_max(m_new));
+            const float pv = exp2f(v - max_ref(m_new));
             float sum = pv;
 #pragma unroll
             for (int o = 1; o < kTileKeys; o *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
@@ -784,7 +756,7 @@ __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
     for (int r = 0; r < kRows; ++r) {
         // Every lane holds the max of row r: rows rh·8.. in lanes rh·16...
         const float m_warp = __shfl_sync(0xffffffffu, row_max[r % 8], r < 8 ? 0 : 16);
-        const float factor = exp2f(m_warp - ref_max(block_ml[r][0]));
+        const float factor = exp2f(m_warp - max_ref(block_ml[r][0]));
 #pragma unroll
         for (int x = 0; x < D / 32; ++x) merge_o[(warp * kRows + r) * D + lane + 32 * x] = acc[r][x] * factor;
     }
