@@ -1,7 +1,7 @@
 // Attention forward, FlashAttention-2 style, for sm_80 and newer.
 //
 // What it computes: o = softmax(s) v per (batch, q head, query row), with s the scaled
-// dot products after softcap, ALiBi and the bottom-right causal/window masks (REFERENCE.md),
+// dot products after softcap, ALiBi and the bottom-right causal/window masks (src/reference.rs),
 // softmax in f32, f32 accumulation. Rows that see no key output zeros.
 //
 // f16/bf16 (`fattn_fwd_{f16,bf16}_d{D}[_mods]`): one CTA owns kBlockM query rows of one
@@ -39,6 +39,7 @@
 // 319/279, causal 272/251; d128 at 2048: 352/342, causal 301/273; (4,32,32,4096,4096,128)
 // 360/335; (1,32,32,16384,16384,128) causal 361/341.
 
+#include "common/kv_addr.cuh"
 #include "common/mask.cuh"
 #include "common/params.cuh"
 #include "common/ptx.cuh"
@@ -255,9 +256,9 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     const int m0 = qb.m0;
     const int m_last = min(m0 + BM, p.seq_q) - 1;
 
-    const uint16_t* qg = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-    const uint16_t* kg = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride + kvh * p.k_head_stride;
-    const uint16_t* vg = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride + kvh * p.v_head_stride;
+    const uint16_t* qg = q_head_rows<uint16_t>(p, b, h);
+    const uint16_t* kg = k_head_rows<uint16_t>(p, b, kvh);
+    const uint16_t* vg = v_head_rows<uint16_t>(p, b, kvh);
     const bool vec_in = p.vec_in != 0;
 
     const KeyRange keys = block_key_range(p, m0, m_last);
@@ -360,7 +361,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         const int row = m0 + warp_row0 + mt * 16 + g + (e / 2) * 8;
-                        s[mt][nt][e] = modified_score_log2(p, s[mt][nt][e], alibi_log2, row, n0 + nt * 8 + 2 * t + e % 2);
+                        s[mt][nt][e] = score_log2(p, s[mt][nt][e], alibi_log2, row, n0 + nt * 8 + 2 * t + e % 2);
                     }
         }
         if (!block_fully_visible(p, m0, m_last, n0, n0 + BN)) {
@@ -544,9 +545,9 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     const int m0 = qb.m0;
     const int m_last = min(m0 + kBlockM, p.seq_q) - 1;
 
-    const float* qg = static_cast<const float*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-    const float* kg = static_cast<const float*>(p.k) + b * p.k_batch_stride + kvh * p.k_head_stride;
-    const float* vg = static_cast<const float*>(p.v) + b * p.v_batch_stride + kvh * p.v_head_stride;
+    const float* qg = q_head_rows<float>(p, b, h);
+    const float* kg = k_head_rows<float>(p, b, kvh);
+    const float* vg = v_head_rows<float>(p, b, kvh);
 
     for (int i = tid; i < kBlockM * D; i += blockDim.x) {
         const int r = i / D, c = i % D;
@@ -581,7 +582,7 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
             const int key = n0 + lane;
             float dot = 0.f;
             for (int c = 0; c < D; ++c) dot = fmaf(sQ[r * D + c], sK[lane * KS + c], dot);
-            float x = modified_score_log2(p, dot, alibi_log2, row, key);
+            float x = score_log2(p, dot, alibi_log2, row, key);
             if (!key_range(p, row).contains(key) || key >= p.seq_k) x = kNegInf;
             float mx = x;
 #pragma unroll
@@ -605,7 +606,7 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
         }
     }
 
-    float* og = static_cast<float*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+    float* og = o_head_rows<float>(p, b, h);
 #pragma unroll
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
         float l = row_sum[rr];

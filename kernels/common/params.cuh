@@ -1,11 +1,18 @@
-// The parameter structs that cross the FFI boundary (mirrored in src/cuda/).
+// The one parameter struct every kernel takes by value. src/cuda/params.rs declares the same
+// fields with their byte offsets; it asserts them on the Rust side, and build.rs writes the
+// same numbers as static_asserts on this struct into the header every kernel build includes
+// ($OUT_DIR/fattn_generated.cuh), so a field added, moved or retyped on one side only fails
+// to compile.
+//
+// Pointers are already offset to the tensors' start; strides are in elements; the head
+// dimension is contiguous (stride 1) for q, k, v and o. Fields a kernel does not read are
+// zero (null).
 #pragma once
 
 #include <stdint.h>
 
-// Pointers are already offset to the tensors' start; strides are in elements. The head
-// dimension is contiguous (stride 1) for q, k, v and o.
 struct FattnParams {
+    // ---- every kernel -------------------------------------------------------------------
     const void* q;
     const void* k;
     const void* v;
@@ -30,36 +37,35 @@ struct FattnParams {
     // softmax_scale / softcap and softcap · log2(e); softcap_log2 == 0 means no softcap.
     float softcap_inv_scaled;
     float softcap_log2;
-};
-// The Rust mirror asserts the same size.
-static_assert(sizeof(FattnParams) == 192, "FattnParams layout changed: update src/cuda/mod.rs");
-
-// Mirrored by `DecodeParams` in src/cuda/decode.rs (its size is checked there).
-struct DecodeParams {
-    const void* q;  // element pointers, start offsets already applied
-    const void* k;
-    const void* v;
-    void* out;
-    float* partial_o;   // [num_splits][rows_total][D] (D: the instance), null when num_splits == 1
-    float* partial_ml;  // [num_splits][rows_total][2] = (max in log2 units, sum)
-    unsigned int* tile_counters;  // [batch][kv_heads · row_groups], zero before the launch and after it
-    const float* alibi; // (batch, heads) contiguous, null when off
-    long long q_stride_b, q_stride_s, q_stride_h;  // in elements
-    long long k_stride_b, k_stride_s, k_stride_h;
-    long long v_stride_b, v_stride_s, v_stride_h;
-    long long o_stride_b, o_stride_s, o_stride_h;
-    int batch, seq_q, seq_k, heads, kv_heads, head_dim;
-    int group;            // heads / kv_heads
-    int row_groups;       // ceil(group * seq_q / 16)
-    int key_begin;        // union of the rows' visible keys: [key_begin, key_end)
-    int key_end;
-    int keys_per_split;   // a multiple of 64 (4 warps × 16 keys)
-    int num_splits;
-    int window_left;      // -1 = unbounded
-    int window_right;
+    // The same in natural units: softmax_scale, and the softcap (0 = off).
     float scale;
-    float softcap;        // 0 = off
-    int aligned;          // 1: every q/k/v row start is 16-byte aligned and head_dim % 8 == 0
-    int pad_;
+    float softcap;
+
+    // ---- reserved: no kernel reads these yet; the host passes zero --------------------------
+    // (batch, heads, seq_q) f32 output: each row's log-sum-exp of its scores.
+    float* lse;
+    // (batch + 1) cumulative sequence lengths of packed (varlen) q and k/v.
+    const int32_t* cu_seqlens_q;
+    const int32_t* cu_seqlens_k;
+    // Paged KV: (batch, pages) page indices, its batch stride, and keys per page.
+    const int32_t* block_table;
+    int64_t block_table_batch_stride;
+    int32_t page_block_size;
+
+    // ---- split-key decode (kernels/decode_sm80.cu) ----------------------------------------
+    int32_t num_splits;
+    // [num_splits][batch · seq_q · heads][D] f32 partial outputs (D: the instance's head dim)
+    // and [num_splits][batch · seq_q · heads][2] their (max in log2 units, sum); null when
+    // num_splits == 1.
+    float* partial_o;
+    float* partial_ml;
+    // [batch][kv_heads · row_groups] arrival counters: zero before the launch and after it.
+    uint32_t* tile_counters;
+    // ceil(kv_group · seq_q / 16): the 16-row groups of one kv head's (q head, query) rows.
+    int32_t row_groups;
+    // The union of the rows' visible keys, [key_begin, key_end), split into num_splits
+    // slices of keys_per_split keys (a multiple of 64).
+    int32_t key_begin;
+    int32_t key_end;
+    int32_t keys_per_split;
 };
-static_assert(sizeof(DecodeParams) == 232, "DecodeParams layout changed: update src/cuda/decode.rs");

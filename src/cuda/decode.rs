@@ -24,7 +24,8 @@ use candle_core::cuda_backend::{CudaDType, CudaDevice, WrapErr};
 use candle_core::{bail, CudaStorage, DType, Layout, Result, Tensor};
 use half::{bf16, f16};
 
-use super::{alibi_slopes_ptr, dev_tensor, load_func, ptx, set_dynamic_smem, to_i32, window_i32};
+use super::params::FattnParams;
+use super::{alibi_slopes_ptr, common_params, dev_tensor, load_func, ptx, set_dynamic_smem, to_i32};
 use crate::problem::Problem;
 
 /// The module name under which candle caches `kernels/decode_sm80.cu`.
@@ -81,55 +82,6 @@ pub(super) fn applies(problem: &Problem, dtype: DType) -> bool {
         Err(_) => false,
     }
 }
-
-/// Mirrors `struct DecodeParams` in kernels/decode_sm80.cu (its static_assert pins 232 bytes).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-struct DecodeParams {
-    q: u64,
-    k: u64,
-    v: u64,
-    out: u64,
-    partial_o: u64,
-    partial_ml: u64,
-    tile_counters: u64,
-    alibi: u64,
-    q_stride_b: i64,
-    q_stride_s: i64,
-    q_stride_h: i64,
-    k_stride_b: i64,
-    k_stride_s: i64,
-    k_stride_h: i64,
-    v_stride_b: i64,
-    v_stride_s: i64,
-    v_stride_h: i64,
-    o_stride_b: i64,
-    o_stride_s: i64,
-    o_stride_h: i64,
-    batch: i32,
-    seq_q: i32,
-    seq_k: i32,
-    heads: i32,
-    kv_heads: i32,
-    head_dim: i32,
-    group: i32,
-    row_groups: i32,
-    key_begin: i32,
-    key_end: i32,
-    keys_per_split: i32,
-    num_splits: i32,
-    window_left: i32,
-    window_right: i32,
-    scale: f32,
-    softcap: f32,
-    aligned: i32,
-    pad: i32,
-}
-const _: () = assert!(std::mem::size_of::<DecodeParams>() == 232);
-
-// SAFETY: plain-old-data with the C layout of the kernel's parameter struct; the kernel takes it
-// by value.
-unsafe impl DeviceRepr for DecodeParams {}
 
 /// The compiled head-dim instance for `head_dim` (the next of 64, 128, 256) and its dynamic
 /// shared memory, as the kernel's traits compute it:
@@ -327,57 +279,25 @@ fn launch<T: CudaDType + DeviceRepr>(
 
     {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
-        let d = p.head_dim;
-        let params = DecodeParams {
-            q: qt.ptr,
-            k: kt.ptr,
-            v: vt.ptr,
-            out: o_ptr,
-            partial_o: 0,
-            partial_ml: 0,
-            tile_counters: 0,
-            alibi: alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
-            q_stride_b: qt.strides.batch as i64,
-            q_stride_s: qt.strides.seq as i64,
-            q_stride_h: qt.strides.head as i64,
-            k_stride_b: kt.strides.batch as i64,
-            k_stride_s: kt.strides.seq as i64,
-            k_stride_h: kt.strides.head as i64,
-            v_stride_b: vt.strides.batch as i64,
-            v_stride_s: vt.strides.seq as i64,
-            v_stride_h: vt.strides.head as i64,
-            o_stride_b: (p.seq_q * p.heads * d) as i64,
-            o_stride_s: (p.heads * d) as i64,
-            o_stride_h: d as i64,
-            batch: to_i32(p.batch, "batch")?,
-            seq_q: to_i32(p.seq_q, "seq_q")?,
-            seq_k: to_i32(p.seq_k, "seq_k")?,
-            heads: to_i32(p.heads, "heads")?,
-            kv_heads: to_i32(p.kv_heads, "kv_heads")?,
-            head_dim: to_i32(d, "head_dim")?,
-            group: to_i32(group, "heads / kv_heads")?,
+        let alibi = alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr);
+        let params = FattnParams {
             row_groups: to_i32(row_groups, "row groups")?,
             key_begin: to_i32(key_begin, "first visible key")?,
             key_end: to_i32(key_end, "last visible key")?,
             keys_per_split: to_i32(keys_per_split, "keys per split")?,
             num_splits: to_i32(num_splits, "splits")?,
-            window_left: window_i32(p.window_left, "window_size_left")?,
-            window_right: window_i32(p.window_right, "window_size_right")?,
-            scale: p.scale,
-            softcap: p.softcap,
-            aligned: [&qt, &kt, &vt].iter().all(|t| t.rows_16b_aligned(d, elem)) as i32,
-            pad: 0,
+            ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi, elem)?
         };
         let cfg = LaunchConfig {
             grid_dim: (num_splits as u32, grid_y as u32, p.batch as u32),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: smem,
         };
-        let launch_split = |params: DecodeParams| -> Result<()> {
+        let launch_split = |params: FattnParams| -> Result<()> {
             let mut builder = stream.launch_builder(&func);
             builder.arg(&params);
-            // SAFETY: the kernel's one argument is `DecodeParams` by value, matching its C++
-            // signature (size asserted on both sides). Its pointers are live device allocations
+            // SAFETY: the kernel's one argument is `FattnParams` by value, matching its C++
+            // signature (every offset and the size asserted on both sides). Its pointers are live device allocations
             // held by q, k, v, `out`, the workspace (with splits: `pairs` zero tile counters, one
             // per (batch, grid y) tile, and `partial_words` f32 that every split block writes
             // before the last block of its tile reads them) and the alibi storage for the whole
@@ -388,7 +308,7 @@ fn launch<T: CudaDType + DeviceRepr>(
         };
         if num_splits > 1 {
             with_workspace(dev, &stream, pairs, partial_words, |counters, partials| {
-                launch_split(DecodeParams {
+                launch_split(FattnParams {
                     tile_counters: counters,
                     partial_o: partials,
                     partial_ml: partials + partial_acc_words as u64 * 4,

@@ -14,6 +14,7 @@
 //! [`load_func`], [`set_dynamic_smem`], [`to_i32`], [`window_i32`].
 
 mod decode;
+mod params;
 
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
@@ -25,6 +26,7 @@ use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
 use crate::problem::{Problem, Strides};
+use params::FattnParams;
 
 mod ptx {
     use super::FwdTile;
@@ -81,47 +83,9 @@ mod f32_tile {
     }
 }
 
-/// Mirrors `struct FattnParams` in kernels/common/params.cuh.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-struct FattnParams {
-    q: u64,
-    k: u64,
-    v: u64,
-    o: u64,
-    alibi_slopes: u64,
-    q_batch_stride: i64,
-    q_seq_stride: i64,
-    q_head_stride: i64,
-    k_batch_stride: i64,
-    k_seq_stride: i64,
-    k_head_stride: i64,
-    v_batch_stride: i64,
-    v_seq_stride: i64,
-    v_head_stride: i64,
-    o_batch_stride: i64,
-    o_seq_stride: i64,
-    o_head_stride: i64,
-    batch: i32,
-    heads: i32,
-    kv_heads: i32,
-    seq_q: i32,
-    seq_k: i32,
-    head_dim: i32,
-    kv_group: i32,
-    window_left: i32,
-    window_right: i32,
-    vec_in: i32,
-    vec_out: i32,
-    scale_log2: f32,
-    softcap_inv_scaled: f32,
-    softcap_log2: f32,
-}
-// The C++ side asserts the same size (static_assert in kernels/common/params.cuh).
-const _: () = assert!(std::mem::size_of::<FattnParams>() == 192);
-
-// SAFETY: `FattnParams` is `#[repr(C)]` plain data (integers and floats, no references),
-// laid out as the C++ struct it mirrors; the kernel receives it by value.
+// SAFETY: `FattnParams` is `#[repr(C)]` plain data (integers and floats, no references) with
+// the layout of the C++ struct, field by field (offsets asserted on both sides, see
+// params.rs); the kernels receive it by value.
 unsafe impl DeviceRepr for FattnParams {}
 
 /// A `(batch, seq, heads, head_dim)` device tensor as a kernel reads it: the address of its
@@ -263,6 +227,57 @@ fn window_i32(w: i64, what: &str) -> Result<i32> {
     }
 }
 
+/// The fields every kernel reads, for the dense `(batch, seq, heads, head_dim)` problem `p`
+/// with output `o` (contiguous) and ALiBi slopes at `alibi` (0 = none); the rest zero.
+pub(super) fn common_params(
+    p: &Problem,
+    [q, k, v]: [&DevTensor<'_>; 3],
+    o: u64,
+    alibi: u64,
+    elem_bytes: usize,
+) -> Result<FattnParams> {
+    let d = p.head_dim;
+    if p.window_right >= 0 {
+        // The kernels compute a row's last visible key, diag + window_right, in i32.
+        to_i32(p.seq_k + p.window_right as usize, "seq_k + window_size_right")?;
+    }
+    Ok(FattnParams {
+        q: q.ptr,
+        k: k.ptr,
+        v: v.ptr,
+        o,
+        alibi_slopes: alibi,
+        q_batch_stride: to_i64(q.strides.batch),
+        q_seq_stride: to_i64(q.strides.seq),
+        q_head_stride: to_i64(q.strides.head),
+        k_batch_stride: to_i64(k.strides.batch),
+        k_seq_stride: to_i64(k.strides.seq),
+        k_head_stride: to_i64(k.strides.head),
+        v_batch_stride: to_i64(v.strides.batch),
+        v_seq_stride: to_i64(v.strides.seq),
+        v_head_stride: to_i64(v.strides.head),
+        o_batch_stride: to_i64(p.seq_q * p.heads * d),
+        o_seq_stride: to_i64(p.heads * d),
+        o_head_stride: to_i64(d),
+        batch: to_i32(p.batch, "batch")?,
+        heads: to_i32(p.heads, "heads")?,
+        kv_heads: to_i32(p.kv_heads, "kv_heads")?,
+        seq_q: to_i32(p.seq_q, "seq_q")?,
+        seq_k: to_i32(p.seq_k, "seq_k")?,
+        head_dim: to_i32(d, "head_dim")?,
+        kv_group: to_i32(p.group_size(), "heads / kv_heads")?,
+        window_left: window_i32(p.window_left, "window_size_left")?,
+        window_right: window_i32(p.window_right, "window_size_right")?,
+        vec_in: [q, k, v].iter().all(|t| t.rows_16b_aligned(d, elem_bytes)) as i32,
+        scale_log2: p.scale * std::f32::consts::LOG2_E,
+        softcap_inv_scaled: if p.softcap > 0.0 { p.scale / p.softcap } else { 0.0 },
+        softcap_log2: if p.softcap > 0.0 { p.softcap * std::f32::consts::LOG2_E } else { 0.0 },
+        scale: p.scale,
+        softcap: p.softcap,
+        ..FattnParams::default()
+    })
+}
+
 fn launch_fwd<T: CudaDType + DeviceRepr>(
     p: &Problem,
     kernel: KernelChoice,
@@ -298,39 +313,9 @@ fn launch_fwd<T: CudaDType + DeviceRepr>(
     let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
     {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
-        let d = p.head_dim;
         let params = FattnParams {
-            q: qt.ptr,
-            k: kt.ptr,
-            v: vt.ptr,
-            o: o_ptr,
-            alibi_slopes: alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
-            q_batch_stride: to_i64(qt.strides.batch),
-            q_seq_stride: to_i64(qt.strides.seq),
-            q_head_stride: to_i64(qt.strides.head),
-            k_batch_stride: to_i64(kt.strides.batch),
-            k_seq_stride: to_i64(kt.strides.seq),
-            k_head_stride: to_i64(kt.strides.head),
-            v_batch_stride: to_i64(vt.strides.batch),
-            v_seq_stride: to_i64(vt.strides.seq),
-            v_head_stride: to_i64(vt.strides.head),
-            o_batch_stride: to_i64(p.seq_q * p.heads * d),
-            o_seq_stride: to_i64(p.heads * d),
-            o_head_stride: to_i64(d),
-            batch: to_i32(p.batch, "batch")?,
-            heads: to_i32(p.heads, "heads")?,
-            kv_heads: to_i32(p.kv_heads, "kv_heads")?,
-            seq_q: to_i32(p.seq_q, "seq_q")?,
-            seq_k: to_i32(p.seq_k, "seq_k")?,
-            head_dim: to_i32(d, "head_dim")?,
-            kv_group: to_i32(p.group_size(), "heads / kv_heads")?,
-            window_left: window_i32(p.window_left, "window_size_left")?,
-            window_right: window_i32(p.window_right, "window_size_right")?,
-            vec_in: [&qt, &kt, &vt].iter().all(|t| t.rows_16b_aligned(d, elem)) as i32,
-            vec_out: (o_ptr.is_multiple_of(16) && d.is_multiple_of(16 / elem)) as i32,
-            scale_log2: p.scale * std::f32::consts::LOG2_E,
-            softcap_inv_scaled: if p.softcap > 0.0 { p.scale / p.softcap } else { 0.0 },
-            softcap_log2: if p.softcap > 0.0 { p.softcap * std::f32::consts::LOG2_E } else { 0.0 },
+            vec_out: (o_ptr.is_multiple_of(16) && p.head_dim.is_multiple_of(16 / elem)) as i32,
+            ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
         };
         let cfg = LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem_bytes };
         let mut builder = stream.launch_builder(&func);
