@@ -743,31 +743,38 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
 
 }  // namespace fattn_decode
 
-// Kernel names: fattn_decode_{dtype}_d{D}[_mod]; `_mod` has softcap/ALiBi code.
-#define FATTN_DECODE_KERNEL(dtype, T, D, MOD, suffix)                                                   \
-    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads)                                \
-        fattn_decode_##dtype##_d##D##suffix(const FattnParams p) {                                       \
-        fattn_decode::decode_block<T, D, MOD>(p);                                                       \
-    }
-#define FATTN_DECODE_DTYPE(dtype, T)                  \
-    FATTN_DECODE_KERNEL(dtype, T, 64, false, )        \
-    FATTN_DECODE_KERNEL(dtype, T, 64, true, _mod)     \
-    FATTN_DECODE_KERNEL(dtype, T, 128, false, )       \
-    FATTN_DECODE_KERNEL(dtype, T, 128, true, _mod)    \
-    FATTN_DECODE_KERNEL(dtype, T, 256, false, )       \
-    FATTN_DECODE_KERNEL(dtype, T, 256, true, _mod)
+// ---- entry points ------------------------------------------------------------------------
+//
+// The instances are declared once, in src/cuda/instances.rs. build.rs expands
+// FATTN_INSTANCE_DECODE once per instance of this file (the generated list
+// FATTN_INSTANCES_DECODE_SM80) into its extern "C" kernel, and checks that the numbers the
+// crate launches it with are what the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi
+// (`_mod`).
 
-FATTN_DECODE_DTYPE(bf16, __nv_bfloat16)
-FATTN_DECODE_DTYPE(f16, __half)
+#define FATTN_INSTANCE_DECODE(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM) \
+    FATTN_DECODE_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)
+#define FATTN_DECODE_ENTRY_BF16(...) FATTN_DECODE_ENTRY_16(__nv_bfloat16, __VA_ARGS__)
+#define FATTN_DECODE_ENTRY_F16(...) FATTN_DECODE_ENTRY_16(__half, __VA_ARGS__)
 
-#define FATTN_DECODE_KERNEL_F32(D, MOD, suffix)                                                      \
-    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads)                             \
-        fattn_decode_f32_d##D##suffix(const FattnParams p) {                                          \
-        fattn_decode::decode_block_f32<D, MOD>(p);                                                   \
+#define FATTN_DECODE_CHECK_GEOMETRY(NAME, VARIANT, THREADS, ROWS, KEYS)                                     \
+    static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a decode instance is plain or _mod");              \
+    static_assert(fattn_decode::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs"); \
+    static_assert(fattn_decode::kRows == ROWS, #NAME ": block rows differ from src/cuda/instances.rs");    \
+    static_assert(fattn_decode::kWarps * fattn_decode::kTileKeys == KEYS,                                 \
+                  #NAME ": keys per round differ from src/cuda/instances.rs");
+
+#define FATTN_DECODE_ENTRY_16(T, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                   \
+    FATTN_DECODE_CHECK_GEOMETRY(NAME, VARIANT, THREADS, ROWS, KEYS)                                             \
+    static_assert(fattn_decode::Traits<D>::kSmemElems * 2 == SMEM,                                            \
+                  #NAME ": smem bytes differ from src/cuda/instances.rs");                                    \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {          \
+        fattn_decode::decode_block<T, D, VARIANT == 1>(p);                                                    \
     }
-FATTN_DECODE_KERNEL_F32(64, false, )
-FATTN_DECODE_KERNEL_F32(64, true, _mod)
-FATTN_DECODE_KERNEL_F32(128, false, )
-FATTN_DECODE_KERNEL_F32(128, true, _mod)
-FATTN_DECODE_KERNEL_F32(256, false, )
-FATTN_DECODE_KERNEL_F32(256, true, _mod)
+
+#define FATTN_DECODE_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                     \
+    FATTN_DECODE_CHECK_GEOMETRY(NAME, VARIANT, THREADS, ROWS, KEYS)                                             \
+    static_assert(fattn_decode::TraitsF32<D>::kSmemFloats * 4 == SMEM,                                        \
+                  #NAME ": smem bytes differ from src/cuda/instances.rs");                                    \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {          \
+        fattn_decode::decode_block_f32<D, VARIANT == 1>(p);                                                   \
+    }

@@ -523,6 +523,14 @@ __host__ __device__ constexpr int k_stride(int head_dim) { return head_dim % 2 =
 __host__ __device__ constexpr int smem_floats(int head_dim) {
     return kBlockM * head_dim + kBlockN * k_stride(head_dim) + kBlockN * head_dim;
 }
+// True when bytes[d] is the dynamic shared memory of head dim d for every d >= 1.
+template <int N>
+constexpr bool smem_bytes_match(const unsigned (&bytes)[N]) {
+    for (int d = 1; d < N; ++d) {
+        if (bytes[d] != static_cast<unsigned>(smem_floats(d)) * 4) return false;
+    }
+    return true;
+}
 }  // namespace f32
 
 __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
@@ -625,25 +633,40 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
 
 }  // namespace fattn
 
-// ---- entry points: the set of instances is written once, here --------------------------
+// ---- entry points ------------------------------------------------------------------------
+//
+// The instances are declared once, in src/cuda/instances.rs. build.rs expands
+// FATTN_INSTANCE_FWD once per instance of this file (the generated list
+// FATTN_INSTANCES_FWD_SM80) into its extern "C" kernel, and checks that the numbers the crate
+// launches it with are what the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`),
+// 2 both (the f32 kernel). SMEM 0: a function of the head dim, checked for every head dim
+// against the generated table fattn_gen::NAME_smem_bytes.
 
-#define FATTN_HEAD_DIMS(X) X(32) X(64) X(96) X(128) X(256)
+#define FATTN_INSTANCE_FWD(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM) \
+    FATTN_FWD_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)
+#define FATTN_FWD_ENTRY_F16(...) FATTN_FWD_ENTRY_TC(F16, __VA_ARGS__)
+#define FATTN_FWD_ENTRY_BF16(...) FATTN_FWD_ENTRY_TC(BF16, __VA_ARGS__)
 
-#define FATTN_DEFINE_TC(ELEM, NAME, D)                                                                             \
+#define FATTN_FWD_ENTRY_TC(ELEM, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                        \
+    static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a tensor-core instance is plain or _mods");                 \
+    static_assert(fattn::FwdTraits<D>::kHeadDim == D, #NAME ": head dim");                                          \
+    static_assert(fattn::FwdTraits<D>::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs");   \
+    static_assert(fattn::FwdTraits<D>::kBlockM == ROWS, #NAME ": block rows differ from src/cuda/instances.rs");    \
+    static_assert(fattn::FwdTraits<D>::kBlockN == KEYS, #NAME ": key block differs from src/cuda/instances.rs");    \
+    static_assert(fattn::FwdTraits<D>::kSmemBytes == SMEM, #NAME ": smem bytes differ from src/cuda/instances.rs"); \
     extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
-        fattn_fwd_##NAME##_d##D(const __grid_constant__ FattnParams p) {                                           \
-        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, false>(p);                                        \
-    }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
-        fattn_fwd_##NAME##_d##D##_mods(const __grid_constant__ FattnParams p) {                                    \
-        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, true>(p);                                         \
+        NAME(const __grid_constant__ FattnParams p) {                                                                \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT == 1>(p);                                  \
     }
-#define FATTN_DEFINE_F16(D) FATTN_DEFINE_TC(F16, f16, D)
-#define FATTN_DEFINE_BF16(D) FATTN_DEFINE_TC(BF16, bf16, D)
-FATTN_HEAD_DIMS(FATTN_DEFINE_F16)
-FATTN_HEAD_DIMS(FATTN_DEFINE_BF16)
 
-extern "C" __global__ void __launch_bounds__(fattn::f32::kWarps * 32)
-    fattn_fwd_f32(const __grid_constant__ FattnParams p) {
-    fattn::fwd_f32(p);
-}
+#define FATTN_FWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                         \
+    static_assert(VARIANT == 2 && SMEM == 0, #NAME ": one kernel for both variants, smem per head dim");        \
+    static_assert(D <= fattn::f32::kMaxColsPerLane * 32, #NAME ": head dim above the kernel's column count");   \
+    static_assert(fattn::f32::kWarps * 32 == THREADS, #NAME ": threads differ from src/cuda/instances.rs");      \
+    static_assert(fattn::f32::kBlockM == ROWS, #NAME ": block rows differ from src/cuda/instances.rs");          \
+    static_assert(fattn::f32::kBlockN == KEYS, #NAME ": key block differs from src/cuda/instances.rs");          \
+    static_assert(fattn::f32::smem_bytes_match(fattn_gen::NAME##_smem_bytes),                                    \
+                  #NAME ": smem bytes differ from src/cuda/instances.rs (fwd_f32_smem_bytes)");                 \
+    extern "C" __global__ void __launch_bounds__(fattn::f32::kWarps * 32) NAME(const __grid_constant__ FattnParams p) { \
+        fattn::fwd_f32(p);                                                                                       \
+    }

@@ -17,19 +17,18 @@ use std::sync::Arc;
 
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute;
-use candle_core::cuda_backend::cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
-};
-use candle_core::cuda_backend::{CudaDType, CudaDevice, WrapErr};
+use candle_core::cuda_backend::cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::{CudaDevice, WrapErr};
 use candle_core::{bail, CudaStorage, DType, Layout, Result, Tensor};
 use half::{bf16, f16};
 
+use super::instances::{Arch, Family, KernelKey, DECODE_BLOCK_ROWS, DECODE_KEYS_PER_ROUND};
 use super::params::FattnParams;
-use super::{alibi_slopes_ptr, common_params, dev_tensor, load_func, ptx, set_dynamic_smem, to_i32};
+use super::{
+    alibi_slopes_ptr, common_params, dev_tensor, heuristics, kernel_dtype, load_instance, set_dynamic_smem, to_i32,
+    KernelDtype,
+};
 use crate::problem::Problem;
-
-/// The module name under which candle caches `kernels/decode_sm80.cu`.
-const DECODE_MODULE: &str = "candle_fused_attn::decode_sm80";
 
 /// Query rows up to which decode is always chosen over the prefill kernel.
 const MAX_DECODE_SEQ_Q: usize = 16;
@@ -39,13 +38,9 @@ const MAX_DECODE_SEQ_Q_UNDERFILLED: usize = 128;
 const UNDERFILLED_PREFILL_BLOCKS: usize = 64;
 
 /// Rows of one block (one mma m16 tile): `group · seq_q` rows are cut into groups of this.
-const BLOCK_ROWS: usize = 16;
-const WARPS: usize = 4;
-/// Keys per warp and tile.
-const TILE_KEYS: usize = 16;
+const BLOCK_ROWS: usize = DECODE_BLOCK_ROWS as usize;
 /// Keys one block advances per round: 4 warps × 16 keys. Splits are whole rounds.
-const KEYS_PER_ROUND: usize = WARPS * TILE_KEYS;
-const THREADS: u32 = (WARPS * 32) as u32;
+const KEYS_PER_ROUND: usize = DECODE_KEYS_PER_ROUND as usize;
 /// Above this many splits per tile, one block per SM instead of every resident block.
 const MAX_SPLITS_ALL_SLOTS: usize = 16;
 /// The last block of a tile reads splits × rows partial rows (f32, the instance's head dim
@@ -74,35 +69,15 @@ pub(super) fn applies(problem: &Problem, dtype: DType) -> bool {
     if dtype == DType::F32 || problem.seq_q > MAX_DECODE_SEQ_Q_UNDERFILLED {
         return false;
     }
-    match super::fwd_tile(problem.head_dim) {
-        Ok(tile) => {
-            let blocks = problem.batch * problem.heads * problem.seq_q.div_ceil(tile.block_m() as usize);
+    let Some(dtype) = kernel_dtype(dtype) else { return false };
+    let key = KernelKey { family: Family::Fwd, dtype, head_dim: problem.head_dim, mods: false };
+    match heuristics::instance(key, Arch::Sm80) {
+        Ok(prefill) => {
+            let blocks = problem.batch * problem.heads * problem.seq_q.div_ceil(prefill.block_rows as usize);
             blocks <= UNDERFILLED_PREFILL_BLOCKS
         }
         Err(_) => false,
     }
-}
-
-/// The compiled head-dim instance for `head_dim` (the next of 64, 128, 256) and its dynamic
-/// shared memory, as the kernel's traits compute it:
-/// * f16/bf16 (`Traits<D>::kSmemElems · 2`): Q 16×D plus 4 warps × stages × (K, V) 16×D;
-///   3 stages up to D = 128, 2 at 256;
-/// * f32 (`TraitsF32<D>::kSmemFloats · 4`): Q 16×D, 4 warps × (K, V) 16×(D+4), 4 warps × P 16×16.
-fn instance(head_dim: usize, dtype: DType) -> Result<(usize, u32)> {
-    let d = match head_dim {
-        1..=64 => 64,
-        65..=128 => 128,
-        129..=256 => 256,
-        d => bail!("fused-attn decode: head_dim {d} has no kernel instance (supported: 1..=256)"),
-    };
-    let bytes = match dtype {
-        DType::F32 => (BLOCK_ROWS * d + WARPS * 2 * TILE_KEYS * (d + 4) + WARPS * BLOCK_ROWS * TILE_KEYS) * 4,
-        _ => {
-            let stages = if d <= 128 { 3 } else { 2 };
-            (BLOCK_ROWS * d + WARPS * stages * 2 * TILE_KEYS * d) * 2
-        }
-    };
-    Ok((d, bytes as u32))
 }
 
 /// How many splits of the union key range, in whole 64-key rounds, for `pairs` tiles of `rows`
@@ -139,9 +114,9 @@ pub(super) fn forward(
     alibi: Option<&Tensor>,
 ) -> Result<CudaStorage> {
     match q.0.dtype() {
-        DType::BF16 => launch::<bf16>(p, "bf16", q, k, v, alibi),
-        DType::F16 => launch::<f16>(p, "f16", q, k, v, alibi),
-        DType::F32 => launch::<f32>(p, "f32", q, k, v, alibi),
+        DType::BF16 => launch::<bf16>(p, q, k, v, alibi),
+        DType::F16 => launch::<f16>(p, q, k, v, alibi),
+        DType::F32 => launch::<f32>(p, q, k, v, alibi),
         dt => bail!("fused-attn decode: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
     }
 }
@@ -226,9 +201,8 @@ fn with_workspace<R>(
     })
 }
 
-fn launch<T: CudaDType + DeviceRepr>(
+fn launch<T: KernelDtype>(
     p: &Problem,
-    type_name: &str,
     (q, ql): (&CudaStorage, &Layout),
     (k, kl): (&CudaStorage, &Layout),
     (v, vl): (&CudaStorage, &Layout),
@@ -236,14 +210,18 @@ fn launch<T: CudaDType + DeviceRepr>(
 ) -> Result<CudaStorage> {
     let dev = &q.device;
     let stream = dev.cuda_stream();
-    let (d_inst, smem) = instance(p.head_dim, q.dtype())?;
-    let mods = if p.softcap > 0.0 || p.has_alibi { "_mod" } else { "" };
-    let name = format!("fattn_decode_{type_name}_d{d_inst}{mods}");
-    let func = load_func(dev, DECODE_MODULE, ptx::DECODE_SM80, &name)?;
-    set_dynamic_smem(&func, &stream, smem, &name)?;
+    // The decode kernels compute any scale in their plain instances; `_mod` adds softcap/ALiBi.
+    let mods = p.softcap > 0.0 || p.has_alibi;
+    let inst = heuristics::instance(
+        KernelKey { family: Family::Decode, dtype: T::DTYPE, head_dim: p.head_dim, mods },
+        Arch::Sm80,
+    )?;
+    let (d_inst, smem, name) = (inst.head_dim as usize, inst.smem_bytes(inst.head_dim), inst.name);
+    let func = load_instance(dev, inst)?;
+    set_dynamic_smem(&func, &stream, smem, name)?;
 
     let sms = stream.context().attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).w()?;
-    let blocks_per_sm = func.occupancy_max_active_blocks_per_multiprocessor(THREADS, smem as usize, None).w()?;
+    let blocks_per_sm = func.occupancy_max_active_blocks_per_multiprocessor(inst.threads, smem as usize, None).w()?;
     if blocks_per_sm == 0 {
         bail!("fused-attn decode: {name} cannot be resident with {smem} bytes of shared memory")
     }
@@ -290,7 +268,7 @@ fn launch<T: CudaDType + DeviceRepr>(
         };
         let cfg = LaunchConfig {
             grid_dim: (num_splits as u32, grid_y as u32, p.batch as u32),
-            block_dim: (THREADS, 1, 1),
+            block_dim: (inst.threads, 1, 1),
             shared_mem_bytes: smem,
         };
         let launch_split = |params: FattnParams| -> Result<()> {
@@ -326,6 +304,7 @@ fn launch<T: CudaDType + DeviceRepr>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::instances::Dtype;
     use super::*;
 
     #[test]
@@ -383,14 +362,21 @@ mod tests {
 
     #[test]
     fn instances_cover_every_head_dim() {
-        for dtype in [DType::BF16, DType::F16, DType::F32] {
-            for d in 1..=256 {
-                let (inst, smem) = instance(d, dtype).unwrap();
-                assert!(inst >= d && smem <= 227 * 1024, "{dtype:?} d {d}: {smem} bytes");
+        for dtype in [Dtype::BF16, Dtype::F16, Dtype::F32] {
+            for mods in [false, true] {
+                let key = |head_dim| KernelKey { family: Family::Decode, dtype, head_dim, mods };
+                for d in 1..=256 {
+                    let inst = heuristics::instance(key(d), Arch::Sm80).unwrap();
+                    let smem = inst.smem_bytes(inst.head_dim);
+                    assert!(inst.head_dim as usize >= d && smem <= 227 * 1024, "{dtype:?} d {d}: {smem} bytes");
+                    assert_eq!(inst.block_rows as usize, BLOCK_ROWS);
+                    assert_eq!(inst.key_block as usize, KEYS_PER_ROUND);
+                }
+                assert!(heuristics::instance(key(257), Arch::Sm80).is_err());
             }
-            assert!(instance(257, dtype).is_err());
         }
         // The bf16 D = 128 instance leaves room for two resident blocks per SM (228 KB).
-        assert!(2 * (instance(128, DType::BF16).unwrap().1 + 1024) <= 228 * 1024);
+        let key = KernelKey { family: Family::Decode, dtype: Dtype::BF16, head_dim: 128, mods: false };
+        assert!(2 * (heuristics::instance(key, Arch::Sm80).unwrap().smem_bytes(128) + 1024) <= 228 * 1024);
     }
 }

@@ -1,19 +1,23 @@
-//! CUDA forward: launches the kernels of `kernels/fwd_sm80.cu` on candle's stream.
+//! CUDA forward: launches the kernels of kernels/ on candle's stream.
 //!
-//! * f16/bf16: the tensor-core FlashAttention-2 kernel, one instance per head dim in
-//!   [`ptx::FWD_TILES`] (parsed from the C++ traits by build.rs); other head dims run on
-//!   the next larger instance, zero-padded inside the kernel.
+//! * f16/bf16: the tensor-core FlashAttention-2 kernel (kernels/fwd_sm80.cu), one instance
+//!   per head dim in src/cuda/instances.rs; other head dims run on the next larger instance,
+//!   zero-padded inside the kernel.
 //! * f32: a plain-FMA kernel with the same semantics (no TF32: its error stays at the level
 //!   of candle's f32 matmul, which runs without TF32 by default).
 //! * Few query rows against a long KV cache go to the split-K decode kernel (`decode`).
 //!
-//! The parameters cross the FFI boundary as one `#[repr(C)]` struct, [`FattnParams`],
-//! whose size both sides assert. Every driver error becomes a candle `Error`.
+//! Kernels are looked up by a typed [`KernelKey`] whose dtype comes from the Rust element type
+//! ([`KernelDtype`]). The parameters cross the FFI boundary as one `#[repr(C)]` struct,
+//! [`FattnParams`] (params.rs), whose layout both sides assert field by field. Every driver
+//! error becomes a candle `Error`.
 //!
 //! Shared with `decode`: [`dev_tensor`] (raw pointer + strides from storage and layout),
-//! [`load_func`], [`set_dynamic_smem`], [`to_i32`], [`window_i32`].
+//! [`common_params`], [`load_instance`], [`set_dynamic_smem`], [`to_i32`].
 
 mod decode;
+mod heuristics;
+mod instances;
 mod params;
 
 use candle_core::backend::BackendStorage;
@@ -26,61 +30,45 @@ use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
 use crate::problem::{Problem, Strides};
+use instances::{Arch, Dtype, Family, Instance, KernelKey, SOURCES};
 use params::FattnParams;
 
 mod ptx {
-    use super::FwdTile;
     include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
 }
 
-/// The module name under which candle caches `kernels/fwd_sm80.cu`.
-const FWD_MODULE: &str = "candle_fused_attn::fwd_sm80";
-
-/// One tensor-core instance; mirrors `fattn::TileConfig` in kernels/fwd_sm80.cu.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FwdTile {
-    pub head_dim: u32,
-    pub warps: u32,
-    /// m16 tiles (of 16 query rows) per warp.
-    pub m_tiles: u32,
-    pub block_n: u32,
-    pub stages: u32,
+/// The element types the kernels compute in, tied to the Rust type that holds them, so that
+/// a launch's kernel and its buffers cannot disagree on the dtype.
+pub(super) trait KernelDtype: CudaDType + DeviceRepr {
+    const DTYPE: Dtype;
+}
+impl KernelDtype for f16 {
+    const DTYPE: Dtype = Dtype::F16;
+}
+impl KernelDtype for bf16 {
+    const DTYPE: Dtype = Dtype::BF16;
+}
+impl KernelDtype for f32 {
+    const DTYPE: Dtype = Dtype::F32;
 }
 
-impl FwdTile {
-    fn threads(&self) -> u32 {
-        self.warps * 32
-    }
-    fn block_m(&self) -> u32 {
-        16 * self.m_tiles * self.warps
-    }
-    /// Q tile plus `stages` K and V tiles of 16-bit elements (`TileConfig::kSmemBytes`).
-    fn smem_bytes(&self) -> u32 {
-        (self.block_m() * self.head_dim + self.stages * 2 * self.block_n * self.head_dim) * 2
-    }
-}
-
-/// The smallest instance whose head dim holds `head_dim`.
-fn fwd_tile(head_dim: usize) -> Result<FwdTile> {
-    match ptx::FWD_TILES.iter().filter(|t| t.head_dim as usize >= head_dim).min_by_key(|t| t.head_dim) {
-        Some(t) => Ok(*t),
-        None => bail!(
-            "fused-attn cuda: head_dim {head_dim} has no kernel instance (instances: {:?})",
-            ptx::FWD_TILES.iter().map(|t| t.head_dim).collect::<Vec<_>>()
-        ),
+/// The kernel dtype of a candle dtype, if a kernel exists for it.
+pub(super) fn kernel_dtype(dtype: DType) -> Option<Dtype> {
+    match dtype {
+        DType::F16 => Some(Dtype::F16),
+        DType::BF16 => Some(Dtype::BF16),
+        DType::F32 => Some(Dtype::F32),
+        _ => None,
     }
 }
 
-/// The f32 kernel's shape; mirrors `namespace fattn::f32` in kernels/fwd_sm80.cu.
-mod f32_tile {
-    pub const THREADS: u32 = 4 * 32;
-    pub const BLOCK_M: u32 = 16;
-    pub const BLOCK_N: u32 = 32;
-    /// Q tile, K tile with rows padded to an odd stride, V tile; f32.
-    pub fn smem_bytes(head_dim: u32) -> u32 {
-        let k_stride = if head_dim.is_multiple_of(2) { head_dim + 1 } else { head_dim };
-        (BLOCK_M * head_dim + BLOCK_N * k_stride + BLOCK_N * head_dim) * 4
-    }
+/// Loads `inst` from the PTX of the kernel file that builds it (compiled by build.rs, cached
+/// by candle under the file's module name).
+pub(super) fn load_instance(dev: &CudaDevice, inst: &Instance) -> Result<CudaFunction> {
+    let Some(at) = SOURCES.iter().position(|s| s.family == inst.family && s.arch == inst.arch) else {
+        bail!("fused-attn cuda: {} has no kernel file (src/cuda/instances.rs)", inst.name)
+    };
+    Ok(dev.get_or_load_custom_func(inst.name, SOURCES[at].module, ptx::PTX[at])?.into_cuda_function())
 }
 
 // SAFETY: `FattnParams` is `#[repr(C)]` plain data (integers and floats, no references) with
@@ -136,11 +124,6 @@ pub(super) fn alibi_slopes_ptr<'a>(
     }
 }
 
-/// Loads `name` from a PTX module (compiled by build.rs, cached by candle under `module`).
-pub(super) fn load_func(dev: &CudaDevice, module: &str, ptx: &str, name: &str) -> Result<CudaFunction> {
-    Ok(dev.get_or_load_custom_func(name, module, ptx)?.into_cuda_function())
-}
-
 /// Lets `func` use `bytes` of dynamic shared memory (above 48 KiB this must be opted into),
 /// or errors when the device has less.
 pub(super) fn set_dynamic_smem(func: &CudaFunction, stream: &CudaStream, bytes: u32, name: &str) -> Result<()> {
@@ -178,45 +161,19 @@ pub(crate) fn forward(
         return decode::forward(problem, (q, ql), (k, kl), (v, vl), alibi);
     }
     match dtype {
-        DType::F16 => launch_fwd::<f16>(problem, tensor_core_kernel(problem, "f16")?, (q, ql), (k, kl), (v, vl), alibi),
-        DType::BF16 => {
-            launch_fwd::<bf16>(problem, tensor_core_kernel(problem, "bf16")?, (q, ql), (k, kl), (v, vl), alibi)
-        }
-        DType::F32 => launch_fwd::<f32>(problem, f32_kernel(problem)?, (q, ql), (k, kl), (v, vl), alibi),
+        DType::F16 => launch_fwd::<f16>(problem, (q, ql), (k, kl), (v, vl), alibi),
+        DType::BF16 => launch_fwd::<bf16>(problem, (q, ql), (k, kl), (v, vl), alibi),
+        DType::F32 => launch_fwd::<f32>(problem, (q, ql), (k, kl), (v, vl), alibi),
         dt => bail!("fused-attn cuda: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
     }
 }
 
-/// A kernel and its launch geometry.
-struct KernelChoice {
-    name: String,
-    threads: u32,
-    block_m: u32,
-    smem_bytes: u32,
-}
-
-/// The f16/bf16 tensor-core instance for the problem's head dim. `_mods` instances apply
-/// softcap/ALiBi; the plain ones fold the scale into exp2 after the row max, which needs a
-/// positive scale, so a scale <= 0 takes `_mods` too.
-fn tensor_core_kernel(p: &Problem, ty: &str) -> Result<KernelChoice> {
-    let tile = fwd_tile(p.head_dim)?;
-    let mods = if p.softcap > 0.0 || p.has_alibi || p.scale <= 0.0 { "_mods" } else { "" };
-    Ok(KernelChoice {
-        name: format!("fattn_fwd_{ty}_d{}{mods}", tile.head_dim),
-        threads: tile.threads(),
-        block_m: tile.block_m(),
-        smem_bytes: tile.smem_bytes(),
-    })
-}
-
-fn f32_kernel(p: &Problem) -> Result<KernelChoice> {
-    let d = to_i32(p.head_dim, "head_dim")? as u32;
-    Ok(KernelChoice {
-        name: "fattn_fwd_f32".to_string(),
-        threads: f32_tile::THREADS,
-        block_m: f32_tile::BLOCK_M,
-        smem_bytes: f32_tile::smem_bytes(d),
-    })
+/// The prefill instance for `p` in `T`. `_mods` instances apply softcap/ALiBi; the plain ones
+/// fold the scale into exp2 after the row max, which needs a positive scale, so a scale <= 0
+/// takes `_mods` too (the f32 kernel serves both).
+fn fwd_instance<T: KernelDtype>(p: &Problem) -> Result<&'static Instance> {
+    let mods = p.softcap > 0.0 || p.has_alibi || p.scale <= 0.0;
+    heuristics::instance(KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods }, Arch::Sm80)
 }
 
 /// A normalized window (`-1` = unbounded) as the i32 the kernels take.
@@ -278,9 +235,8 @@ pub(super) fn common_params(
     })
 }
 
-fn launch_fwd<T: CudaDType + DeviceRepr>(
+fn launch_fwd<T: KernelDtype>(
     p: &Problem,
-    kernel: KernelChoice,
     (q, ql): (&CudaStorage, &Layout),
     (k, kl): (&CudaStorage, &Layout),
     (v, vl): (&CudaStorage, &Layout),
@@ -288,13 +244,19 @@ fn launch_fwd<T: CudaDType + DeviceRepr>(
 ) -> Result<CudaStorage> {
     let dev = &q.device;
     let stream = dev.cuda_stream();
+    let inst = fwd_instance::<T>(p)?;
     let (major, minor) = stream.context().compute_capability().w()?;
-    if major < 8 {
-        bail!("fused-attn cuda: the kernels need compute capability 8.0 or newer, this device has {major}.{minor}")
+    let (need_major, need_minor) = inst.arch.min_compute_capability();
+    if (major, minor) < (need_major, need_minor) {
+        bail!(
+            "fused-attn cuda: the kernels need compute capability {need_major}.{need_minor} or newer, this device has \
+             {major}.{minor}"
+        )
     }
-    let KernelChoice { name, threads, block_m, smem_bytes } = kernel;
-    let func = load_func(dev, FWD_MODULE, ptx::FWD_SM80, &name)?;
-    set_dynamic_smem(&func, &stream, smem_bytes, &name)?;
+    let (threads, block_m) = (inst.threads, inst.block_rows);
+    let smem_bytes = inst.smem_bytes(to_i32(p.head_dim, "head_dim")? as u32);
+    let func = load_instance(dev, inst)?;
+    set_dynamic_smem(&func, &stream, smem_bytes, inst.name)?;
 
     let elem = std::mem::size_of::<T>();
     let (qt, kt, vt) =
