@@ -1,36 +1,31 @@
-//! CUDA forward: launches the kernels of kernels/ on candle's stream.
+//! The CUDA back end: launches the kernels of kernels/ on candle's stream. This file holds
+//! the launch plumbing the kernel families share; one file per family launches it:
 //!
-//! * f16/bf16: the tensor-core FlashAttention-2 kernel (kernels/fwd_sm80.cu), one instance
-//!   per head dim in src/cuda/instances.rs; other head dims run on the next larger instance,
-//!   zero-padded inside the kernel.
-//! * f32: a plain-FMA kernel with the same semantics (no TF32: its error stays at the level
-//!   of candle's f32 matmul, which runs without TF32 by default).
-//! * Few query rows against a long KV cache go to the split-K decode kernel (`decode`).
+//! * prefill.rs: kernels/fwd_sm80.cu, FlashAttention-2 on mma.sync (f16/bf16) and a plain-FMA
+//!   f32 kernel with the same semantics;
+//! * decode.rs: kernels/decode_sm80.cu, split-key flash-decoding for few query rows.
 //!
-//! Kernels are looked up by a typed [`KernelKey`] whose dtype comes from the Rust element type
-//! ([`KernelDtype`]). The parameters cross the FFI boundary as one `#[repr(C)]` struct,
-//! [`FattnParams`] (params.rs), whose layout both sides assert field by field. Every driver
-//! error becomes a candle `Error`.
-//!
-//! Shared with `decode`: [`dev_tensor`] (raw pointer + strides from storage and layout),
-//! [`common_params`], [`load_instance`], [`set_dynamic_smem`], [`to_i32`].
+//! heuristics.rs decides which family, instance and split count run a problem, from device
+//! facts it reads once per device. instances.rs declares every kernel file and instance once
+//! and params.rs the FFI params struct with its field offsets; build.rs generates and checks
+//! the C++ side from those two files. Kernels are looked up by a typed `KernelKey` whose dtype
+//! comes from the Rust element type ([`KernelDtype`]). Every driver error becomes a candle
+//! `Error`.
 
 mod decode;
 mod heuristics;
 mod instances;
 mod params;
+mod prefill;
 
 use candle_core::backend::BackendStorage;
-use candle_core::cuda_backend::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
-use candle_core::cuda_backend::cudarc::driver::{
-    CudaFunction, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, SyncOnDrop,
-};
-use candle_core::cuda_backend::{CudaDType, CudaDevice, WrapErr};
+use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaStream, DevicePtr, DeviceRepr, SyncOnDrop};
+use candle_core::cuda_backend::{CudaDType, CudaDevice};
 use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
 use crate::problem::{Problem, Strides};
-use instances::{Arch, Dtype, Family, Instance, KernelKey, SOURCES};
+use instances::{Dtype, Instance, SOURCES};
 use params::FattnParams;
 
 mod ptx {
@@ -124,17 +119,6 @@ pub(super) fn alibi_slopes_ptr<'a>(
     }
 }
 
-/// Lets `func` use `bytes` of dynamic shared memory (above 48 KiB this must be opted into),
-/// or errors when the device has less.
-pub(super) fn set_dynamic_smem(func: &CudaFunction, stream: &CudaStream, bytes: u32, name: &str) -> Result<()> {
-    let optin =
-        stream.context().attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).w()?;
-    if bytes as i64 > optin as i64 {
-        bail!("fused-attn cuda: {name} needs {bytes} bytes of shared memory, the device allows {optin}")
-    }
-    func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32).w()
-}
-
 /// `x` as the i32 a kernel takes, or an error naming the quantity.
 pub(super) fn to_i32(x: usize, what: &str) -> Result<i32> {
     match i32::try_from(x) {
@@ -151,29 +135,22 @@ fn to_i64(x: usize) -> i64 {
 /// The CUDA forward. `alibi` is `(batch, heads)` f32, contiguous, on q's device.
 pub(crate) fn forward(
     problem: &Problem,
-    (q, ql): (&CudaStorage, &Layout),
-    (k, kl): (&CudaStorage, &Layout),
-    (v, vl): (&CudaStorage, &Layout),
+    q: (&CudaStorage, &Layout),
+    k: (&CudaStorage, &Layout),
+    v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
 ) -> Result<CudaStorage> {
-    let dtype = q.dtype();
-    if decode::applies(problem, dtype) {
-        return decode::forward(problem, (q, ql), (k, kl), (v, vl), alibi);
+    let dtype = q.0.dtype();
+    let decode = kernel_dtype(dtype).is_some_and(|dt| heuristics::use_decode(problem, dt));
+    match (dtype, decode) {
+        (DType::F16, false) => prefill::forward::<f16>(problem, q, k, v, alibi),
+        (DType::BF16, false) => prefill::forward::<bf16>(problem, q, k, v, alibi),
+        (DType::F32, false) => prefill::forward::<f32>(problem, q, k, v, alibi),
+        (DType::F16, true) => decode::forward::<f16>(problem, q, k, v, alibi),
+        (DType::BF16, true) => decode::forward::<bf16>(problem, q, k, v, alibi),
+        (DType::F32, true) => decode::forward::<f32>(problem, q, k, v, alibi),
+        (dt, _) => bail!("fused-attn cuda: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
     }
-    match dtype {
-        DType::F16 => launch_fwd::<f16>(problem, (q, ql), (k, kl), (v, vl), alibi),
-        DType::BF16 => launch_fwd::<bf16>(problem, (q, ql), (k, kl), (v, vl), alibi),
-        DType::F32 => launch_fwd::<f32>(problem, (q, ql), (k, kl), (v, vl), alibi),
-        dt => bail!("fused-attn cuda: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
-    }
-}
-
-/// The prefill instance for `p` in `T`. `_mods` instances apply softcap/ALiBi; the plain ones
-/// fold the scale into exp2 after the row max, which needs a positive scale, so a scale <= 0
-/// takes `_mods` too (the f32 kernel serves both).
-fn fwd_instance<T: KernelDtype>(p: &Problem) -> Result<&'static Instance> {
-    let mods = p.softcap > 0.0 || p.has_alibi || p.scale <= 0.0;
-    heuristics::instance(KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods }, Arch::Sm80)
 }
 
 /// A normalized window (`-1` = unbounded) as the i32 the kernels take.
@@ -233,62 +210,4 @@ pub(super) fn common_params(
         softcap: p.softcap,
         ..FattnParams::default()
     })
-}
-
-fn launch_fwd<T: KernelDtype>(
-    p: &Problem,
-    (q, ql): (&CudaStorage, &Layout),
-    (k, kl): (&CudaStorage, &Layout),
-    (v, vl): (&CudaStorage, &Layout),
-    alibi: Option<&Tensor>,
-) -> Result<CudaStorage> {
-    let dev = &q.device;
-    let stream = dev.cuda_stream();
-    let inst = fwd_instance::<T>(p)?;
-    let (major, minor) = stream.context().compute_capability().w()?;
-    let (need_major, need_minor) = inst.arch.min_compute_capability();
-    if (major, minor) < (need_major, need_minor) {
-        bail!(
-            "fused-attn cuda: the kernels need compute capability {need_major}.{need_minor} or newer, this device has \
-             {major}.{minor}"
-        )
-    }
-    let (threads, block_m) = (inst.threads, inst.block_rows);
-    let smem_bytes = inst.smem_bytes(to_i32(p.head_dim, "head_dim")? as u32);
-    let func = load_instance(dev, inst)?;
-    set_dynamic_smem(&func, &stream, smem_bytes, inst.name)?;
-
-    let elem = std::mem::size_of::<T>();
-    let (qt, kt, vt) =
-        (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
-    let out_len = p.batch * p.seq_q * p.heads * p.head_dim;
-    // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output:
-    // the grid covers every (batch, head, query block), and each block stores all its rows
-    // below seq_q and all columns below head_dim, zeros for rows that see no key.
-    let mut out = unsafe { dev.alloc::<T>(out_len) }?;
-
-    let alibi_storage = alibi.map(|t| t.storage_and_layout());
-    let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
-
-    // One CTA per (batch, head, query block), in a 1-D grid (see `query_block` in the kernel).
-    let query_blocks = p.seq_q.div_ceil(block_m as usize);
-    let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
-    {
-        let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
-        let params = FattnParams {
-            vec_out: (o_ptr.is_multiple_of(16) && p.head_dim.is_multiple_of(16 / elem)) as i32,
-            ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
-        };
-        let cfg = LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem_bytes };
-        let mut builder = stream.launch_builder(&func);
-        builder.arg(&params);
-        // SAFETY: the kernel's one argument is `FattnParams` by value, matching its C++
-        // signature. Its pointers are live device allocations held by `q`, `k`, `v`, `out`
-        // and the alibi storage for the whole call, and the strides and sizes describe them
-        // (validated by `crate::problem::validate`); the kernel reads only inside those bounds.
-        unsafe { builder.launch(cfg) }.w()?;
-    }
-    drop(alibi_ptr);
-    drop((qt, kt, vt));
-    Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
 }
