@@ -32,7 +32,7 @@
 // Tiles: 16 rows × 16 keys per warp and stage; stages 3 (D ≤ 128) or 2 (D = 256). Shared
 // memory: Q 16×D + 4 warps × stages × (K,V) 16×D, in the element type; D=128: 100 KB, two
 // blocks per SM. Measured against 2 stages at 3 blocks/SM (+2-8 %) and 4 stages at 1 block/SM
-// (+6-28 %) on the bench rows (H200, kernels/lab/README.md); on the H100, with the copy issued
+// (+6-28 %) on the bench rows (H200, lab/README.md); on the H100, with the copy issued
 // first, 4 stages at 1 block/SM are within 2.5 % either way and 2 stages at 3 blocks/SM
 // 0-2 % slower.
 //
@@ -42,7 +42,7 @@
 // (32,32,8,1,4096), (1,32,8,4,8192): 1.01x, 1.03x, 1.05x, 1.03x cuDNN's time on the sq = 1 rows
 // and 3.1x faster than cuDNN on the sq = 4 row; 2442 and 2019 GB/s of K+V on the two long
 // rows, where a pure read of the same bytes tops out at 2672 and 2479 GB/s
-// (kernels/lab/stream_lab.cu). What is left to cuDNN is the streaming loop (ncu: its split
+// (lab/stream/stream_lab.cu). What is left to cuDNN is the streaming loop (ncu: its split
 // kernel reads (8,32,8,1,8192) in 92 µs, ours with the combine in 100-102 µs), not the combine.
 
 #include "common/kv_addr.cuh"
@@ -319,8 +319,8 @@ __device__ __forceinline__ void store_block_rows(const FattnParams& p, const flo
 // replayed, and each replay asked L2 for its sectors again. ncu on (32,32,8,1,4096): 33.6M L2
 // sector requests from the SMs instead of 16.8M, kernel 208.9 µs against 190.7 µs; do_bench
 // (H100) 109.2 / 65.8 / 14.7 / 195.3 / 31.8 µs at 1024-byte alignment against 117.2 / 71.3 /
-// 15.7 / 213.6 / 33.6 µs at 16 on the five bench rows. (The lab, which also includes
-// fattn_fwd.cu with its __align__(1024), had hidden this.)
+// 15.7 / 213.6 / 33.6 µs at 16 on the five bench rows. (The decode lab, which also includes
+// the prefill kernel file with its __align__(1024), had hidden this.)
 constexpr int kSmemAlign = 128;
 
 template <typename T, int D, bool kScoreMod, int kStages = Traits<D>::kStages>
@@ -419,7 +419,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     for (int n = 0; n < my_tiles; ++n) {
         // Tile n + stages - 1 goes into the stage of tile n - 1, issued before the wait for tile
         // n so that `stages` tiles are in flight while the warp waits (issued after it, one
-        // fewer: 1-4 % slower on the bench rows, kernels/lab/README.md).
+        // fewer: 1-4 % slower on the bench rows, lab/README.md).
         __syncwarp();  // every lane is done with tile n - 1
         {
             const int nn = n + Tr::kStages - 1;

@@ -32,7 +32,7 @@
 // 64-key blocks, 2 stages, two CTAs per SM at 255 registers (plain d128 spill-free); d128
 // also skips O's rescale when no row of a warp has a new max (kSkipRescale: +4% on average
 // over the six d128 rows, −1…+7%; slower at d64/d96/d256). d256: 4 warps × 16 rows, 32-key
-// blocks. kernels/NOTES.md (v6) has every version measured.
+// blocks. lab/README.md (v6) has every version measured.
 //
 // Measured (lab/run.sh, NVIDIA H100 80GB HBM3, bf16, CUDA events, median; torch 2.11 SDPA
 // in the same run; lab/results/*-v6.txt), TF/s ours / FA2 backend: (16,16,16,2048,2048,64)
