@@ -179,7 +179,7 @@ pub struct KernelKey {
 /// Dynamic shared memory of the f32 prefill kernel: Q (16 rows), K (32 rows padded to an odd
 /// stride), V (32 rows), f32; as `fattn::f32::smem_floats` in kernels/fwd_sm80.cu.
 pub const fn fwd_f32_smem_bytes(head_dim: u32) -> u32 {
-    let k_stride = if head_dim % 2 == 0 { head_dim + 1 } else { head_dim };
+    let k_stride = if head_dim.is_multiple_of(2) { head_dim + 1 } else { head_dim };
     (16 * head_dim + 32 * k_stride + 32 * head_dim) * 4
 }
 
