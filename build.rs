@@ -171,7 +171,10 @@ fn write_generated_cpp(dir: &Path) {
         .unwrap();
     }
 
-    h.push_str("\n// Dynamic shared memory by head dim (index) of the instances whose bytes depend on it.\nnamespace fattn_gen {\n");
+    h.push_str(
+        "\n// Dynamic shared memory by head dim (index) of the instances whose bytes depend on it.\n\
+         namespace fattn_gen {\n",
+    );
     for inst in INSTANCES {
         if let Smem::PerHeadDim(bytes) = inst.smem {
             let table: Vec<String> =

@@ -667,6 +667,7 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     static_assert(fattn::f32::kBlockN == KEYS, #NAME ": key block differs from src/cuda/instances.rs");          \
     static_assert(fattn::f32::smem_bytes_match(fattn_gen::NAME##_smem_bytes),                                    \
                   #NAME ": smem bytes differ from src/cuda/instances.rs (fwd_f32_smem_bytes)");                 \
-    extern "C" __global__ void __launch_bounds__(fattn::f32::kWarps * 32) NAME(const __grid_constant__ FattnParams p) { \
+    extern "C" __global__ void __launch_bounds__(fattn::f32::kWarps * 32)                                        \
+        NAME(const __grid_constant__ FattnParams p) {                                                            \
         fattn::fwd_f32(p);                                                                                       \
     }

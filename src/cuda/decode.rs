@@ -185,12 +185,13 @@ pub(super) fn forward<T: KernelDtype>(
             let mut builder = stream.launch_builder(&kernel.func);
             builder.arg(&params);
             // SAFETY: the kernel's one argument is `FattnParams` by value, matching its C++
-            // signature (every offset and the size asserted on both sides). Its pointers are live device allocations
-            // held by q, k, v, `out`, the workspace (with splits: `pairs` zero tile counters, one
-            // per (batch, grid y) tile, and `partial_words` f32 that every split block writes
-            // before the last block of its tile reads them) and the alibi storage for the whole
-            // call; the strides and sizes describe them (validated by `crate::problem::validate`), and
-            // the grid is (splits, kv heads × row groups, batch) as the kernel indexes it.
+            // signature (every offset and the size asserted on both sides). Its pointers are
+            // live device allocations held by q, k, v, `out`, the workspace (with splits:
+            // `pairs` zero tile counters, one per (batch, grid y) tile, and `partial_words` f32
+            // that every split block writes before the last block of its tile reads them) and
+            // the alibi storage for the whole call; the strides and sizes describe them
+            // (validated by `crate::problem::validate`), and the grid is (splits, kv heads ×
+            // row groups, batch) as the kernel indexes it.
             unsafe { builder.launch(cfg) }.w()?;
             Ok(())
         };

@@ -211,8 +211,8 @@ pub(super) fn prepare(dev: &CudaDevice, inst: &'static Instance) -> Result<Prepa
     let (need_major, need_minor) = inst.arch.min_compute_capability();
     if (major, minor) < (need_major, need_minor) {
         bail!(
-            "fused-attn cuda: {} needs compute capability {need_major}.{need_minor} or newer (sm_{need_major}{need_minor}), \
-             this device has {major}.{minor}",
+            "fused-attn cuda: {} needs compute capability {need_major}.{need_minor} or newer \
+             (sm_{need_major}{need_minor}), this device has {major}.{minor}",
             inst.name
         )
     }

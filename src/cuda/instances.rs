@@ -186,7 +186,10 @@ pub const fn fwd_f32_smem_bytes(head_dim: u32) -> u32 {
 /// Prefill f16/bf16 instances, `FwdTraits<D>` in kernels/fwd_sm80.cu: threads, block_m,
 /// block_n, (block_m·D + stages·2·block_n·D)·2 bytes.
 macro_rules! fwd_tc {
-    ($name:literal, $dtype:ident, $d:literal, $variant:ident, $threads:literal, $rows:literal, $keys:literal, $smem:literal) => {
+    (
+        $name:literal, $dtype:ident, $d:literal, $variant:ident,
+        $threads:literal, $rows:literal, $keys:literal, $smem:literal
+    ) => {
         Instance {
             name: $name,
             family: Family::Fwd,
