@@ -1,10 +1,19 @@
-//! With the `cuda` feature: compiles every `kernels/*.cu` to PTX for `compute_80` with nvcc,
-//! and writes `$OUT_DIR/ptx.rs` holding one `pub const <FILE_STEM>: &str` (the PTX) per file and the
-//! forward kernel's tile table, parsed from its `FwdTraits` specializations so that the set
-//! of head-dim instances is written once (in C++). Without the feature it does nothing.
+//! With the `cuda` feature: compiles each kernel file of `instances::SOURCES`
+//! (src/cuda/instances.rs) for its architecture with nvcc, and writes `$OUT_DIR/ptx.rs`
+//! with the PTX of each, in that list's order. Without the feature it does nothing.
 //!
-//! One build runs on every sm_80+ GPU: `compute_80` PTX is JIT-compiled by the driver for
-//! the card at module load (and cached). No kernel needs arch-specific code yet.
+//! Generated C++, in `$OUT_DIR`:
+//! * `fattn_generated.cuh`: `static_assert`s of every `FattnParams` field offset and of its
+//!   size, from src/cuda/params.rs; per kernel file, the list of its instances from
+//!   src/cuda/instances.rs as an X-macro (`FATTN_INSTANCES_<FILE>(X)`, X(DTYPE, NAME,
+//!   HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)), and the byte tables of instances whose
+//!   shared memory depends on the head dim.
+//! * `<file>.gen.cu`, the unit nvcc compiles: the kernel file, the header, and the list
+//!   expanded through the file's `FATTN_INSTANCE_<FAMILY>` macro into the `extern "C"` entry
+//!   points, each with the asserts that its launch numbers are the kernel's.
+//!
+//! `build.rs --codegen DIR` (this file compiled alone with rustc) writes the same C++ into
+//! DIR without compiling it: the labs build from it (lab/README.md).
 //!
 //! nvcc is found through `NVCC`, then `$CUDA_PATH/bin`, `$CUDA_ROOT/bin`, `$CUDA_HOME/bin`,
 //! then `PATH` (scripts/cuda-toolkit.sh sets them up without a system toolkit).
@@ -15,55 +24,74 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The PTX virtual architecture every kernel is compiled for.
-const PTX_ARCH: &str = "compute_80";
+#[allow(dead_code)]
+#[path = "src/cuda/instances.rs"]
+mod instances;
+#[allow(dead_code)]
+#[path = "src/cuda/params.rs"]
+mod params;
+
+use instances::{Family, Instance, Smem, Source, INSTANCES, SOURCES};
+
+/// The headers every kernel file includes.
+const COMMON_HEADERS: &str = "kernels/common";
 
 fn main() {
+    let args: Vec<String> = env::args().collect();
+    if let [_, flag, dir] = args.as_slice() {
+        if flag == "--codegen" {
+            let dir = PathBuf::from(dir);
+            fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+            write_generated_cpp(&dir);
+            return;
+        }
+    }
+
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/cuda/instances.rs");
+    println!("cargo:rerun-if-changed=src/cuda/params.rs");
     if env::var_os("CARGO_FEATURE_CUDA").is_none() {
         return;
     }
     for var in ["NVCC", "CUDA_PATH", "CUDA_ROOT", "CUDA_HOME", "NVCC_FLAGS"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
-    let kernels = Path::new("kernels");
-    let mut sources = Vec::new();
-    let mut headers = Vec::new();
-    for entry in fs::read_dir(kernels).expect("read kernels/") {
-        let path = entry.expect("read kernels/ entry").path();
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("cu") => sources.push(path),
-            Some("cuh") => headers.push(path),
-            _ => {}
-        }
+    // Per file, not per directory: cargo would scan a directory recursively. A new header in
+    // kernels/common/ is picked up at the next rerun (an edit of any listed file).
+    for src in SOURCES {
+        println!("cargo:rerun-if-changed={}", src.file);
     }
-    sources.sort();
+    let mut headers: Vec<PathBuf> = fs::read_dir(COMMON_HEADERS)
+        .unwrap_or_else(|e| panic!("read {COMMON_HEADERS}/: {e}"))
+        .map(|entry| entry.expect("read kernels/common/ entry").path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("cuh"))
+        .collect();
     headers.sort();
-    // Per file, not the directory: cargo scans a directory recursively, and kernels/lab/
-    // changes must not rebuild the crate. A new .cu is picked up at the next rerun.
-    for p in sources.iter().chain(&headers) {
-        println!("cargo:rerun-if-changed={}", p.display());
+    for h in &headers {
+        println!("cargo:rerun-if-changed={}", h.display());
     }
-    assert!(!sources.is_empty(), "no kernels/*.cu found");
 
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
+    write_generated_cpp(&out_dir);
     let nvcc = find_nvcc();
 
     let started = std::time::Instant::now();
     let mut children = Vec::new();
-    for src in &sources {
-        let stem = src.file_stem().unwrap().to_str().expect("utf-8 kernel file name").to_string();
+    for src in SOURCES {
+        let stem = stem(src);
         // Every file is compiled whenever cargo reruns this script (only on a kernel change).
         // An mtime shortcut here once shipped stale PTX: a source restored by git carries an
         // older mtime than the PTX built from the edit it replaced.
         let ptx = out_dir.join(format!("{stem}.ptx"));
         let mut cmd = Command::new(&nvcc);
         cmd.arg("--ptx")
-            .arg(format!("-arch={PTX_ARCH}"))
+            .arg(format!("-arch={}", src.arch.nvcc_arch()))
             .args(["-O3", "-std=c++17", "--expt-relaxed-constexpr"])
             .arg("-I")
-            .arg(kernels)
-            .arg(src)
+            .arg(Path::new(src.file).parent().expect("kernel file in a directory"))
+            .arg("-I")
+            .arg(&out_dir)
+            .arg(out_dir.join(format!("{stem}.gen.cu")))
             .arg("-o")
             .arg(&ptx);
         if let Ok(extra) = env::var("NVCC_FLAGS") {
@@ -71,43 +99,153 @@ fn main() {
         }
         let child =
             cmd.spawn().unwrap_or_else(|e| panic!("cannot run nvcc ({}): {e}; set CUDA_PATH or NVCC", nvcc.display()));
-        children.push((src.clone(), ptx, child));
+        children.push((src, ptx, child));
     }
-    let compiled = children.len();
     for (src, ptx, child) in children {
         let out = child.wait_with_output().expect("wait for nvcc");
         if !out.status.success() {
             let _ = fs::remove_file(&ptx);
-            panic!("nvcc failed on {} ({})", src.display(), out.status);
+            panic!("nvcc failed on {} for {} ({})", src.file, src.arch.nvcc_arch(), out.status);
         }
     }
-    if compiled > 0 {
-        println!(
-            "cargo:warning=compiled {compiled} kernel file(s) to {PTX_ARCH} PTX in {:.1} s",
-            started.elapsed().as_secs_f64()
+    println!(
+        "cargo:warning=compiled {} kernel file(s) to PTX in {:.1} s",
+        SOURCES.len(),
+        started.elapsed().as_secs_f64()
+    );
+
+    let mut rs = String::from(
+        "// Generated by build.rs: the PTX of each entry of instances::SOURCES, in its order.\n\n\
+         pub const PTX: &[&str] = &[\n",
+    );
+    for src in SOURCES {
+        writeln!(rs, "    include_str!(concat!(env!(\"OUT_DIR\"), \"/{}.ptx\")),", stem(src)).unwrap();
+    }
+    rs.push_str("];\n");
+    write_if_changed(&out_dir.join("ptx.rs"), &rs);
+}
+
+/// `kernels/fwd_sm80.cu` → `fwd_sm80`.
+fn stem(src: &Source) -> &'static str {
+    let name = src.file.rsplit('/').next().expect("file name");
+    name.strip_suffix(".cu").unwrap_or_else(|| panic!("{} is not a .cu file", src.file))
+}
+
+fn family_tag(f: Family) -> &'static str {
+    match f {
+        Family::Fwd => "FWD",
+        Family::Decode => "DECODE",
+    }
+}
+
+/// Whether `inst` is built from `src`.
+fn built_from(inst: &Instance, src: &Source) -> bool {
+    inst.family == src.family && inst.arch == src.arch
+}
+
+/// Writes `fattn_generated.cuh` and one `<stem>.gen.cu` per kernel file into `dir`.
+fn write_generated_cpp(dir: &Path) {
+    for inst in INSTANCES {
+        assert!(
+            SOURCES.iter().any(|src| built_from(inst, src)),
+            "{}: no kernel file in SOURCES builds its family and architecture",
+            inst.name
         );
     }
-
-    let mut rs = String::from("// Generated by build.rs: the PTX text of each kernels/*.cu, named after the file.\n\n");
-    for src in &sources {
-        let stem = src.file_stem().unwrap().to_str().unwrap();
+    let mut h = String::from(
+        "// Generated by build.rs from src/cuda/params.rs and src/cuda/instances.rs: do not edit.\n\
+         #pragma once\n\n#include <stddef.h>\n\n#include \"common/params.cuh\"\n\n",
+    );
+    writeln!(
+        h,
+        "static_assert(sizeof(FattnParams) == {}, \"FattnParams: size differs from src/cuda/params.rs\");",
+        params::FattnParams::SIZE
+    )
+    .unwrap();
+    for (field, offset) in params::FattnParams::FIELDS {
         writeln!(
-            rs,
-            "pub const {}: &str = include_str!(concat!(env!(\"OUT_DIR\"), \"/{stem}.ptx\"));",
-            stem.to_uppercase()
+            h,
+            "static_assert(offsetof(FattnParams, {field}) == {offset}, \
+             \"FattnParams::{field}: offset differs from src/cuda/params.rs\");"
         )
         .unwrap();
     }
-    rs.push_str("\n/// The forward kernel's instances, as `FwdTraits` in kernels/fattn_fwd.cu declares them.\n");
-    rs.push_str("pub const FWD_TILES: &[FwdTile] = &[\n");
-    let tiles = parse_fwd_traits(&kernels.join("fattn_fwd.cu"));
-    assert!(!tiles.is_empty(), "no FwdTraits specializations found in kernels/fattn_fwd.cu");
-    for [d, w, mt, bn, st] in tiles {
-        writeln!(rs, "    FwdTile {{ head_dim: {d}, warps: {w}, m_tiles: {mt}, block_n: {bn}, stages: {st} }},")
+
+    h.push_str(
+        "\n// Dynamic shared memory by head dim (index) of the instances whose bytes depend on it.\n\
+         namespace fattn_gen {\n",
+    );
+    for inst in INSTANCES {
+        if let Smem::PerHeadDim(bytes) = inst.smem {
+            let table: Vec<String> =
+                (0..=inst.head_dim).map(|d| if d == 0 { 0 } else { bytes(d) }.to_string()).collect();
+            writeln!(
+                h,
+                "constexpr unsigned {}_smem_bytes[{}] = {{{}}};",
+                inst.name,
+                inst.head_dim + 1,
+                table.join(", ")
+            )
             .unwrap();
+        }
     }
-    rs.push_str("];\n");
-    fs::write(out_dir.join("ptx.rs"), rs).expect("write ptx.rs");
+    h.push_str("}  // namespace fattn_gen\n");
+
+    for src in SOURCES {
+        writeln!(
+            h,
+            "\n// The instances of {} ({}): X(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM),\n\
+             // VARIANT 0 plain, 1 softcap/ALiBi, 2 both; SMEM 0: per head dim (fattn_gen::NAME_smem_bytes).\n\
+             #define FATTN_INSTANCES_{}(X) \\",
+            src.file,
+            src.arch.nvcc_arch(),
+            stem(src).to_uppercase()
+        )
+        .unwrap();
+        for inst in INSTANCES.iter().filter(|i| built_from(i, src)) {
+            let smem = match inst.smem {
+                Smem::Bytes(b) => b,
+                Smem::PerHeadDim(_) => 0,
+            };
+            writeln!(
+                h,
+                "    X({}, {}, {}, {}, {}, {}, {}, {}) \\",
+                inst.dtype.cpp_tag(),
+                inst.name,
+                inst.head_dim,
+                inst.variant.cpp_code(),
+                inst.threads,
+                inst.block_rows,
+                inst.key_block,
+                smem
+            )
+            .unwrap();
+        }
+        h.push_str("    /* end */\n");
+    }
+    write_if_changed(&dir.join("fattn_generated.cuh"), &h);
+
+    for src in SOURCES {
+        let stem = stem(src);
+        let unit = format!(
+            "// Generated by build.rs: {file} with the entry points of its instances in \
+             src/cuda/instances.rs.\n\
+             #include \"{stem}.cu\"\n#include \"fattn_generated.cuh\"\n\n\
+             FATTN_INSTANCES_{upper}(FATTN_INSTANCE_{family})\n",
+            file = src.file,
+            upper = stem.to_uppercase(),
+            family = family_tag(src.family),
+        );
+        write_if_changed(&dir.join(format!("{stem}.gen.cu")), &unit);
+    }
+}
+
+/// Writes `text` unless the file already holds it, so that its mtime moves only on a change.
+fn write_if_changed(path: &Path, text: &str) {
+    if fs::read_to_string(path).is_ok_and(|old| old == text) {
+        return;
+    }
+    fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
 
 fn find_nvcc() -> PathBuf {
@@ -123,28 +261,4 @@ fn find_nvcc() -> PathBuf {
         }
     }
     PathBuf::from("nvcc")
-}
-
-/// Reads lines `struct FwdTraits<D> : TileConfig<D, W, MT, BN, ST, Q_IN_REGS[, MIN_BLOCKS]> {};` (after
-/// the `template <>` line) into `[D, W, MT, BN, ST]` (what the launch needs), in file order.
-fn parse_fwd_traits(path: &Path) -> Vec<[u32; 5]> {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    let mut tiles = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        let Some(rest) = line.strip_prefix("struct FwdTraits<") else { continue };
-        let Some((_, args)) = rest.split_once(": TileConfig<") else { continue };
-        let args = args.split('>').next().unwrap_or("");
-        let args: Vec<&str> = args.split(',').map(str::trim).collect();
-        if !(6..=7).contains(&args.len()) {
-            panic!("FwdTraits needs 6 or 7 TileConfig arguments in {}: {line}", path.display());
-        }
-        let nums: Vec<u32> = args[..5]
-            .iter()
-            .map(|s| s.parse().unwrap_or_else(|_| panic!("bad FwdTraits line in {}: {line}", path.display())))
-            .collect();
-        let arr: [u32; 5] = nums.try_into().expect("five numbers");
-        tiles.push(arr);
-    }
-    tiles
 }

@@ -1,12 +1,12 @@
-// Kernel lab: checks every attention kernel instance against an f64 CPU reference and
-// times the benchmark shapes, with no Rust build in the loop. Built and run on the GPU
-// machine by lab/run.sh.
+// Kernel lab: checks every prefill kernel instance (kernels/fwd_sm80.cu) against an f64 CPU
+// reference and times the benchmark shapes, with no Rust build in the loop. Built here by
+// lab/build.sh, run on the GPU machine by lab/run.sh (lab/README.md).
 //
 //   lab check            correctness sweep (dtypes, head dims, masks, GQA, ALiBi, softcap,
 //                        odd sizes, strided/unaligned layouts); exit code 1 on any failure
-//   lab bench            issue-4 shapes (bf16): median time and TF/s, plus tile variants
+//   lab bench            the benchmark shapes (bf16): median time and TF/s, plus tile variants
 //
-// Check rule (REFERENCE.md habit): max |fused - ref64| <= 2 · max |naive - ref64| + floor,
+// Check rule: max |fused - ref64| <= 2 · max |naive - ref64| + floor,
 // where "naive" emulates candle's naive path in the same dtype on the CPU (dot products in
 // f32, softmax in f32, P rounded to the dtype, P·V in f32, output rounded). The output is
 // poisoned (NaN bytes) before each launch; a non-finite output fails.
@@ -19,7 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "../kernels/fattn_fwd.cu"
+// kernels/fwd_sm80.cu with the entry points of every instance (lab/build.sh generates it).
+#include "fwd_sm80.gen.cu"
 #include "bin/base_fwd.cu"  // the baseline for A/B bench rows (lab/build.sh writes it)
 
 #define CK(x)                                                                                     \
@@ -125,7 +126,7 @@ static FattnParams make_params(const Case& c, const Tensor4& q, const Tensor4& k
     p.o_head_stride = c.d; p.o_seq_stride = (int64_t)c.h * c.d; p.o_batch_stride = (int64_t)c.sq * c.h * c.d;
     p.batch = c.b; p.heads = c.h; p.kv_heads = c.hkv; p.seq_q = c.sq; p.seq_k = c.sk; p.head_dim = c.d;
     p.kv_group = c.h / c.hkv;
-    // Same normalization as src/lib.rs: causal = right 0; windows past every key = unbounded.
+    // Same normalization as src/problem.rs: causal = right 0; windows past every key = unbounded.
     int wl = c.wl, wr = c.causal ? 0 : c.wr;
     if (wl >= 0 && wl >= c.sk - 1) wl = -1;
     if (wr >= 0 && wr >= c.sq - 1) wr = -1;
@@ -136,6 +137,8 @@ static FattnParams make_params(const Case& c, const Tensor4& q, const Tensor4& k
     p.scale_log2 = scale * (float)M_LOG2E;
     p.softcap_inv_scaled = c.softcap > 0 ? scale / c.softcap : 0.f;
     p.softcap_log2 = c.softcap > 0 ? c.softcap * (float)M_LOG2E : 0.f;
+    p.scale = scale;
+    p.softcap = c.softcap;
     return p;
 }
 
@@ -146,32 +149,32 @@ struct Launch {
     const char* name;
 };
 
-#define TC_ENTRY(NAME, D) \
-    { (KernelFn)fattn_fwd_##NAME##_d##D, fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kBlockM, fattn::FwdTraits<D>::kSmemBytes, "fattn_fwd_" #NAME "_d" #D }
-#define TC_ENTRY_MODS(NAME, D) \
-    { (KernelFn)fattn_fwd_##NAME##_d##D##_mods, fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kBlockM, fattn::FwdTraits<D>::kSmemBytes, "fattn_fwd_" #NAME "_d" #D "_mods" }
+// Every production instance, from the list build.rs generates out of src/cuda/instances.rs.
+struct Instance {
+    int dt;
+    KernelFn fn;
+    int head_dim, variant, threads, block_m, smem;  // smem 0: per head dim (f32)
+    const char* name;
+};
+#define LAB_INSTANCE(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM) \
+    {DTYPE, (KernelFn)NAME, HEAD_DIM, VARIANT, THREADS, ROWS, SMEM, #NAME},
+static const Instance kInstances[] = {FATTN_INSTANCES_FWD_SM80(LAB_INSTANCE)};
+#undef LAB_INSTANCE
 
-static int padded_dim(int d) {
-    const int dims[] = {32, 64, 96, 128, 256};
-    for (int x : dims) if (d <= x) return x;
-    fprintf(stderr, "head dim %d unsupported\n", d);
-    exit(2);
-}
-
+// The instance the crate picks (src/cuda/heuristics.rs, `instance`): the smallest of the
+// dtype and variant whose head dim holds d.
 static Launch pick(int dt, int d, bool mods) {
-    if (dt == F32) return {(KernelFn)fattn_fwd_f32, fattn::f32::kWarps * 32, fattn::f32::kBlockM,
-                           (int)(fattn::f32::smem_floats(d) * 4), "fattn_fwd_f32"};
-    int pd = padded_dim(d);
-#define PICK(NAME)                                                    \
-    switch (pd) {                                                     \
-        case 32: return mods ? Launch TC_ENTRY_MODS(NAME, 32) : Launch TC_ENTRY(NAME, 32);   \
-        case 64: return mods ? Launch TC_ENTRY_MODS(NAME, 64) : Launch TC_ENTRY(NAME, 64);   \
-        case 96: return mods ? Launch TC_ENTRY_MODS(NAME, 96) : Launch TC_ENTRY(NAME, 96);   \
-        case 128: return mods ? Launch TC_ENTRY_MODS(NAME, 128) : Launch TC_ENTRY(NAME, 128); \
-        case 256: return mods ? Launch TC_ENTRY_MODS(NAME, 256) : Launch TC_ENTRY(NAME, 256); \
+    const Instance* best = nullptr;
+    for (const Instance& x : kInstances) {
+        const bool serves = x.variant == 2 || (x.variant == 1) == mods;
+        if (x.dt == dt && serves && x.head_dim >= d && (!best || x.head_dim < best->head_dim)) best = &x;
     }
-    if (dt == F16) { PICK(f16) } else { PICK(bf16) }
-    exit(2);
+    if (!best) {
+        fprintf(stderr, "head dim %d unsupported\n", d);
+        exit(2);
+    }
+    const int smem = best->smem != 0 ? best->smem : (int)(fattn::f32::smem_floats(d) * 4);
+    return {best->fn, best->threads, best->block_m, smem, best->name};
 }
 
 static void launch(const Launch& L, const FattnParams& p) {
@@ -289,9 +292,12 @@ static CheckResult run_check(const Case& c, uint64_t seed, const Launch* overrid
 static int cmd_check() {
     std::vector<Case> cases;
     const int dts[] = {BF16, F16, F32};
-    // Every instance, square causal and rectangular non-causal, GQA.
+    // Every instance's head dim, square causal and rectangular non-causal, GQA.
+    std::vector<int> dims;
+    for (const Instance& x : kInstances)
+        if (x.dt == BF16 && std::find(dims.begin(), dims.end(), x.head_dim) == dims.end()) dims.push_back(x.head_dim);
     for (int dt : dts)
-        for (int d : {32, 64, 96, 128, 256}) {
+        for (int d : dims) {
             cases.push_back({2, 4, 2, 193, 193, d, dt, true, -1, -1, 0, false, 0, 0});
             cases.push_back({1, 6, 3, 77, 301, d, dt, false, -1, -1, 0, false, 0, 0});
         }
@@ -400,7 +406,7 @@ static int cmd_bench() {
                         {16, 16, 2048, 128, false}, {16, 16, 2048, 128, true}, {4, 32, 4096, 128, false},
                         {4, 32, 4096, 128, true}, {1, 32, 16384, 128, false}, {1, 32, 16384, 128, true}};
     using fattn::TileConfig;
-    // Tile variants next to the production instance (LAB_VARIANTS=1; see kernels/NOTES.md).
+    // Tile variants next to the production instance (LAB_VARIANTS=1; see lab/README.md).
     std::vector<std::pair<int, Launch>> variants;
     if (getenv("LAB_VARIANTS") != nullptr) variants = {
         {32, base<32>("base d32")},

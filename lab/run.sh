@@ -4,7 +4,8 @@
 #   lab/run.sh [check] [bench] [torch] [sanitize] [prof] [tprof]
 # prof: ncu on our production bf16 d64/d128 kernels; tprof: the same sections on torch's
 # flash (FA2) kernel at (16,16,16,2048,2048,128).
-# The lab binary is built here (lab/build.sh) and carried in lab/bin/.
+# The lab binary is built here (lab/build.sh) and carried in lab/bin/ (git-ignored: name it in
+# the device tool's carry). lab/README.md has the rest.
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT="${OUT:-/tmp/lab-out}"; mkdir -p "$OUT"

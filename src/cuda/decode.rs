@@ -1,5 +1,5 @@
 //! Flash-decoding: the CUDA path for a few query rows against a long KV cache
-//! (kernels/fattn_decode.cu).
+//! (kernels/decode_sm80.cu).
 //!
 //! The key range that any query row sees is split across thread blocks, so that a decode step
 //! (sq = 1) with few (batch, kv head) pairs still streams K and V from every SM. The q heads
@@ -9,190 +9,23 @@
 //! into the output, in the same launch, and zeroes the counter again. One split writes the
 //! output directly. f16/bf16 run on mma.sync; f32 runs the same blocks on CUDA cores (no TF32).
 //!
+//! When it runs instead of the prefill kernel, and how many splits: src/cuda/heuristics.rs.
+//!
 //! Measured on an H100 (README, bf16, D = 128, criterion medians with torch in the same run):
 //! 1.01-1.05× cuDNN's time on the sq = 1 bench rows, 3.1× faster than cuDNN at sq = 4.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use candle_core::backend::BackendStorage;
-use candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute;
-use candle_core::cuda_backend::cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
-};
-use candle_core::cuda_backend::{CudaDType, CudaDevice, WrapErr};
-use candle_core::{bail, CudaStorage, DType, Layout, Result, Tensor};
-use half::{bf16, f16};
+use candle_core::cuda_backend::cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::{CudaDevice, WrapErr};
+use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
-use super::{alibi_slopes_ptr, dev_tensor, load_func, ptx, set_dynamic_smem, to_i32, window_i32};
+use super::heuristics::{self, DECODE_ROWS};
+use super::instances::{Arch, Family, KernelKey};
+use super::params::FattnParams;
+use super::{alibi_slopes_ptr, common_params, dev_tensor, to_i32, KernelDtype};
 use crate::problem::Problem;
-
-/// The module name under which candle caches `kernels/fattn_decode.cu`.
-const DECODE_MODULE: &str = "candle_fused_attn::fattn_decode";
-
-/// Query rows up to which decode is always chosen over the prefill kernel.
-const MAX_DECODE_SEQ_Q: usize = 16;
-/// Up to this many query rows decode is also chosen when the prefill grid is small...
-const MAX_DECODE_SEQ_Q_UNDERFILLED: usize = 128;
-/// ...that is, has at most this many blocks (half an H100/H200, which have 132 SMs).
-const UNDERFILLED_PREFILL_BLOCKS: usize = 64;
-
-/// Rows of one block (one mma m16 tile): `group · seq_q` rows are cut into groups of this.
-const BLOCK_ROWS: usize = 16;
-const WARPS: usize = 4;
-/// Keys per warp and tile.
-const TILE_KEYS: usize = 16;
-/// Keys one block advances per round: 4 warps × 16 keys. Splits are whole rounds.
-const KEYS_PER_ROUND: usize = WARPS * TILE_KEYS;
-const THREADS: u32 = (WARPS * 32) as u32;
-/// Above this many splits per tile, one block per SM instead of every resident block.
-const MAX_SPLITS_ALL_SLOTS: usize = 16;
-/// The last block of a tile reads splits × rows partial rows (f32, the instance's head dim
-/// each): at most this many.
-const MAX_PARTIAL_ROWS: usize = 256;
-
-/// Whether `forward` (below) handles the problem instead of the prefill kernel.
-///
-/// Rule: `seq_q ≤ 16`; and for f16/bf16 also `seq_q ≤ 128` when the prefill grid
-/// (batch · heads · ⌈seq_q / block_m⌉ blocks) has at most 64 blocks. The prefill kernel
-/// parallelizes over query blocks only, so a short query leaves most SMs idle, and every block
-/// reads K/V for its own q head; decode reads them once per kv head and splits the keys.
-///
-/// Measured crossover (kernels/lab/README.md, H200, bf16, D = 128, both kernels and torch in one
-/// run, median µs): (1,32,8,sq,8192), prefill grid 32 blocks: prefill ≈ 321 for every sq ≤ 128,
-/// decode 31 (sq 4), 36 (8), 50 (16), 78 (32), 135 (64), 241 (128). (8,32,8,sq,2048), prefill grid
-/// 256 blocks: sq 16 decode 72 vs prefill 129; sq 32 138 vs 129; sq 64 271 vs 129.
-/// f32 (decode on CUDA cores, prefill on CUDA cores) is not measured past sq = 16 and stays there.
-pub(super) fn applies(problem: &Problem, dtype: DType) -> bool {
-    if problem.head_dim > crate::problem::MAX_HEAD_DIM || !matches!(dtype, DType::F16 | DType::BF16 | DType::F32) {
-        return false;
-    }
-    if problem.seq_q <= MAX_DECODE_SEQ_Q {
-        return true;
-    }
-    if dtype == DType::F32 || problem.seq_q > MAX_DECODE_SEQ_Q_UNDERFILLED {
-        return false;
-    }
-    match super::fwd_tile(problem.head_dim) {
-        Ok(tile) => {
-            let blocks = problem.batch * problem.heads * problem.seq_q.div_ceil(tile.block_m() as usize);
-            blocks <= UNDERFILLED_PREFILL_BLOCKS
-        }
-        Err(_) => false,
-    }
-}
-
-/// Mirrors `struct DecodeParams` in kernels/fattn_decode.cu (its static_assert pins 232 bytes).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-struct DecodeParams {
-    q: u64,
-    k: u64,
-    v: u64,
-    out: u64,
-    partial_o: u64,
-    partial_ml: u64,
-    tile_counters: u64,
-    alibi: u64,
-    q_stride_b: i64,
-    q_stride_s: i64,
-    q_stride_h: i64,
-    k_stride_b: i64,
-    k_stride_s: i64,
-    k_stride_h: i64,
-    v_stride_b: i64,
-    v_stride_s: i64,
-    v_stride_h: i64,
-    o_stride_b: i64,
-    o_stride_s: i64,
-    o_stride_h: i64,
-    batch: i32,
-    seq_q: i32,
-    seq_k: i32,
-    heads: i32,
-    kv_heads: i32,
-    head_dim: i32,
-    group: i32,
-    row_groups: i32,
-    key_begin: i32,
-    key_end: i32,
-    keys_per_split: i32,
-    num_splits: i32,
-    window_left: i32,
-    window_right: i32,
-    scale: f32,
-    softcap: f32,
-    aligned: i32,
-    pad: i32,
-}
-const _: () = assert!(std::mem::size_of::<DecodeParams>() == 232);
-
-// SAFETY: plain-old-data with the C layout of the kernel's parameter struct; the kernel takes it
-// by value.
-unsafe impl DeviceRepr for DecodeParams {}
-
-/// The compiled head-dim instance for `head_dim` (the next of 64, 128, 256) and its dynamic
-/// shared memory, as the kernel's traits compute it:
-/// * f16/bf16 (`Traits<D>::kSmemElems · 2`): Q 16×D plus 4 warps × stages × (K, V) 16×D;
-///   3 stages up to D = 128, 2 at 256;
-/// * f32 (`TraitsF32<D>::kSmemFloats · 4`): Q 16×D, 4 warps × (K, V) 16×(D+4), 4 warps × P 16×16.
-fn instance(head_dim: usize, dtype: DType) -> Result<(usize, u32)> {
-    let d = match head_dim {
-        1..=64 => 64,
-        65..=128 => 128,
-        129..=256 => 256,
-        d => bail!("fused-attn decode: head_dim {d} has no kernel instance (supported: 1..=256)"),
-    };
-    let bytes = match dtype {
-        DType::F32 => (BLOCK_ROWS * d + WARPS * 2 * TILE_KEYS * (d + 4) + WARPS * BLOCK_ROWS * TILE_KEYS) * 4,
-        _ => {
-            let stages = if d <= 128 { 3 } else { 2 };
-            (BLOCK_ROWS * d + WARPS * stages * 2 * TILE_KEYS * d) * 2
-        }
-    };
-    Ok((d, bytes as u32))
-}
-
-/// How many splits of the union key range, in whole 64-key rounds, for `pairs` tiles of `rows`
-/// query rows each. As many blocks as fit on the GPU at once (rounded down, so that a grid that
-/// already fills it is not split into a second partial wave); but when that gives more than
-/// 16 splits, as many blocks as SMs, and never more than 256 partial rows per tile (the last
-/// block of a tile reads them all, on one SM); no split without keys.
-///
-/// Measured (H100, bf16, D = 128, kernels/lab/README.md), µs by splits: 8 tiles of 4 rows
-/// (sk 32768: 16 → 65.8, 32 → 66.2; sk 2048: 16 → 14.8, 32 → 17.9) and of 16 rows (sq 4,
-/// sk 8192: 16 → 31.6, 32 → 38.0) gain from one block per SM; 64 tiles of 4 rows (sk 8192:
-/// 4 → 109.4, 8 → 115.4; 2 → 118.2 vs 4 → 110.8 in an earlier run) from two.
-fn split_keys(key_len: usize, pairs: usize, rows: usize, sms: usize, blocks_per_sm: usize) -> (usize, usize) {
-    if key_len == 0 {
-        return (1, 0);
-    }
-    let rounds = key_len.div_ceil(KEYS_PER_ROUND);
-    let pairs = pairs.max(1);
-    let mut splits = sms * blocks_per_sm.max(1) / pairs;
-    if splits > MAX_SPLITS_ALL_SLOTS {
-        splits = sms / pairs;
-    }
-    let splits = splits.min(MAX_PARTIAL_ROWS / rows.clamp(1, BLOCK_ROWS)).clamp(1, rounds);
-    let keys_per_split = rounds.div_ceil(splits) * KEYS_PER_ROUND;
-    (key_len.div_ceil(keys_per_split), keys_per_split)
-}
-
-/// The decode forward (`applies` said yes). `alibi` is `(batch, heads)` f32.
-pub(super) fn forward(
-    p: &Problem,
-    q: (&CudaStorage, &Layout),
-    k: (&CudaStorage, &Layout),
-    v: (&CudaStorage, &Layout),
-    alibi: Option<&Tensor>,
-) -> Result<CudaStorage> {
-    match q.0.dtype() {
-        DType::BF16 => launch::<bf16>(p, "bf16", q, k, v, alibi),
-        DType::F16 => launch::<f16>(p, "f16", q, k, v, alibi),
-        DType::F32 => launch::<f32>(p, "f32", q, k, v, alibi),
-        dt => bail!("fused-attn decode: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
-    }
-}
 
 /// A split launch's scratch on one stream: `counters` tile arrival counters (u32) at the start,
 /// then room for `partial_words` f32 partials (acc, then (max, sum) pairs).
@@ -274,9 +107,10 @@ fn with_workspace<R>(
     })
 }
 
-fn launch<T: CudaDType + DeviceRepr>(
+/// The decode forward in `T` (`heuristics::use_decode` said yes). `alibi` is `(batch, heads)`
+/// f32, contiguous, on q's device.
+pub(super) fn forward<T: KernelDtype>(
     p: &Problem,
-    type_name: &str,
     (q, ql): (&CudaStorage, &Layout),
     (k, kl): (&CudaStorage, &Layout),
     (v, vl): (&CudaStorage, &Layout),
@@ -284,27 +118,33 @@ fn launch<T: CudaDType + DeviceRepr>(
 ) -> Result<CudaStorage> {
     let dev = &q.device;
     let stream = dev.cuda_stream();
-    let (d_inst, smem) = instance(p.head_dim, q.dtype())?;
-    let mods = if p.softcap > 0.0 || p.has_alibi { "_mod" } else { "" };
-    let name = format!("fattn_decode_{type_name}_d{d_inst}{mods}");
-    let func = load_func(dev, DECODE_MODULE, ptx::FATTN_DECODE, &name)?;
-    set_dynamic_smem(&func, &stream, smem, &name)?;
-
-    let sms = stream.context().attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).w()?;
-    let blocks_per_sm = func.occupancy_max_active_blocks_per_multiprocessor(THREADS, smem as usize, None).w()?;
-    if blocks_per_sm == 0 {
-        bail!("fused-attn decode: {name} cannot be resident with {smem} bytes of shared memory")
+    // The decode kernels compute any scale in their plain instances; `_mod` adds softcap/ALiBi.
+    let mods = p.softcap > 0.0 || p.has_alibi;
+    let inst = heuristics::instance(
+        KernelKey { family: Family::Decode, dtype: T::DTYPE, head_dim: p.head_dim, mods },
+        Arch::Sm80,
+    )?;
+    let kernel = heuristics::prepare(dev, inst)?;
+    let (d_inst, smem) = (inst.head_dim as usize, inst.smem_bytes(inst.head_dim));
+    kernel.check_smem(smem)?;
+    if kernel.blocks_per_sm == 0 {
+        bail!("fused-attn decode: {} cannot be resident with {smem} bytes of shared memory", inst.name)
     }
 
     let group = p.group_size();
-    let row_groups = (group * p.seq_q).div_ceil(BLOCK_ROWS);
+    let row_groups = (group * p.seq_q).div_ceil(DECODE_ROWS);
     // Rows' key ranges grow with the row: the union is [lo(0), hi(sq - 1)).
     let key_begin = p.key_range(0).0;
     let key_end = p.key_range(p.seq_q - 1).1.max(key_begin);
     let pairs = p.batch * p.kv_heads * row_groups;
-    let tile_rows = (group * p.seq_q).min(BLOCK_ROWS);
-    let (num_splits, keys_per_split) =
-        split_keys(key_end - key_begin, pairs, tile_rows, sms.max(1) as usize, blocks_per_sm as usize);
+    let tile_rows = (group * p.seq_q).min(DECODE_ROWS);
+    let (num_splits, keys_per_split) = heuristics::split_keys(
+        key_end - key_begin,
+        pairs,
+        tile_rows,
+        kernel.device.sms.max(1) as usize,
+        kernel.blocks_per_sm as usize,
+    );
     let grid_y = p.kv_heads * row_groups;
     if p.batch > 65535 || grid_y > 65535 {
         bail!("fused-attn decode: grid too large: batch {} and kv_heads · row groups {grid_y} must be ≤ 65535", p.batch)
@@ -327,68 +167,37 @@ fn launch<T: CudaDType + DeviceRepr>(
 
     {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
-        let d = p.head_dim;
-        let params = DecodeParams {
-            q: qt.ptr,
-            k: kt.ptr,
-            v: vt.ptr,
-            out: o_ptr,
-            partial_o: 0,
-            partial_ml: 0,
-            tile_counters: 0,
-            alibi: alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
-            q_stride_b: qt.strides.batch as i64,
-            q_stride_s: qt.strides.seq as i64,
-            q_stride_h: qt.strides.head as i64,
-            k_stride_b: kt.strides.batch as i64,
-            k_stride_s: kt.strides.seq as i64,
-            k_stride_h: kt.strides.head as i64,
-            v_stride_b: vt.strides.batch as i64,
-            v_stride_s: vt.strides.seq as i64,
-            v_stride_h: vt.strides.head as i64,
-            o_stride_b: (p.seq_q * p.heads * d) as i64,
-            o_stride_s: (p.heads * d) as i64,
-            o_stride_h: d as i64,
-            batch: to_i32(p.batch, "batch")?,
-            seq_q: to_i32(p.seq_q, "seq_q")?,
-            seq_k: to_i32(p.seq_k, "seq_k")?,
-            heads: to_i32(p.heads, "heads")?,
-            kv_heads: to_i32(p.kv_heads, "kv_heads")?,
-            head_dim: to_i32(d, "head_dim")?,
-            group: to_i32(group, "heads / kv_heads")?,
+        let alibi = alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr);
+        let params = FattnParams {
             row_groups: to_i32(row_groups, "row groups")?,
             key_begin: to_i32(key_begin, "first visible key")?,
             key_end: to_i32(key_end, "last visible key")?,
             keys_per_split: to_i32(keys_per_split, "keys per split")?,
             num_splits: to_i32(num_splits, "splits")?,
-            window_left: window_i32(p.window_left, "window_size_left")?,
-            window_right: window_i32(p.window_right, "window_size_right")?,
-            scale: p.scale,
-            softcap: p.softcap,
-            aligned: [&qt, &kt, &vt].iter().all(|t| t.rows_16b_aligned(d, elem)) as i32,
-            pad: 0,
+            ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi, elem)?
         };
         let cfg = LaunchConfig {
             grid_dim: (num_splits as u32, grid_y as u32, p.batch as u32),
-            block_dim: (THREADS, 1, 1),
+            block_dim: (inst.threads, 1, 1),
             shared_mem_bytes: smem,
         };
-        let launch_split = |params: DecodeParams| -> Result<()> {
-            let mut builder = stream.launch_builder(&func);
+        let launch_split = |params: FattnParams| -> Result<()> {
+            let mut builder = stream.launch_builder(&kernel.func);
             builder.arg(&params);
-            // SAFETY: the kernel's one argument is `DecodeParams` by value, matching its C++
-            // signature (size asserted on both sides). Its pointers are live device allocations
-            // held by q, k, v, `out`, the workspace (with splits: `pairs` zero tile counters, one
-            // per (batch, grid y) tile, and `partial_words` f32 that every split block writes
-            // before the last block of its tile reads them) and the alibi storage for the whole
-            // call; the strides and sizes describe them (validated by `crate::problem::validate`), and
-            // the grid is (splits, kv heads × row groups, batch) as the kernel indexes it.
+            // SAFETY: the kernel's one argument is `FattnParams` by value, matching its C++
+            // signature (every offset and the size asserted on both sides). Its pointers are
+            // live device allocations held by q, k, v, `out`, the workspace (with splits:
+            // `pairs` zero tile counters, one per (batch, grid y) tile, and `partial_words` f32
+            // that every split block writes before the last block of its tile reads them) and
+            // the alibi storage for the whole call; the strides and sizes describe them
+            // (validated by `crate::problem::validate`), and the grid is (splits, kv heads ×
+            // row groups, batch) as the kernel indexes it.
             unsafe { builder.launch(cfg) }.w()?;
             Ok(())
         };
         if num_splits > 1 {
             with_workspace(dev, &stream, pairs, partial_words, |counters, partials| {
-                launch_split(DecodeParams {
+                launch_split(FattnParams {
                     tile_counters: counters,
                     partial_o: partials,
                     partial_ml: partials + partial_acc_words as u64 * 4,
@@ -402,75 +211,4 @@ fn launch<T: CudaDType + DeviceRepr>(
     drop(alibi_ptr);
     drop((qt, kt, vt));
     Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_fill_the_sms_in_whole_rounds() {
-        // (1,32,8,1,32768,128): 8 tiles of 4 rows, 132 SMs × 2 blocks: one block per SM.
-        let (splits, keys) = split_keys(32768, 8, 4, 132, 2);
-        assert_eq!(keys % KEYS_PER_ROUND, 0);
-        assert!(splits * keys >= 32768 && (splits - 1) * keys < 32768);
-        assert_eq!(splits, 16);
-        // (8,32,8,1,8192,128): 64 tiles: every resident slot.
-        assert_eq!(split_keys(8192, 64, 4, 132, 2), (4, 2048));
-        // Many pairs: no split.
-        assert_eq!(split_keys(4096, 256, 4, 132, 2), (1, 4096));
-        // Short ranges never give a split without keys.
-        let (splits, keys) = split_keys(100, 1, 1, 132, 2);
-        assert!(keys >= 64 && (splits - 1) * keys < 100);
-        assert_eq!(split_keys(0, 4, 4, 132, 2), (1, 0));
-        // One pair on a large GPU: the last block's partial rows are capped.
-        let (splits, _) = split_keys(1 << 20, 1, 16, 1000, 2);
-        assert_eq!(splits, MAX_PARTIAL_ROWS / 16);
-        let (splits, _) = split_keys(1 << 20, 1, 1, 1000, 2);
-        assert!(splits <= MAX_PARTIAL_ROWS);
-    }
-
-    fn problem(batch: usize, seq_q: usize, heads: usize, kv_heads: usize) -> Problem {
-        Problem {
-            batch,
-            seq_q,
-            seq_k: 8192,
-            heads,
-            kv_heads,
-            head_dim: 128,
-            scale: 0.1,
-            softcap: 0.0,
-            window_left: -1,
-            window_right: 0,
-            has_alibi: false,
-            layout: crate::problem::SeqLayout::Dense,
-            want_lse: false,
-        }
-    }
-
-    #[test]
-    fn dispatch_follows_the_measured_crossover() {
-        // Decode steps and short speculative steps: always.
-        assert!(applies(&problem(8, 1, 32, 8), DType::BF16));
-        assert!(applies(&problem(32, 16, 32, 8), DType::F32));
-        // Batch 1: the prefill grid has 32 blocks up to sq = 128, decode measured faster.
-        assert!(applies(&problem(1, 128, 32, 8), DType::F16));
-        assert!(!applies(&problem(1, 129, 32, 8), DType::F16));
-        // Batch 8: 256 prefill blocks, prefill measured faster from sq = 32.
-        assert!(!applies(&problem(8, 32, 32, 8), DType::BF16));
-        assert!(!applies(&problem(1, 32, 32, 8), DType::F32));
-    }
-
-    #[test]
-    fn instances_cover_every_head_dim() {
-        for dtype in [DType::BF16, DType::F16, DType::F32] {
-            for d in 1..=256 {
-                let (inst, smem) = instance(d, dtype).unwrap();
-                assert!(inst >= d && smem <= 227 * 1024, "{dtype:?} d {d}: {smem} bytes");
-            }
-            assert!(instance(257, dtype).is_err());
-        }
-        // The bf16 D = 128 instance leaves room for two resident blocks per SM (228 KB).
-        assert!(2 * (instance(128, DType::BF16).unwrap().1 + 1024) <= 228 * 1024);
-    }
 }

@@ -1,127 +1,74 @@
-//! CUDA forward: launches the kernels of `kernels/fattn_fwd.cu` on candle's stream.
+//! The CUDA back end: launches the kernels of kernels/ on candle's stream. This file holds
+//! the launch plumbing the kernel families share; one file per family launches it:
 //!
-//! * f16/bf16: the tensor-core FlashAttention-2 kernel, one instance per head dim in
-//!   [`ptx::FWD_TILES`] (parsed from the C++ traits by build.rs); other head dims run on
-//!   the next larger instance, zero-padded inside the kernel.
-//! * f32: a plain-FMA kernel with the same semantics (no TF32: its error stays at the level
-//!   of candle's f32 matmul, which runs without TF32 by default).
-//! * Few query rows against a long KV cache go to the split-K decode kernel (`decode`).
+//! * prefill.rs: kernels/fwd_sm80.cu, FlashAttention-2 on mma.sync (f16/bf16) and a plain-FMA
+//!   f32 kernel with the same semantics;
+//! * decode.rs: kernels/decode_sm80.cu, split-key flash-decoding for few query rows.
 //!
-//! The parameters cross the FFI boundary as one `#[repr(C)]` struct, [`FattnParams`],
-//! whose size both sides assert. Every driver error becomes a candle `Error`.
-//!
-//! Shared with `decode`: [`dev_tensor`] (raw pointer + strides from storage and layout),
-//! [`load_func`], [`set_dynamic_smem`], [`to_i32`], [`window_i32`].
+//! heuristics.rs decides which family, instance and split count run a problem, from device
+//! facts it reads once per device. instances.rs declares every kernel file and instance once
+//! and params.rs the FFI params struct with its field offsets; build.rs generates and checks
+//! the C++ side from those two files. Kernels are looked up by a typed `KernelKey` whose dtype
+//! comes from the Rust element type ([`KernelDtype`]). Every driver error becomes a candle
+//! `Error`.
 
 mod decode;
+mod heuristics;
+mod instances;
+mod params;
+mod prefill;
 
 use candle_core::backend::BackendStorage;
-use candle_core::cuda_backend::cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
-use candle_core::cuda_backend::cudarc::driver::{
-    CudaFunction, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, SyncOnDrop,
-};
-use candle_core::cuda_backend::{CudaDType, CudaDevice, WrapErr};
+use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaStream, DevicePtr, DeviceRepr, SyncOnDrop};
+use candle_core::cuda_backend::{CudaDType, CudaDevice};
 use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
 use crate::problem::{Problem, Strides};
+use instances::{Dtype, Instance, SOURCES};
+use params::FattnParams;
 
 mod ptx {
-    use super::FwdTile;
     include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
 }
 
-/// The module name under which candle caches `kernels/fattn_fwd.cu`.
-const FWD_MODULE: &str = "candle_fused_attn::fattn_fwd";
-
-/// One tensor-core instance; mirrors `fattn::TileConfig` in kernels/fattn_fwd.cu.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FwdTile {
-    pub head_dim: u32,
-    pub warps: u32,
-    /// m16 tiles (of 16 query rows) per warp.
-    pub m_tiles: u32,
-    pub block_n: u32,
-    pub stages: u32,
+/// The element types the kernels compute in, tied to the Rust type that holds them, so that
+/// a launch's kernel and its buffers cannot disagree on the dtype.
+pub(super) trait KernelDtype: CudaDType + DeviceRepr {
+    const DTYPE: Dtype;
+}
+impl KernelDtype for f16 {
+    const DTYPE: Dtype = Dtype::F16;
+}
+impl KernelDtype for bf16 {
+    const DTYPE: Dtype = Dtype::BF16;
+}
+impl KernelDtype for f32 {
+    const DTYPE: Dtype = Dtype::F32;
 }
 
-impl FwdTile {
-    fn threads(&self) -> u32 {
-        self.warps * 32
-    }
-    fn block_m(&self) -> u32 {
-        16 * self.m_tiles * self.warps
-    }
-    /// Q tile plus `stages` K and V tiles of 16-bit elements (`TileConfig::kSmemBytes`).
-    fn smem_bytes(&self) -> u32 {
-        (self.block_m() * self.head_dim + self.stages * 2 * self.block_n * self.head_dim) * 2
+/// The kernel dtype of a candle dtype, if a kernel exists for it.
+pub(super) fn kernel_dtype(dtype: DType) -> Option<Dtype> {
+    match dtype {
+        DType::F16 => Some(Dtype::F16),
+        DType::BF16 => Some(Dtype::BF16),
+        DType::F32 => Some(Dtype::F32),
+        _ => None,
     }
 }
 
-/// The smallest instance whose head dim holds `head_dim`.
-fn fwd_tile(head_dim: usize) -> Result<FwdTile> {
-    match ptx::FWD_TILES.iter().filter(|t| t.head_dim as usize >= head_dim).min_by_key(|t| t.head_dim) {
-        Some(t) => Ok(*t),
-        None => bail!(
-            "fused-attn cuda: head_dim {head_dim} has no kernel instance (instances: {:?})",
-            ptx::FWD_TILES.iter().map(|t| t.head_dim).collect::<Vec<_>>()
-        ),
-    }
+/// Loads `inst` from the PTX of the kernel file that builds it (compiled by build.rs, cached
+/// by candle under the file's module name).
+pub(super) fn load_instance(dev: &CudaDevice, inst: &Instance) -> Result<CudaFunction> {
+    let Some(at) = SOURCES.iter().position(|s| s.family == inst.family && s.arch == inst.arch) else {
+        bail!("fused-attn cuda: {} has no kernel file (src/cuda/instances.rs)", inst.name)
+    };
+    Ok(dev.get_or_load_custom_func(inst.name, SOURCES[at].module, ptx::PTX[at])?.into_cuda_function())
 }
 
-/// The f32 kernel's shape; mirrors `namespace fattn::f32` in kernels/fattn_fwd.cu.
-mod f32_tile {
-    pub const THREADS: u32 = 4 * 32;
-    pub const BLOCK_M: u32 = 16;
-    pub const BLOCK_N: u32 = 32;
-    /// Q tile, K tile with rows padded to an odd stride, V tile; f32.
-    pub fn smem_bytes(head_dim: u32) -> u32 {
-        let k_stride = if head_dim.is_multiple_of(2) { head_dim + 1 } else { head_dim };
-        (BLOCK_M * head_dim + BLOCK_N * k_stride + BLOCK_N * head_dim) * 4
-    }
-}
-
-/// Mirrors `struct FattnParams` in kernels/fattn_common.cuh.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-struct FattnParams {
-    q: u64,
-    k: u64,
-    v: u64,
-    o: u64,
-    alibi_slopes: u64,
-    q_batch_stride: i64,
-    q_seq_stride: i64,
-    q_head_stride: i64,
-    k_batch_stride: i64,
-    k_seq_stride: i64,
-    k_head_stride: i64,
-    v_batch_stride: i64,
-    v_seq_stride: i64,
-    v_head_stride: i64,
-    o_batch_stride: i64,
-    o_seq_stride: i64,
-    o_head_stride: i64,
-    batch: i32,
-    heads: i32,
-    kv_heads: i32,
-    seq_q: i32,
-    seq_k: i32,
-    head_dim: i32,
-    kv_group: i32,
-    window_left: i32,
-    window_right: i32,
-    vec_in: i32,
-    vec_out: i32,
-    scale_log2: f32,
-    softcap_inv_scaled: f32,
-    softcap_log2: f32,
-}
-// The C++ side asserts the same size (static_assert in fattn_common.cuh).
-const _: () = assert!(std::mem::size_of::<FattnParams>() == 192);
-
-// SAFETY: `FattnParams` is `#[repr(C)]` plain data (integers and floats, no references),
-// laid out as the C++ struct it mirrors; the kernel receives it by value.
+// SAFETY: `FattnParams` is `#[repr(C)]` plain data (integers and floats, no references) with
+// the layout of the C++ struct, field by field (offsets asserted on both sides, see
+// params.rs); the kernels receive it by value.
 unsafe impl DeviceRepr for FattnParams {}
 
 /// A `(batch, seq, heads, head_dim)` device tensor as a kernel reads it: the address of its
@@ -172,22 +119,6 @@ pub(super) fn alibi_slopes_ptr<'a>(
     }
 }
 
-/// Loads `name` from a PTX module (compiled by build.rs, cached by candle under `module`).
-pub(super) fn load_func(dev: &CudaDevice, module: &str, ptx: &str, name: &str) -> Result<CudaFunction> {
-    Ok(dev.get_or_load_custom_func(name, module, ptx)?.into_cuda_function())
-}
-
-/// Lets `func` use `bytes` of dynamic shared memory (above 48 KiB this must be opted into),
-/// or errors when the device has less.
-pub(super) fn set_dynamic_smem(func: &CudaFunction, stream: &CudaStream, bytes: u32, name: &str) -> Result<()> {
-    let optin =
-        stream.context().attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).w()?;
-    if bytes as i64 > optin as i64 {
-        bail!("fused-attn cuda: {name} needs {bytes} bytes of shared memory, the device allows {optin}")
-    }
-    func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32).w()
-}
-
 /// `x` as the i32 a kernel takes, or an error naming the quantity.
 pub(super) fn to_i32(x: usize, what: &str) -> Result<i32> {
     match i32::try_from(x) {
@@ -204,55 +135,22 @@ fn to_i64(x: usize) -> i64 {
 /// The CUDA forward. `alibi` is `(batch, heads)` f32, contiguous, on q's device.
 pub(crate) fn forward(
     problem: &Problem,
-    (q, ql): (&CudaStorage, &Layout),
-    (k, kl): (&CudaStorage, &Layout),
-    (v, vl): (&CudaStorage, &Layout),
+    q: (&CudaStorage, &Layout),
+    k: (&CudaStorage, &Layout),
+    v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
 ) -> Result<CudaStorage> {
-    let dtype = q.dtype();
-    if decode::applies(problem, dtype) {
-        return decode::forward(problem, (q, ql), (k, kl), (v, vl), alibi);
+    let dtype = q.0.dtype();
+    let decode = kernel_dtype(dtype).is_some_and(|dt| heuristics::use_decode(problem, dt));
+    match (dtype, decode) {
+        (DType::F16, false) => prefill::forward::<f16>(problem, q, k, v, alibi),
+        (DType::BF16, false) => prefill::forward::<bf16>(problem, q, k, v, alibi),
+        (DType::F32, false) => prefill::forward::<f32>(problem, q, k, v, alibi),
+        (DType::F16, true) => decode::forward::<f16>(problem, q, k, v, alibi),
+        (DType::BF16, true) => decode::forward::<bf16>(problem, q, k, v, alibi),
+        (DType::F32, true) => decode::forward::<f32>(problem, q, k, v, alibi),
+        (dt, _) => bail!("fused-attn cuda: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
     }
-    match dtype {
-        DType::F16 => launch_fwd::<f16>(problem, tensor_core_kernel(problem, "f16")?, (q, ql), (k, kl), (v, vl), alibi),
-        DType::BF16 => {
-            launch_fwd::<bf16>(problem, tensor_core_kernel(problem, "bf16")?, (q, ql), (k, kl), (v, vl), alibi)
-        }
-        DType::F32 => launch_fwd::<f32>(problem, f32_kernel(problem)?, (q, ql), (k, kl), (v, vl), alibi),
-        dt => bail!("fused-attn cuda: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
-    }
-}
-
-/// A kernel and its launch geometry.
-struct KernelChoice {
-    name: String,
-    threads: u32,
-    block_m: u32,
-    smem_bytes: u32,
-}
-
-/// The f16/bf16 tensor-core instance for the problem's head dim. `_mods` instances apply
-/// softcap/ALiBi; the plain ones fold the scale into exp2 after the row max, which needs a
-/// positive scale, so a scale <= 0 takes `_mods` too.
-fn tensor_core_kernel(p: &Problem, ty: &str) -> Result<KernelChoice> {
-    let tile = fwd_tile(p.head_dim)?;
-    let mods = if p.softcap > 0.0 || p.has_alibi || p.scale <= 0.0 { "_mods" } else { "" };
-    Ok(KernelChoice {
-        name: format!("fattn_fwd_{ty}_d{}{mods}", tile.head_dim),
-        threads: tile.threads(),
-        block_m: tile.block_m(),
-        smem_bytes: tile.smem_bytes(),
-    })
-}
-
-fn f32_kernel(p: &Problem) -> Result<KernelChoice> {
-    let d = to_i32(p.head_dim, "head_dim")? as u32;
-    Ok(KernelChoice {
-        name: "fattn_fwd_f32".to_string(),
-        threads: f32_tile::THREADS,
-        block_m: f32_tile::BLOCK_M,
-        smem_bytes: f32_tile::smem_bytes(d),
-    })
 }
 
 /// A normalized window (`-1` = unbounded) as the i32 the kernels take.
@@ -263,85 +161,53 @@ fn window_i32(w: i64, what: &str) -> Result<i32> {
     }
 }
 
-fn launch_fwd<T: CudaDType + DeviceRepr>(
+/// The fields every kernel reads, for the dense `(batch, seq, heads, head_dim)` problem `p`
+/// with output `o` (contiguous) and ALiBi slopes at `alibi` (0 = none); the rest zero.
+pub(super) fn common_params(
     p: &Problem,
-    kernel: KernelChoice,
-    (q, ql): (&CudaStorage, &Layout),
-    (k, kl): (&CudaStorage, &Layout),
-    (v, vl): (&CudaStorage, &Layout),
-    alibi: Option<&Tensor>,
-) -> Result<CudaStorage> {
-    let dev = &q.device;
-    let stream = dev.cuda_stream();
-    let (major, minor) = stream.context().compute_capability().w()?;
-    if major < 8 {
-        bail!("fused-attn cuda: the kernels need compute capability 8.0 or newer, this device has {major}.{minor}")
+    [q, k, v]: [&DevTensor<'_>; 3],
+    o: u64,
+    alibi: u64,
+    elem_bytes: usize,
+) -> Result<FattnParams> {
+    let d = p.head_dim;
+    if p.window_right >= 0 {
+        // The kernels compute a row's last visible key, diag + window_right, in i32.
+        to_i32(p.seq_k + p.window_right as usize, "seq_k + window_size_right")?;
     }
-    let KernelChoice { name, threads, block_m, smem_bytes } = kernel;
-    let func = load_func(dev, FWD_MODULE, ptx::FATTN_FWD, &name)?;
-    set_dynamic_smem(&func, &stream, smem_bytes, &name)?;
-
-    let elem = std::mem::size_of::<T>();
-    let (qt, kt, vt) =
-        (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
-    let out_len = p.batch * p.seq_q * p.heads * p.head_dim;
-    // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output:
-    // the grid covers every (batch, head, query block), and each block stores all its rows
-    // below seq_q and all columns below head_dim, zeros for rows that see no key.
-    let mut out = unsafe { dev.alloc::<T>(out_len) }?;
-
-    let alibi_storage = alibi.map(|t| t.storage_and_layout());
-    let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
-
-    // One CTA per (batch, head, query block), in a 1-D grid (see `query_block` in the kernel).
-    let query_blocks = p.seq_q.div_ceil(block_m as usize);
-    let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
-    {
-        let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
-        let d = p.head_dim;
-        let params = FattnParams {
-            q: qt.ptr,
-            k: kt.ptr,
-            v: vt.ptr,
-            o: o_ptr,
-            alibi_slopes: alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
-            q_batch_stride: to_i64(qt.strides.batch),
-            q_seq_stride: to_i64(qt.strides.seq),
-            q_head_stride: to_i64(qt.strides.head),
-            k_batch_stride: to_i64(kt.strides.batch),
-            k_seq_stride: to_i64(kt.strides.seq),
-            k_head_stride: to_i64(kt.strides.head),
-            v_batch_stride: to_i64(vt.strides.batch),
-            v_seq_stride: to_i64(vt.strides.seq),
-            v_head_stride: to_i64(vt.strides.head),
-            o_batch_stride: to_i64(p.seq_q * p.heads * d),
-            o_seq_stride: to_i64(p.heads * d),
-            o_head_stride: to_i64(d),
-            batch: to_i32(p.batch, "batch")?,
-            heads: to_i32(p.heads, "heads")?,
-            kv_heads: to_i32(p.kv_heads, "kv_heads")?,
-            seq_q: to_i32(p.seq_q, "seq_q")?,
-            seq_k: to_i32(p.seq_k, "seq_k")?,
-            head_dim: to_i32(d, "head_dim")?,
-            kv_group: to_i32(p.group_size(), "heads / kv_heads")?,
-            window_left: window_i32(p.window_left, "window_size_left")?,
-            window_right: window_i32(p.window_right, "window_size_right")?,
-            vec_in: [&qt, &kt, &vt].iter().all(|t| t.rows_16b_aligned(d, elem)) as i32,
-            vec_out: (o_ptr.is_multiple_of(16) && d.is_multiple_of(16 / elem)) as i32,
-            scale_log2: p.scale * std::f32::consts::LOG2_E,
-            softcap_inv_scaled: if p.softcap > 0.0 { p.scale / p.softcap } else { 0.0 },
-            softcap_log2: if p.softcap > 0.0 { p.softcap * std::f32::consts::LOG2_E } else { 0.0 },
-        };
-        let cfg = LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem_bytes };
-        let mut builder = stream.launch_builder(&func);
-        builder.arg(&params);
-        // SAFETY: the kernel's one argument is `FattnParams` by value, matching its C++
-        // signature. Its pointers are live device allocations held by `q`, `k`, `v`, `out`
-        // and the alibi storage for the whole call, and the strides and sizes describe them
-        // (validated by `crate::problem::validate`); the kernel reads only inside those bounds.
-        unsafe { builder.launch(cfg) }.w()?;
-    }
-    drop(alibi_ptr);
-    drop((qt, kt, vt));
-    Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
+    Ok(FattnParams {
+        q: q.ptr,
+        k: k.ptr,
+        v: v.ptr,
+        o,
+        alibi_slopes: alibi,
+        q_batch_stride: to_i64(q.strides.batch),
+        q_seq_stride: to_i64(q.strides.seq),
+        q_head_stride: to_i64(q.strides.head),
+        k_batch_stride: to_i64(k.strides.batch),
+        k_seq_stride: to_i64(k.strides.seq),
+        k_head_stride: to_i64(k.strides.head),
+        v_batch_stride: to_i64(v.strides.batch),
+        v_seq_stride: to_i64(v.strides.seq),
+        v_head_stride: to_i64(v.strides.head),
+        o_batch_stride: to_i64(p.seq_q * p.heads * d),
+        o_seq_stride: to_i64(p.heads * d),
+        o_head_stride: to_i64(d),
+        batch: to_i32(p.batch, "batch")?,
+        heads: to_i32(p.heads, "heads")?,
+        kv_heads: to_i32(p.kv_heads, "kv_heads")?,
+        seq_q: to_i32(p.seq_q, "seq_q")?,
+        seq_k: to_i32(p.seq_k, "seq_k")?,
+        head_dim: to_i32(d, "head_dim")?,
+        kv_group: to_i32(p.group_size(), "heads / kv_heads")?,
+        window_left: window_i32(p.window_left, "window_size_left")?,
+        window_right: window_i32(p.window_right, "window_size_right")?,
+        vec_in: [q, k, v].iter().all(|t| t.rows_16b_aligned(d, elem_bytes)) as i32,
+        scale_log2: p.scale * std::f32::consts::LOG2_E,
+        softcap_inv_scaled: if p.softcap > 0.0 { p.scale / p.softcap } else { 0.0 },
+        softcap_log2: if p.softcap > 0.0 { p.softcap * std::f32::consts::LOG2_E } else { 0.0 },
+        scale: p.scale,
+        softcap: p.softcap,
+        ..FattnParams::default()
+    })
 }

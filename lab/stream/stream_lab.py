@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Read-bandwidth ceiling for the decode rows (kernels/lab/stream_lab.cu), timed as the decode
+"""Read-bandwidth ceiling for the decode rows (lab/stream/stream_lab.cu), timed as the decode
 lab and torch are timed: triton.testing.do_bench median, L2 flushed before each rep.
 
-    python3 kernels/lab/stream_lab.py --lib .decode-lab/libstream_lab.so
+    python3 lab/stream/stream_lab.py --lib .decode-lab/libstream_lab.so
 """
 
 import argparse

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks and times kernels/fattn_decode.cu (through kernels/lab/decode_lab.cu) against
+"""Checks and times kernels/decode_sm80.cu (through lab/decode/decode_lab.cu) against
 PyTorch on the GPU machine, in one process.
 
 Correctness: fresh random inputs per case; the output is poisoned with NaN first; the
@@ -10,7 +10,7 @@ dtype (products in the dtype, softmax in f32), as src/reference.rs does it.
 Timing: triton.testing.do_bench median (CUDA events, L2 flushed before each rep), the same
 call that scripts/bench_torch.py uses for the PyTorch SDPA flash and cuDNN backends.
 
-    python3 kernels/lab/decode_lab.py --lib .decode-lab/libdecode_lab.so [--quick] [--no-bench]
+    python3 lab/decode/decode_lab.py --lib .decode-lab/libdecode_lab.so [--quick] [--no-bench]
 """
 
 import argparse
@@ -42,7 +42,7 @@ class Lab:
                 [ctypes.c_int] * 2 + [ctypes.c_void_p]
 
     def run_prefill(self, q, k, v, out, scale, wl=-1, wr=-1):
-        """The prefill kernel (kernels/fattn_fwd.cu), bf16, head dim 128."""
+        """The prefill kernel (kernels/fwd_sm80.cu), bf16, head dim 128."""
         b, sq, h, d = q.shape
         sk, hkv = k.shape[1], k.shape[2]
         strides = (ctypes.c_longlong * 12)(*(list(q.stride()[:3]) + list(k.stride()[:3]) + list(v.stride()[:3]) +

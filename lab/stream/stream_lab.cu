@@ -1,5 +1,5 @@
 // Read-bandwidth ceiling for the decode bench rows: how fast an H100 reads the bytes of K and
-// V at all, timed the way the decode kernel and torch are timed (kernels/lab/stream_lab.py,
+// V at all, timed the way the decode kernel and torch are timed (lab/stream/stream_lab.py,
 // do_bench median, L2 flushed). Three ways to read, each only XOR-reducing what it reads:
 //
 //   mode 0  ld.global.nc 16-byte loads, each block a contiguous slice, `unroll` loads in flight
@@ -10,8 +10,7 @@
 //   mode 2  Hopper bulk copies (cp.async.bulk, TMA 1-D) into a shared-memory ring of `stages`
 //           slots, one issuing thread per block: contiguous slices in `chunk`-byte copies.
 //
-// Build: nvcc -O3 -shared -Xcompiler -fPIC -cudart static -gencode arch=compute_90a,code=sm_90a \
-//            kernels/lab/stream_lab.cu -o .decode-lab/libstream_lab.so
+// Build: lab/build.sh stream.
 
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -150,7 +149,7 @@ extern "C" int lab_stream(int mode, const void* p, long long bytes, int a, int b
     return 0;
 }
 
-// Allocation experiments (kernels/lab/stream_lab.py --placement): memory from the device's
+// Allocation experiments (lab/stream/stream_lab.py --placement): memory from the device's
 // default stream-ordered pool, as candle (cudarc) allocates, against cudaMalloc, as torch's
 // caching allocator does, holding the same bytes.
 extern "C" void* lab_malloc_async(long long bytes, void* stream) {

@@ -1,7 +1,7 @@
 // Flash-decoding: attention of a few query rows (sq ≤ 16 per kv head group) against a long
 // KV cache, split along the keys so that every SM streams its own slice of K and V.
 //
-// What it computes: exactly `crate::attention` (src/lib.rs): s = scale·<q,k>, softcap
+// What it computes: what src/reference.rs defines: s = scale·<q,k>, softcap
 // c·tanh(s/c), ALiBi -slope·|i + sk - sq - j|, bottom-right causal/window masks, f32 softmax,
 // rows with no visible key output zeros.
 //
@@ -32,7 +32,7 @@
 // Tiles: 16 rows × 16 keys per warp and stage; stages 3 (D ≤ 128) or 2 (D = 256). Shared
 // memory: Q 16×D + 4 warps × stages × (K,V) 16×D, in the element type; D=128: 100 KB, two
 // blocks per SM. Measured against 2 stages at 3 blocks/SM (+2-8 %) and 4 stages at 1 block/SM
-// (+6-28 %) on the bench rows (H200, kernels/lab/README.md); on the H100, with the copy issued
+// (+6-28 %) on the bench rows (H200, lab/README.md); on the H100, with the copy issued
 // first, 4 stages at 1 block/SM are within 2.5 % either way and 2 stages at 3 blocks/SM
 // 0-2 % slower.
 //
@@ -42,40 +42,14 @@
 // (32,32,8,1,4096), (1,32,8,4,8192): 1.01x, 1.03x, 1.05x, 1.03x cuDNN's time on the sq = 1 rows
 // and 3.1x faster than cuDNN on the sq = 4 row; 2442 and 2019 GB/s of K+V on the two long
 // rows, where a pure read of the same bytes tops out at 2672 and 2479 GB/s
-// (kernels/lab/stream_lab.cu). What is left to cuDNN is the streaming loop (ncu: its split
+// (lab/stream/stream_lab.cu). What is left to cuDNN is the streaming loop (ncu: its split
 // kernel reads (8,32,8,1,8192) in 92 µs, ours with the combine in 100-102 µs), not the combine.
 
-#include "fattn_common.cuh"
-
-// Mirrored by `DecodeParams` in src/cuda/decode.rs (its size is checked there).
-struct DecodeParams {
-    const void* q;  // element pointers, start offsets already applied
-    const void* k;
-    const void* v;
-    void* out;
-    float* partial_o;   // [num_splits][rows_total][D] (D: the instance), null when num_splits == 1
-    float* partial_ml;  // [num_splits][rows_total][2] = (max in log2 units, sum)
-    unsigned int* tile_counters;  // [batch][kv_heads · row_groups], zero before the launch and after it
-    const float* alibi; // (batch, heads) contiguous, null when off
-    long long q_stride_b, q_stride_s, q_stride_h;  // in elements
-    long long k_stride_b, k_stride_s, k_stride_h;
-    long long v_stride_b, v_stride_s, v_stride_h;
-    long long o_stride_b, o_stride_s, o_stride_h;
-    int batch, seq_q, seq_k, heads, kv_heads, head_dim;
-    int group;            // heads / kv_heads
-    int row_groups;       // ceil(group * seq_q / 16)
-    int key_begin;        // union of the rows' visible keys: [key_begin, key_end)
-    int key_end;
-    int keys_per_split;   // a multiple of 64 (4 warps × 16 keys)
-    int num_splits;
-    int window_left;      // -1 = unbounded
-    int window_right;
-    float scale;
-    float softcap;        // 0 = off
-    int aligned;          // 1: every q/k/v row start is 16-byte aligned and head_dim % 8 == 0
-    int pad_;
-};
-static_assert(sizeof(DecodeParams) == 232, "DecodeParams layout changed: update src/cuda/decode.rs");
+#include "common/kv_addr.cuh"
+#include "common/mask.cuh"
+#include "common/params.cuh"
+#include "common/ptx.cuh"
+#include "common/softmax.cuh"
 
 namespace fattn_decode {
 
@@ -83,7 +57,6 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kRows = 16;       // query rows per block: one m16 tile
 constexpr int kTileKeys = 16;   // keys per warp per stage
-constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegInf = -__builtin_huge_valf();
 
 template <int D, int kStages_ = (D <= 128 ? 3 : 2)>
@@ -129,8 +102,13 @@ template <> struct Elem<float> {
     static __device__ __forceinline__ float to_float(float x) { return x; }
 };
 
+using fattn::cp_async_16_to;
 using fattn::cp_async_commit;
 using fattn::cp_async_wait;
+using fattn::inv_row_sum;
+using fattn::max_ref;
+using fattn::quad_max;
+using fattn::quad_sum;
 using fattn::smem_addr;
 
 // Copies the 8 elements [src, src + 8) of which the first `valid` exist (the rest read as 0)
@@ -140,8 +118,7 @@ __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid, bool
     static_assert(sizeof(T) == 2, "16-bit elements");
     if (aligned) {
         // src-size 0 zero-fills without reading; src is then any mapped address.
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-                     "r"(valid * 2));
+        cp_async_16_to(smem_addr(dst), src, valid * 2);
     } else {
         uint16_t e[8];
 #pragma unroll
@@ -157,21 +134,10 @@ __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid, bool
 
 __device__ __forceinline__ uint4 lds128(const void* p) { return *reinterpret_cast<const uint4*>(p); }
 
-// The visible keys of query row i: [lo, hi), as Problem::key_range.
-__device__ __forceinline__ void key_range(const DecodeParams& p, int i, int& lo, int& hi) {
-    const long long diag = (long long)i + p.seq_k - p.seq_q;
-    long long l = p.window_left < 0 ? 0 : diag - p.window_left;
-    long long h = p.window_right < 0 ? p.seq_k : diag + p.window_right + 1;
-    l = l < 0 ? 0 : (l > p.seq_k ? p.seq_k : l);
-    h = h < l ? l : (h > p.seq_k ? p.seq_k : h);
-    lo = (int)l;
-    hi = (int)h;
-}
-
 // One warp copies a 16-key tile of K and V (keys [key0, key0+16), zero past `key_limit`)
 // into its stage.
 template <typename T, int D>
-__device__ __forceinline__ void load_kv_tile(const DecodeParams& p, const T* k_head, const T* v_head, T* sk,
+__device__ __forceinline__ void load_kv_tile(const FattnParams& p, const T* k_head, const T* v_head, T* sk,
                                              T* sv, int key0, int key_limit, int lane) {
     using Tr = Traits<D>;
 #pragma unroll
@@ -181,16 +147,13 @@ __device__ __forceinline__ void load_kv_tile(const DecodeParams& p, const T* k_h
         const int key = key0 + row;
         int valid = p.head_dim - chunk * 8;
         valid = key < key_limit ? (valid < 0 ? 0 : (valid > 8 ? 8 : valid)) : 0;
-        const T* ks = valid ? k_head + key * p.k_stride_s + chunk * 8 : k_head;
-        const T* vs = valid ? v_head + key * p.v_stride_s + chunk * 8 : v_head;
+        const T* ks = valid ? k_head + key * p.k_seq_stride + chunk * 8 : k_head;
+        const T* vs = valid ? v_head + key * p.v_seq_stride + chunk * 8 : v_head;
         const int off = Tr::offset(row, chunk);
-        load_chunk(sk + off, ks, valid, p.aligned);
-        load_chunk(sv + off, vs, valid, p.aligned);
+        load_chunk(sk + off, ks, valid, p.vec_in);
+        load_chunk(sv + off, vs, valid, p.vec_in);
     }
 }
-
-// A running max of -inf means "nothing seen yet"; subtracting 0 instead keeps exp2 NaN-free.
-__device__ __forceinline__ float ref_max(float m) { return m == kNegInf ? 0.f : m; }
 
 // Merges the warps' (max, sum) per row into block_ml; every thread sees the result.
 __device__ __forceinline__ void merge_row_stats(const float (&merge_ml)[kWarps][kRows][2], float (&block_ml)[kRows][2]) {
@@ -202,7 +165,7 @@ __device__ __forceinline__ void merge_row_stats(const float (&merge_ml)[kWarps][
         for (int w = 0; w < kWarps; ++w) m = fmaxf(m, merge_ml[w][row][0]);
         float l = 0.f;
 #pragma unroll
-        for (int w = 0; w < kWarps; ++w) l += merge_ml[w][row][1] * exp2f(merge_ml[w][row][0] - ref_max(m));
+        for (int w = 0; w < kWarps; ++w) l += merge_ml[w][row][1] * exp2f(merge_ml[w][row][0] - max_ref(m));
         block_ml[row][0] = m;
         block_ml[row][1] = l;
     }
@@ -220,7 +183,7 @@ __device__ __forceinline__ void merge_row_stats(const float (&merge_ml)[kWarps][
 // loads are all in flight together), then the P lanes merge by shuffles. Partials are read
 // with ld.global.cg (L2): they were written by other SMs during this launch.
 template <typename T, int D>
-__device__ __forceinline__ void combine_if_last(const DecodeParams& p, int b, int kvh, int row_group) {
+__device__ __forceinline__ void combine_if_last(const FattnParams& p, int b, int kvh, int row_group) {
     constexpr int kBatch = 16;
     constexpr int kChunks4 = D / 4;
     __shared__ int is_last;
@@ -236,7 +199,7 @@ __device__ __forceinline__ void combine_if_last(const DecodeParams& p, int b, in
     if (!is_last) return;
     __threadfence();  // the other blocks' partials, published before their arrivals, are read after ours
 
-    const int rows_valid = min(kRows, p.group * p.seq_q - row_group * kRows);
+    const int rows_valid = min(kRows, p.kv_group * p.seq_q - row_group * kRows);
     const int items = rows_valid * kChunks4;
     int lanes = 1;  // block-uniform
     while (lanes < 32 && items * lanes * 2 <= kThreads) lanes *= 2;
@@ -249,7 +212,7 @@ __device__ __forceinline__ void combine_if_last(const DecodeParams& p, int b, in
         const bool valid = item < items;
         const int row = valid ? item / kChunks4 : 0, c4 = valid ? item % kChunks4 : 0;
         const int r = row_group * kRows + row;
-        const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.group + hg;
+        const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
         const long long slot0 = ((long long)b * p.seq_q + i) * p.heads + h;
         float m = kNegInf, l = 0.f;
         float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -271,7 +234,7 @@ __device__ __forceinline__ void combine_if_last(const DecodeParams& p, int b, in
             float m_new = m;
 #pragma unroll
             for (int u = 0; u < kBatch; ++u) m_new = fmaxf(m_new, ml[u].x);
-            const float m_ref = ref_max(m_new);
+            const float m_ref = max_ref(m_new);
             const float alpha = exp2f(m - m_ref);
             l *= alpha;
             o.x *= alpha, o.y *= alpha, o.z *= alpha, o.w *= alpha;
@@ -292,7 +255,7 @@ __device__ __forceinline__ void combine_if_last(const DecodeParams& p, int b, in
             o_o.z = __shfl_xor_sync(0xffffffffu, o.z, off);
             o_o.w = __shfl_xor_sync(0xffffffffu, o.w, off);
             const float m_new = fmaxf(m, m_o);
-            const float m_ref = ref_max(m_new);
+            const float m_ref = max_ref(m_new);
             const float a = exp2f(m - m_ref), a_o = exp2f(m_o - m_ref);
             l = l * a + l_o * a_o;
             o.x = o.x * a + o_o.x * a_o, o.y = o.y * a + o_o.y * a_o;
@@ -300,8 +263,8 @@ __device__ __forceinline__ void combine_if_last(const DecodeParams& p, int b, in
             m = m_new;
         }
         if (valid && sub == 0) {
-            const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
-            T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
+            const float inv = inv_row_sum(l);  // no visible key: zeros
+            T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + i * p.o_seq_stride + h * p.o_head_stride;
             const float os[4] = {o.x * inv, o.y * inv, o.z * inv, o.w * inv};
 #pragma unroll
             for (int x = 0; x < 4; ++x)
@@ -314,14 +277,14 @@ __device__ __forceinline__ void combine_if_last(const DecodeParams& p, int b, in
 // rows: the output when there is one split, else the f32 partial (all D dims; the padded ones
 // are zero) and its (max, sum), and the tile's last split block combines.
 template <typename T, int D>
-__device__ __forceinline__ void store_block_rows(const DecodeParams& p, const float* merge_o,
+__device__ __forceinline__ void store_block_rows(const FattnParams& p, const float* merge_o,
                                                  const float (&block_ml)[kRows][2], int b, int kvh, int row_group,
                                                  int split) {
     constexpr int kPart = D / 8;  // 8 threads per row, kPart contiguous dims each
     const int row = threadIdx.x / 8, part = threadIdx.x % 8;
     const int r = row_group * kRows + row;
-    if (r < p.group * p.seq_q) {
-        const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.group + hg;
+    if (r < p.kv_group * p.seq_q) {
+        const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
         const float m = block_ml[row][0], l = block_ml[row][1];
         const int d0 = part * kPart;
         float o[kPart];
@@ -333,8 +296,8 @@ __device__ __forceinline__ void store_block_rows(const DecodeParams& p, const fl
             o[x] = v;
         }
         if (p.num_splits == 1) {
-            const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: zeros
-            T* dst = static_cast<T*>(p.out) + b * p.o_stride_b + i * p.o_stride_s + h * p.o_stride_h;
+            const float inv = inv_row_sum(l);  // no visible key: zeros
+            T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + i * p.o_seq_stride + h * p.o_head_stride;
 #pragma unroll
             for (int x = 0; x < kPart; ++x)
                 if (d0 + x < p.head_dim) dst[d0 + x] = Elem<T>::from_float(o[x] * inv);
@@ -356,12 +319,12 @@ __device__ __forceinline__ void store_block_rows(const DecodeParams& p, const fl
 // replayed, and each replay asked L2 for its sectors again. ncu on (32,32,8,1,4096): 33.6M L2
 // sector requests from the SMs instead of 16.8M, kernel 208.9 µs against 190.7 µs; do_bench
 // (H100) 109.2 / 65.8 / 14.7 / 195.3 / 31.8 µs at 1024-byte alignment against 117.2 / 71.3 /
-// 15.7 / 213.6 / 33.6 µs at 16 on the five bench rows. (The lab, which also includes
-// fattn_fwd.cu with its __align__(1024), had hidden this.)
+// 15.7 / 213.6 / 33.6 µs at 16 on the five bench rows. (The decode lab, which also includes
+// the prefill kernel file with its __align__(1024), had hidden this.)
 constexpr int kSmemAlign = 128;
 
 template <typename T, int D, bool kScoreMod, int kStages = Traits<D>::kStages>
-__device__ __forceinline__ void decode_block(const DecodeParams& p) {
+__device__ __forceinline__ void decode_block(const FattnParams& p) {
     using Tr = Traits<D, kStages>;
     using E = Elem<T>;
     extern __shared__ __align__(kSmemAlign) unsigned char smem_raw[];
@@ -373,16 +336,16 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     const int split = blockIdx.x;
     const int kvh = blockIdx.y / p.row_groups, row_group = blockIdx.y % p.row_groups;
     const int b = blockIdx.z;
-    const int rows_in_group = p.group * p.seq_q;
+    const int rows_in_group = p.kv_group * p.seq_q;
 
     const int split_begin = p.key_begin + split * p.keys_per_split;
     const int split_end = min(split_begin + p.keys_per_split, p.key_end);
     const int n_tiles = split_end > split_begin ? (split_end - split_begin + kTileKeys - 1) / kTileKeys : 0;
     const int my_tiles = warp < n_tiles ? (n_tiles - warp + kWarps - 1) / kWarps : 0;
 
-    const T* q_base = static_cast<const T*>(p.q) + b * p.q_stride_b;
-    const T* k_head = static_cast<const T*>(p.k) + b * p.k_stride_b + kvh * p.k_stride_h;
-    const T* v_head = static_cast<const T*>(p.v) + b * p.v_stride_b + kvh * p.v_stride_h;
+    const T* q_base = static_cast<const T*>(p.q) + b * p.q_batch_stride;
+    const T* k_head = fattn::k_head_rows<T>(p, b, kvh);
+    const T* v_head = fattn::v_head_rows<T>(p, b, kvh);
 
     // Q rows: local row r ↔ (q head kvh·group + hg, query i), hg = r / sq, i = r % sq.
     for (int idx = tid; idx < kRows * Tr::kChunks; idx += kThreads) {
@@ -393,9 +356,9 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
         if (r < rows_in_group) {
             const int hg = r / p.seq_q, i = r % p.seq_q;
             valid = min(max(p.head_dim - chunk * 8, 0), 8);
-            if (valid) src = q_base + i * p.q_stride_s + (kvh * p.group + hg) * p.q_stride_h + chunk * 8;
+            if (valid) src = q_base + i * p.q_seq_stride + (kvh * p.kv_group + hg) * p.q_head_stride + chunk * 8;
         }
-        load_chunk(smem_q + Tr::offset(row, chunk), src, valid, p.aligned);
+        load_chunk(smem_q + Tr::offset(row, chunk), src, valid, p.vec_in);
     }
     cp_async_commit();
 
@@ -425,17 +388,19 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
         row_slope[half] = 0.f;
         if (r < rows_in_group) {
             const int hg = r / p.seq_q, i = r % p.seq_q;
-            key_range(p, i, row_lo[half], row_hi[half]);
+            const fattn::KeyRange keys = fattn::key_range(p, i);
+            row_lo[half] = keys.lo;
+            row_hi[half] = keys.hi;
             row_diag[half] = i + p.seq_k - p.seq_q;
-            if (kScoreMod && p.alibi) row_slope[half] = p.alibi[b * p.heads + kvh * p.group + hg];
+            if (kScoreMod && p.alibi_slopes) {
+                row_slope[half] = p.alibi_slopes[b * p.heads + kvh * p.kv_group + hg];
+            }
         }
         row_hi[half] = min(row_hi[half], split_end);
     }
     // Tiles inside [common_lo, common_hi) need no per-element mask for any row.
-    int common_lo, unused, first_lo, common_hi;
-    key_range(p, p.seq_q - 1, common_lo, unused);
-    key_range(p, 0, first_lo, common_hi);
-    common_hi = min(common_hi, split_end);
+    const int common_lo = fattn::key_range(p, p.seq_q - 1).lo;
+    const int common_hi = min(fattn::key_range(p, 0).hi, split_end);
 
     uint4 q_frag[Tr::kQInRegs ? D / 32 : 1][2];
     if (Tr::kQInRegs) {
@@ -450,12 +415,11 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
     float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.f, 0.f};
-    const float scale_log2 = p.scale * kLog2e;
 
     for (int n = 0; n < my_tiles; ++n) {
         // Tile n + stages - 1 goes into the stage of tile n - 1, issued before the wait for tile
         // n so that `stages` tiles are in flight while the warp waits (issued after it, one
-        // fewer: 1-4 % slower on the bench rows, kernels/lab/README.md).
+        // fewer: 1-4 % slower on the bench rows, lab/README.md).
         __syncwarp();  // every lane is done with tile n - 1
         {
             const int nn = n + Tr::kStages - 1;
@@ -503,14 +467,7 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
                 const int half = e >> 1;
                 const int key = key0 + nt * 8 + 2 * t + (e & 1);
                 float x = s[nt][e];
-                if (kScoreMod) {
-                    x *= p.scale;
-                    if (p.softcap > 0.f) x = p.softcap * tanhf(x / p.softcap);
-                    x -= row_slope[half] * (float)abs(row_diag[half] - key);
-                    x *= kLog2e;
-                } else {
-                    x *= scale_log2;
-                }
+                x = kScoreMod ? fattn::score_scaled_log2(p, x, row_slope[half], row_diag[half], key) : x * p.scale_log2;
                 if (needs_mask && (key < row_lo[half] || key >= row_hi[half])) x = kNegInf;
                 s[nt][e] = x;
             }
@@ -520,10 +477,9 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             float mx = fmaxf(fmaxf(s[0][2 * half], s[0][2 * half + 1]), fmaxf(s[1][2 * half], s[1][2 * half + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            mx = quad_max(mx);
             const float m_new = fmaxf(row_max[half], mx);
-            const float m_ref = m_new == kNegInf ? 0.f : m_new;  // all masked so far: no NaN
+            const float m_ref = max_ref(m_new);  // all masked so far: no NaN
             const float alpha = exp2f(row_max[half] - m_ref);
             row_max[half] = m_new;
             float sum = 0.f;
@@ -567,8 +523,7 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     // Merge the 4 warps: each scales its accumulator to the block max and adds into smem.
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-        row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 1);
-        row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 2);
+        row_sum[half] = quad_sum(row_sum[half]);
     }
     cp_async_wait<0>();
     __syncthreads();  // every warp is done with its ring: it becomes the merge buffer
@@ -586,7 +541,7 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
         const int row = g + 8 * half;
-        const float factor = exp2f(row_max[half] - ref_max(block_ml[row][0]));
+        const float factor = exp2f(row_max[half] - max_ref(block_ml[row][0]));
         float* dst = merge_o + (warp * kRows + row) * D;
 #pragma unroll
         for (int col = 0; col < 2; ++col) {
@@ -626,7 +581,7 @@ __device__ __forceinline__ void load4_f32(float* dst, const float* src, int vali
 }
 
 template <int D, bool kScoreMod>
-__device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
+__device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
     using Tr = TraitsF32<D>;
     extern __shared__ __align__(kSmemAlign) unsigned char smem_raw[];
     float* smem_q = reinterpret_cast<float*>(smem_raw);  // [rows][D]
@@ -637,15 +592,15 @@ __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
     const int split = blockIdx.x;
     const int kvh = blockIdx.y / p.row_groups, row_group = blockIdx.y % p.row_groups;
     const int b = blockIdx.z;
-    const int rows_in_group = p.group * p.seq_q;
+    const int rows_in_group = p.kv_group * p.seq_q;
     const int split_begin = p.key_begin + split * p.keys_per_split;
     const int split_end = min(split_begin + p.keys_per_split, p.key_end);
     const int n_tiles = split_end > split_begin ? (split_end - split_begin + kTileKeys - 1) / kTileKeys : 0;
-    const bool aligned = p.aligned;
+    const bool aligned = p.vec_in;
 
-    const float* q_base = static_cast<const float*>(p.q) + b * p.q_stride_b;
-    const float* k_head = static_cast<const float*>(p.k) + b * p.k_stride_b + kvh * p.k_stride_h;
-    const float* v_head = static_cast<const float*>(p.v) + b * p.v_stride_b + kvh * p.v_stride_h;
+    const float* q_base = static_cast<const float*>(p.q) + b * p.q_batch_stride;
+    const float* k_head = fattn::k_head_rows<float>(p, b, kvh);
+    const float* v_head = fattn::v_head_rows<float>(p, b, kvh);
     for (int idx = tid; idx < kRows * D / 4; idx += kThreads) {
         const int row = idx / (D / 4), c = idx % (D / 4);
         const int r = row_group * kRows + row;
@@ -654,7 +609,7 @@ __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
         if (r < rows_in_group) {
             const int hg = r / p.seq_q, i = r % p.seq_q;
             valid = min(max(p.head_dim - c * 4, 0), 4);
-            src = q_base + i * p.q_stride_s + (kvh * p.group + hg) * p.q_stride_h + c * 4;
+            src = q_base + i * p.q_seq_stride + (kvh * p.kv_group + hg) * p.q_head_stride + c * 4;
         }
         load4_f32(smem_q + row * D + c * 4, src, valid, aligned);
     }
@@ -672,9 +627,11 @@ __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
         row_slope[x] = 0.f;
         if (r < rows_in_group) {
             const int hg = r / p.seq_q, i = r % p.seq_q;
-            key_range(p, i, row_lo[x], row_hi[x]);
+            const fattn::KeyRange keys = fattn::key_range(p, i);
+            row_lo[x] = keys.lo;
+            row_hi[x] = keys.hi;
             row_diag[x] = i + p.seq_k - p.seq_q;
-            if (kScoreMod && p.alibi) row_slope[x] = p.alibi[b * p.heads + kvh * p.group + hg];
+            if (kScoreMod && p.alibi_slopes) row_slope[x] = p.alibi_slopes[b * p.heads + kvh * p.kv_group + hg];
         }
         row_hi[x] = min(row_hi[x], split_end);
         row_max[x] = kNegInf;
@@ -689,7 +646,6 @@ __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
     float* sk = smem_kv + warp * 2 * Tr::kTileFloats;
     float* sv = sk + Tr::kTileFloats;
     float* sp = smem_p + warp * kRows * kTileKeys;  // P, then the per-row rescale factors
-    const float scale_log2 = p.scale * kLog2e;
     for (int tile = warp; tile < n_tiles; tile += kWarps) {
         const int key0 = split_begin + tile * kTileKeys;
         __syncwarp();  // the previous tile's reads are done
@@ -697,9 +653,9 @@ __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
             const int row = idx / (D / 4), c = idx % (D / 4);
             const int key = key0 + row;
             const int valid = key < split_end ? min(max(p.head_dim - c * 4, 0), 4) : 0;
-            load4_f32(sk + row * Tr::kRowStride + c * 4, valid ? k_head + key * p.k_stride_s + c * 4 : k_head, valid,
+            load4_f32(sk + row * Tr::kRowStride + c * 4, valid ? k_head + key * p.k_seq_stride + c * 4 : k_head, valid,
                       aligned);
-            load4_f32(sv + row * Tr::kRowStride + c * 4, valid ? v_head + key * p.v_stride_s + c * 4 : v_head, valid,
+            load4_f32(sv + row * Tr::kRowStride + c * 4, valid ? v_head + key * p.v_seq_stride + c * 4 : v_head, valid,
                       aligned);
         }
         __syncwarp();
@@ -718,23 +674,16 @@ __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
 #pragma unroll
         for (int x = 0; x < 8; ++x) {
             float v = s[x];
-            if (kScoreMod) {
-                v *= p.scale;
-                if (p.softcap > 0.f) v = p.softcap * tanhf(v / p.softcap);
-                v -= row_slope[x] * (float)abs(row_diag[x] - key);
-                v *= kLog2e;
-            } else {
-                v *= scale_log2;
-            }
+            v = kScoreMod ? fattn::score_scaled_log2(p, v, row_slope[x], row_diag[x], key) : v * p.scale_log2;
             if (key < row_lo[x] || key >= row_hi[x]) v = kNegInf;
             // The 16 lanes of a half-warp hold one row's 16 keys.
             float mx = v;
 #pragma unroll
             for (int o = 1; o < kTileKeys; o *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
             const float m_new = fmaxf(row_max[x], mx);
-            const float alpha = exp2f(row_max[x] - ref_max(m_new));
+            const float alpha = exp2f(row_max[x] - max_ref(m_new));
             row_max[x] = m_new;
-            const float pv = exp2f(v - ref_max(m_new));
+            const float pv = exp2f(v - max_ref(m_new));
             float sum = pv;
 #pragma unroll
             for (int o = 1; o < kTileKeys; o *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
@@ -784,7 +733,7 @@ __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
     for (int r = 0; r < kRows; ++r) {
         // Every lane holds the max of row r: rows rh·8.. in lanes rh·16...
         const float m_warp = __shfl_sync(0xffffffffu, row_max[r % 8], r < 8 ? 0 : 16);
-        const float factor = exp2f(m_warp - ref_max(block_ml[r][0]));
+        const float factor = exp2f(m_warp - max_ref(block_ml[r][0]));
 #pragma unroll
         for (int x = 0; x < D / 32; ++x) merge_o[(warp * kRows + r) * D + lane + 32 * x] = acc[r][x] * factor;
     }
@@ -794,31 +743,38 @@ __device__ __forceinline__ void decode_block_f32(const DecodeParams& p) {
 
 }  // namespace fattn_decode
 
-// Kernel names: fattn_decode_{dtype}_d{D}[_mod]; `_mod` has softcap/ALiBi code.
-#define FATTN_DECODE_KERNEL(dtype, T, D, MOD, suffix)                                                   \
-    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads)                                \
-        fattn_decode_##dtype##_d##D##suffix(const DecodeParams p) {                                       \
-        fattn_decode::decode_block<T, D, MOD>(p);                                                       \
-    }
-#define FATTN_DECODE_DTYPE(dtype, T)                  \
-    FATTN_DECODE_KERNEL(dtype, T, 64, false, )        \
-    FATTN_DECODE_KERNEL(dtype, T, 64, true, _mod)     \
-    FATTN_DECODE_KERNEL(dtype, T, 128, false, )       \
-    FATTN_DECODE_KERNEL(dtype, T, 128, true, _mod)    \
-    FATTN_DECODE_KERNEL(dtype, T, 256, false, )       \
-    FATTN_DECODE_KERNEL(dtype, T, 256, true, _mod)
+// ---- entry points ------------------------------------------------------------------------
+//
+// The instances are declared once, in src/cuda/instances.rs. build.rs expands
+// FATTN_INSTANCE_DECODE once per instance of this file (the generated list
+// FATTN_INSTANCES_DECODE_SM80) into its extern "C" kernel, and checks that the numbers the
+// crate launches it with are what the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi
+// (`_mod`).
 
-FATTN_DECODE_DTYPE(bf16, __nv_bfloat16)
-FATTN_DECODE_DTYPE(f16, __half)
+#define FATTN_INSTANCE_DECODE(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM) \
+    FATTN_DECODE_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)
+#define FATTN_DECODE_ENTRY_BF16(...) FATTN_DECODE_ENTRY_16(__nv_bfloat16, __VA_ARGS__)
+#define FATTN_DECODE_ENTRY_F16(...) FATTN_DECODE_ENTRY_16(__half, __VA_ARGS__)
 
-#define FATTN_DECODE_KERNEL_F32(D, MOD, suffix)                                                      \
-    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads)                             \
-        fattn_decode_f32_d##D##suffix(const DecodeParams p) {                                          \
-        fattn_decode::decode_block_f32<D, MOD>(p);                                                   \
+#define FATTN_DECODE_CHECK_GEOMETRY(NAME, VARIANT, THREADS, ROWS, KEYS)                                     \
+    static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a decode instance is plain or _mod");              \
+    static_assert(fattn_decode::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs"); \
+    static_assert(fattn_decode::kRows == ROWS, #NAME ": block rows differ from src/cuda/instances.rs");    \
+    static_assert(fattn_decode::kWarps * fattn_decode::kTileKeys == KEYS,                                 \
+                  #NAME ": keys per round differ from src/cuda/instances.rs");
+
+#define FATTN_DECODE_ENTRY_16(T, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                   \
+    FATTN_DECODE_CHECK_GEOMETRY(NAME, VARIANT, THREADS, ROWS, KEYS)                                             \
+    static_assert(fattn_decode::Traits<D>::kSmemElems * 2 == SMEM,                                            \
+                  #NAME ": smem bytes differ from src/cuda/instances.rs");                                    \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {          \
+        fattn_decode::decode_block<T, D, VARIANT == 1>(p);                                                    \
     }
-FATTN_DECODE_KERNEL_F32(64, false, )
-FATTN_DECODE_KERNEL_F32(64, true, _mod)
-FATTN_DECODE_KERNEL_F32(128, false, )
-FATTN_DECODE_KERNEL_F32(128, true, _mod)
-FATTN_DECODE_KERNEL_F32(256, false, )
-FATTN_DECODE_KERNEL_F32(256, true, _mod)
+
+#define FATTN_DECODE_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                     \
+    FATTN_DECODE_CHECK_GEOMETRY(NAME, VARIANT, THREADS, ROWS, KEYS)                                             \
+    static_assert(fattn_decode::TraitsF32<D>::kSmemFloats * 4 == SMEM,                                        \
+                  #NAME ": smem bytes differ from src/cuda/instances.rs");                                    \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {          \
+        fattn_decode::decode_block_f32<D, VARIANT == 1>(p);                                                   \
+    }

@@ -1,11 +1,10 @@
-// Host launcher for kernels/fattn_decode.cu, loaded by kernels/lab/decode_lab.py through ctypes
+// Host launcher for kernels/decode_sm80.cu, loaded by lab/decode/decode_lab.py through ctypes
 // so that our kernel and PyTorch SDPA are checked and timed in one process by one method.
-// It mirrors src/cuda/decode.rs (kernel choice, split count, workspace layout); the crate's
-// tests cover the Rust side. Build (on any machine with nvcc 13):
-//   nvcc -O3 -shared -Xcompiler -fPIC -cudart static -gencode arch=compute_90,code=sm_90 \
-//        kernels/lab/decode_lab.cu -o .decode-lab/libdecode_lab.so
+// It mirrors src/cuda/decode.rs and src/cuda/heuristics.rs (kernel choice, split count,
+// workspace layout); the crate's tests cover the Rust side. Build: lab/build.sh decode.
 
-#include "../fattn_decode.cu"
+// kernels/decode_sm80.cu with the entry points of every instance (lab/build.sh generates it).
+#include "decode_sm80.gen.cu"
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -16,9 +15,9 @@
 
 #include <algorithm>
 
-using KernelFn = void (*)(const DecodeParams);
+using KernelFn = void (*)(const FattnParams);
 
-// As src/cuda/decode.rs (split_keys): above this many splits one block per SM, and at most
+// As src/cuda/heuristics.rs (split_keys): above this many splits one block per SM, and at most
 // this many partial rows per tile.
 constexpr long long kMaxSplitsAllSlots = 16;
 constexpr long long kMaxPartialRows = 256;
@@ -30,10 +29,10 @@ extern "C" int lab_last_splits() { return g_last_splits; }
 extern "C" int lab_last_blocks_per_sm() { return g_last_blocks_per_sm; }
 
 // Tile variants of the bf16 D=128 plain kernel, selected with lab_set_variant (0 = shipped).
-extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads, 3) lab_bf16_d128_s2(const DecodeParams p) {
+extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads, 3) lab_bf16_d128_s2(const FattnParams p) {
     fattn_decode::decode_block<__nv_bfloat16, 128, false, 2>(p);
 }
-extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) lab_bf16_d128_s4(const DecodeParams p) {
+extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) lab_bf16_d128_s4(const FattnParams p) {
     fattn_decode::decode_block<__nv_bfloat16, 128, false, 4>(p);
 }
 static int g_variant = 0;
@@ -68,29 +67,43 @@ extern "C" int lab_drv_load(const char* path, int mode) {
     return 0;
 }
 
+// Every production instance, from the list build.rs generates out of src/cuda/instances.rs.
+struct Instance {
+    int dtype;  // 0 bf16, 1 f16, 2 f32 (decode_lab.py's codes)
+    KernelFn fn;
+    int head_dim, variant, smem;
+};
+constexpr int kBF16 = 0, kF16 = 1, kF32 = 2;
+#define LAB_DTYPE_BF16 kBF16
+#define LAB_DTYPE_F16 kF16
+#define LAB_DTYPE_F32 kF32
+#define LAB_INSTANCE(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM) \
+    {LAB_DTYPE_##DTYPE, NAME, HEAD_DIM, VARIANT, SMEM},
+static const Instance kInstances[] = {FATTN_INSTANCES_DECODE_SM80(LAB_INSTANCE)};
+#undef LAB_INSTANCE
+
+// As src/cuda/heuristics.rs (`instance`): the smallest instance of the dtype and variant whose
+// head dim holds dim; the tile variants replace the plain bf16 D=128 one.
 static KernelFn pick(int dtype, int dim, bool mod, int* smem, int* d_inst) {
-    *d_inst = dim <= 64 ? 64 : dim <= 128 ? 128 : 256;
-    if (dtype == 0 && dim > 64 && dim <= 128 && !mod && g_variant == 2) {
+    if (dtype == kBF16 && dim > 64 && dim <= 128 && !mod && g_variant == 2) {
+        *d_inst = 128;
         *smem = fattn_decode::Traits<128, 2>::kSmemElems * 2;
         return lab_bf16_d128_s2;
     }
-    if (dtype == 0 && dim > 64 && dim <= 128 && !mod && g_variant == 4) {
+    if (dtype == kBF16 && dim > 64 && dim <= 128 && !mod && g_variant == 4) {
+        *d_inst = 128;
         *smem = fattn_decode::Traits<128, 4>::kSmemElems * 2;
         return lab_bf16_d128_s4;
     }
-#define PICK(D)                                                                                     \
-    if (dtype == 2) {                                                                                \
-        *smem = fattn_decode::TraitsF32<D>::kSmemFloats * 4;                                         \
-        return mod ? fattn_decode_f32_d##D##_mod : fattn_decode_f32_d##D;                            \
-    }                                                                                                \
-    *smem = fattn_decode::Traits<D>::kSmemElems * 2;                                                 \
-    if (dtype == 0) return mod ? fattn_decode_bf16_d##D##_mod : fattn_decode_bf16_d##D;            \
-    return mod ? fattn_decode_f16_d##D##_mod : fattn_decode_f16_d##D;
-    if (dim <= 64) { PICK(64) }
-    if (dim <= 128) { PICK(128) }
-    if (dim <= 256) { PICK(256) }
-#undef PICK
-    return nullptr;
+    const Instance* best = nullptr;
+    for (const Instance& x : kInstances) {
+        const bool serves = x.variant == 2 || (x.variant == 1) == mod;
+        if (x.dtype == dtype && serves && x.head_dim >= dim && (!best || x.head_dim < best->head_dim)) best = &x;
+    }
+    if (!best) return nullptr;
+    *d_inst = best->head_dim;
+    *smem = best->smem;
+    return best->fn;
 }
 
 static void key_range_host(int i, int sq, int sk, int wl, int wr, int* lo, int* hi) {
@@ -135,35 +148,39 @@ extern "C" int lab_decode(int dtype, const void* q, const void* k, const void* v
         }
     }
 
-    DecodeParams p{};
-    p.q = q; p.k = k; p.v = v; p.out = out;
-    p.q_stride_b = strides[0]; p.q_stride_s = strides[1]; p.q_stride_h = strides[2];
-    p.k_stride_b = strides[3]; p.k_stride_s = strides[4]; p.k_stride_h = strides[5];
-    p.v_stride_b = strides[6]; p.v_stride_s = strides[7]; p.v_stride_h = strides[8];
-    p.o_stride_b = strides[9]; p.o_stride_s = strides[10]; p.o_stride_h = strides[11];
+    FattnParams p{};
+    p.q = q; p.k = k; p.v = v; p.o = out;
+    p.q_batch_stride = strides[0]; p.q_seq_stride = strides[1]; p.q_head_stride = strides[2];
+    p.k_batch_stride = strides[3]; p.k_seq_stride = strides[4]; p.k_head_stride = strides[5];
+    p.v_batch_stride = strides[6]; p.v_seq_stride = strides[7]; p.v_head_stride = strides[8];
+    p.o_batch_stride = strides[9]; p.o_seq_stride = strides[10]; p.o_head_stride = strides[11];
     p.batch = b; p.seq_q = sq; p.seq_k = sk; p.heads = h; p.kv_heads = hkv; p.head_dim = d;
-    p.group = h / hkv;
-    p.row_groups = (p.group * sq + fattn_decode::kRows - 1) / fattn_decode::kRows;
+    p.kv_group = h / hkv;
+    p.row_groups = (p.kv_group * sq + fattn_decode::kRows - 1) / fattn_decode::kRows;
     int lo0, hi0, lo1, hi1;
     key_range_host(0, sq, sk, wl, wr, &lo0, &hi0);
     key_range_host(sq - 1, sq, sk, wl, wr, &lo1, &hi1);
     p.key_begin = lo0;
     p.key_end = std::max(hi1, lo0);
     p.window_left = wl; p.window_right = wr;
-    p.scale = scale; p.softcap = softcap; p.alibi = alibi;
+    // As common_params in src/cuda/mod.rs.
+    p.scale = scale; p.softcap = softcap; p.alibi_slopes = alibi;
+    p.scale_log2 = scale * 1.4426950408889634f;
+    p.softcap_inv_scaled = softcap > 0.f ? scale / softcap : 0.f;
+    p.softcap_log2 = softcap > 0.f ? softcap * 1.4426950408889634f : 0.f;
     const int per16 = dtype == 2 ? 4 : 8;  // elements in 16 bytes
     bool aligned = d % per16 == 0;
     for (const void* ptr : {q, k, v}) aligned = aligned && ((uintptr_t)ptr % 16 == 0);
     for (int x = 0; x < 9; ++x) aligned = aligned && strides[x] % per16 == 0;
-    p.aligned = aligned;
+    p.vec_in = aligned;
 
-    // Splits, as split_keys in src/cuda/decode.rs: as many blocks as are resident at once
+    // Splits, as split_keys in src/cuda/heuristics.rs: as many blocks as are resident at once
     // (rounded down), one per SM when that is more than 16 splits, at most 256 partial rows
     // per tile; in whole 64-key rounds.
     const long long key_len = p.key_end - p.key_begin;
     const long long rounds = (key_len + 63) / 64;
     const long long pairs = (long long)b * hkv * p.row_groups;
-    const long long tile_rows = std::min<long long>((long long)p.group * sq, fattn_decode::kRows);
+    const long long tile_rows = std::min<long long>((long long)p.kv_group * sq, fattn_decode::kRows);
     long long splits = (long long)sms * blocks_per_sm / pairs;
     if (splits > kMaxSplitsAllSlots) splits = sms / pairs;
     splits = std::min(splits, kMaxPartialRows / tile_rows);
@@ -207,9 +224,9 @@ extern "C" int lab_decode(int dtype, const void* q, const void* k, const void* v
     return 0;
 }
 
-// The prefill kernel (kernels/fattn_fwd.cu) on the same inputs, for the dispatch crossover:
-// bf16, head dim 128, no softcap/ALiBi; launched as src/cuda/mod.rs does.
-#include "../fattn_fwd.cu"
+// The prefill kernel (kernels/fwd_sm80.cu) on the same inputs, for the dispatch crossover:
+// bf16, head dim 128, no softcap/ALiBi; launched as src/cuda/prefill.rs does.
+#include "fwd_sm80.gen.cu"
 
 extern "C" int lab_prefill_bf16_d128(const void* q, const void* k, const void* v, void* out, const long long* strides,
                                      int b, int sq, int sk, int h, int hkv, float scale, int wl, int wr, void* stream) {
@@ -232,6 +249,7 @@ extern "C" int lab_prefill_bf16_d128(const void* q, const void* k, const void* v
     p.kv_group = h / hkv; p.window_left = wl; p.window_right = wr;
     p.vec_in = 1; p.vec_out = 1;
     p.scale_log2 = scale * 1.4426950408889634f;
+    p.scale = scale;
     dim3 grid(b * h * ((sq + Tr::kBlockM - 1) / Tr::kBlockM));
     fattn_fwd_bf16_d128<<<grid, Tr::kThreads, Tr::kSmemBytes, (cudaStream_t)stream>>>(p);
     if ((e = cudaGetLastError()) != cudaSuccess) return 4000 + (int)e;

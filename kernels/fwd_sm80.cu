@@ -1,7 +1,7 @@
 // Attention forward, FlashAttention-2 style, for sm_80 and newer.
 //
 // What it computes: o = softmax(s) v per (batch, q head, query row), with s the scaled
-// dot products after softcap, ALiBi and the bottom-right causal/window masks (REFERENCE.md),
+// dot products after softcap, ALiBi and the bottom-right causal/window masks (src/reference.rs),
 // softmax in f32, f32 accumulation. Rows that see no key output zeros.
 //
 // f16/bf16 (`fattn_fwd_{f16,bf16}_d{D}[_mods]`): one CTA owns kBlockM query rows of one
@@ -32,14 +32,18 @@
 // 64-key blocks, 2 stages, two CTAs per SM at 255 registers (plain d128 spill-free); d128
 // also skips O's rescale when no row of a warp has a new max (kSkipRescale: +4% on average
 // over the six d128 rows, −1…+7%; slower at d64/d96/d256). d256: 4 warps × 16 rows, 32-key
-// blocks. kernels/NOTES.md (v6) has every version measured.
+// blocks. lab/README.md (v6) has every version measured.
 //
 // Measured (lab/run.sh, NVIDIA H100 80GB HBM3, bf16, CUDA events, median; torch 2.11 SDPA
 // in the same run; lab/results/*-v6.txt), TF/s ours / FA2 backend: (16,16,16,2048,2048,64)
 // 319/279, causal 272/251; d128 at 2048: 352/342, causal 301/273; (4,32,32,4096,4096,128)
 // 360/335; (1,32,32,16384,16384,128) causal 361/341.
 
-#include "fattn_common.cuh"
+#include "common/kv_addr.cuh"
+#include "common/mask.cuh"
+#include "common/params.cuh"
+#include "common/ptx.cuh"
+#include "common/softmax.cuh"
 
 namespace fattn {
 
@@ -110,13 +114,6 @@ __device__ __forceinline__ QueryBlock query_block(const FattnParams& p, int bloc
     return QueryBlock{bh / p.heads, bh % p.heads, m_block * block_m};
 }
 
-// blockIdx.x through a volatile read, which the compiler cannot merge with an earlier one.
-__device__ __forceinline__ unsigned ctaid_x() {
-    unsigned x;
-    asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(x));
-    return x;
-}
-
 // Physical chunk index of (row, chunk) in a tile with kChunksPerRow chunks per row. The XOR
 // keeps the 8 rows one ldmatrix phase reads in 8 distinct 16-byte bank groups.
 template <int kChunksPerRow>
@@ -126,18 +123,6 @@ __device__ __forceinline__ int swizzle(int row, int chunk) {
     } else {
         return row * kChunksPerRow + (chunk ^ ((row >> 1) & 3));
     }
-}
-
-// ldmatrix on a shared-space address (fragment addresses are computed as 32-bit offsets).
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
 }
 
 // Shared address of this lane's row for an ldmatrix.x4 of the 16×16 block at (row r0, chunk
@@ -177,11 +162,6 @@ __device__ __noinline__ void load_tile_elementwise(uint16_t* tile, const uint16_
         for (int e = 0; e < 8; ++e) buf.e[e] = (row < row_end && c * 8 + e < head_dim) ? src[e] : uint16_t(0);
         *reinterpret_cast<uint4*>(tile + swizzle<Cfg::kChunksPerRow>(r, c) * 8) = buf.v;
     }
-}
-
-// 16-byte cp.async to a shared-space address; src_bytes 0 zero-fills without reading.
-__device__ __forceinline__ void cp_async_16_to(uint32_t dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 
 // Copies rows [row0, row0 + kRows) of a (seq, head_dim) matrix into a swizzled tile.
@@ -276,9 +256,9 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     const int m0 = qb.m0;
     const int m_last = min(m0 + BM, p.seq_q) - 1;
 
-    const uint16_t* qg = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-    const uint16_t* kg = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride + kvh * p.k_head_stride;
-    const uint16_t* vg = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride + kvh * p.v_head_stride;
+    const uint16_t* qg = q_head_rows<uint16_t>(p, b, h);
+    const uint16_t* kg = k_head_rows<uint16_t>(p, b, kvh);
+    const uint16_t* vg = v_head_rows<uint16_t>(p, b, kvh);
     const bool vec_in = p.vec_in != 0;
 
     const KeyRange keys = block_key_range(p, m0, m_last);
@@ -308,7 +288,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     uint32_t qf[MT][kQRegSteps][4];
     const uint32_t sQ_warp = smem_addr(sQ) + warp_row0 * CPR * 16;
     auto load_q_fragment = [&](uint32_t(&frag)[4], int mt, int kk) {
-        ldsm_x4(frag, frag_addr<CPR>(sQ_warp, lane % 16, lane / 16, mt * 16, kk * 2));
+        ldmatrix_x4(frag, frag_addr<CPR>(sQ_warp, lane % 16, lane / 16, mt * 16, kk * 2));
     };
     if constexpr (Cfg::kQInRegs) {
 #pragma unroll
@@ -358,7 +338,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 uint32_t kf[4];
                 // Matrices: keys np·16 + 0-7 (dims kk·16 + 0-7, 8-15), then keys + 8-15, so that
                 // each mma's B is a consecutive register pair.
-                ldsm_x4(kf, frag_addr<CPR>(sK, lane % 8 + (lane / 16) * 8, (lane / 8) % 2, np * 16, kk * 2));
+                ldmatrix_x4(kf, frag_addr<CPR>(sK, lane % 8 + (lane / 16) * 8, (lane / 8) % 2, np * 16, kk * 2));
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     E::mma(s[mt][2 * np], qf[mt][qk], kf[0], kf[1]);
@@ -381,7 +361,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         const int row = m0 + warp_row0 + mt * 16 + g + (e / 2) * 8;
-                        s[mt][nt][e] = modified_score_log2(p, s[mt][nt][e], alibi_log2, row, n0 + nt * 8 + 2 * t + e % 2);
+                        s[mt][nt][e] = score_log2(p, s[mt][nt][e], alibi_log2, row, n0 + nt * 8 + 2 * t + e % 2);
                     }
         }
         if (!block_fully_visible(p, m0, m_last, n0, n0 + BN)) {
@@ -413,8 +393,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 float mx = row_max[mt][hf];
 #pragma unroll
                 for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hf], s[mt][nt][2 * hf + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                mx = quad_max(mx);
                 // A row with nothing visible yet keeps max -inf; subtract 0 so exp2 gives 0, not NaN.
                 const float base = mx == kNegInf ? 0.f : mx * exp_scale;
                 corr[mt][hf] = exp2_approx(fmaf(row_max[mt][hf], exp_scale, -base));
@@ -464,7 +443,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 #pragma unroll
             for (int dp = 0; dp < D / 16; ++dp) {
                 uint32_t vf[4];
-                ldsm_x4_trans(vf, frag_addr<CPR>(sV, lane % 16, lane / 16, kk * 16, dp * 2));
+                ldmatrix_x4_trans(vf, frag_addr<CPR>(sV, lane % 16, lane / 16, kk * 16, dp * 2));
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     E::mma(o[mt][2 * dp], pf[mt], vf[0], vf[1]);
@@ -498,10 +477,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
-            float l = row_sum[mt][hf];
-            l += __shfl_xor_sync(0xffffffffu, l, 1);
-            l += __shfl_xor_sync(0xffffffffu, l, 2);
-            const float inv = l > 0.f ? 1.f / l : 0.f;
+            const float inv = inv_row_sum(quad_sum(row_sum[mt][hf]));
             const int r = warp_row0 + mt * 16 + g + hf * 8;
 #pragma unroll
             for (int dt = 0; dt < D / 8; ++dt) {
@@ -547,6 +523,14 @@ __host__ __device__ constexpr int k_stride(int head_dim) { return head_dim % 2 =
 __host__ __device__ constexpr int smem_floats(int head_dim) {
     return kBlockM * head_dim + kBlockN * k_stride(head_dim) + kBlockN * head_dim;
 }
+// True when bytes[d] is the dynamic shared memory of head dim d for every d >= 1.
+template <int N>
+constexpr bool smem_bytes_match(const unsigned (&bytes)[N]) {
+    for (int d = 1; d < N; ++d) {
+        if (bytes[d] != static_cast<unsigned>(smem_floats(d)) * 4) return false;
+    }
+    return true;
+}
 }  // namespace f32
 
 __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
@@ -569,9 +553,9 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     const int m0 = qb.m0;
     const int m_last = min(m0 + kBlockM, p.seq_q) - 1;
 
-    const float* qg = static_cast<const float*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
-    const float* kg = static_cast<const float*>(p.k) + b * p.k_batch_stride + kvh * p.k_head_stride;
-    const float* vg = static_cast<const float*>(p.v) + b * p.v_batch_stride + kvh * p.v_head_stride;
+    const float* qg = q_head_rows<float>(p, b, h);
+    const float* kg = k_head_rows<float>(p, b, kvh);
+    const float* vg = v_head_rows<float>(p, b, kvh);
 
     for (int i = tid; i < kBlockM * D; i += blockDim.x) {
         const int r = i / D, c = i % D;
@@ -606,13 +590,13 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
             const int key = n0 + lane;
             float dot = 0.f;
             for (int c = 0; c < D; ++c) dot = fmaf(sQ[r * D + c], sK[lane * KS + c], dot);
-            float x = modified_score_log2(p, dot, alibi_log2, row, key);
+            float x = score_log2(p, dot, alibi_log2, row, key);
             if (!key_range(p, row).contains(key) || key >= p.seq_k) x = kNegInf;
             float mx = x;
 #pragma unroll
             for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
             mx = fmaxf(mx, row_max[rr]);
-            const float base = mx == kNegInf ? 0.f : mx;
+            const float base = max_ref(mx);
             const float corr = exp2_approx(row_max[rr] - base);
             row_max[rr] = mx;
             const float pj = exp2_approx(x - base);
@@ -630,13 +614,13 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
         }
     }
 
-    float* og = static_cast<float*>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+    float* og = o_head_rows<float>(p, b, h);
 #pragma unroll
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
         float l = row_sum[rr];
 #pragma unroll
         for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const float inv = inv_row_sum(l);
         const int row = m0 + warp * kRowsPerWarp + rr;
         if (row >= p.seq_q) continue;
 #pragma unroll
@@ -649,25 +633,41 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
 
 }  // namespace fattn
 
-// ---- entry points: the set of instances is written once, here --------------------------
+// ---- entry points ------------------------------------------------------------------------
+//
+// The instances are declared once, in src/cuda/instances.rs. build.rs expands
+// FATTN_INSTANCE_FWD once per instance of this file (the generated list
+// FATTN_INSTANCES_FWD_SM80) into its extern "C" kernel, and checks that the numbers the crate
+// launches it with are what the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`),
+// 2 both (the f32 kernel). SMEM 0: a function of the head dim, checked for every head dim
+// against the generated table fattn_gen::NAME_smem_bytes.
 
-#define FATTN_HEAD_DIMS(X) X(32) X(64) X(96) X(128) X(256)
+#define FATTN_INSTANCE_FWD(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM) \
+    FATTN_FWD_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)
+#define FATTN_FWD_ENTRY_F16(...) FATTN_FWD_ENTRY_TC(F16, __VA_ARGS__)
+#define FATTN_FWD_ENTRY_BF16(...) FATTN_FWD_ENTRY_TC(BF16, __VA_ARGS__)
 
-#define FATTN_DEFINE_TC(ELEM, NAME, D)                                                                             \
+#define FATTN_FWD_ENTRY_TC(ELEM, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                        \
+    static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a tensor-core instance is plain or _mods");                 \
+    static_assert(fattn::FwdTraits<D>::kHeadDim == D, #NAME ": head dim");                                          \
+    static_assert(fattn::FwdTraits<D>::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs");   \
+    static_assert(fattn::FwdTraits<D>::kBlockM == ROWS, #NAME ": block rows differ from src/cuda/instances.rs");    \
+    static_assert(fattn::FwdTraits<D>::kBlockN == KEYS, #NAME ": key block differs from src/cuda/instances.rs");    \
+    static_assert(fattn::FwdTraits<D>::kSmemBytes == SMEM, #NAME ": smem bytes differ from src/cuda/instances.rs"); \
     extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
-        fattn_fwd_##NAME##_d##D(const __grid_constant__ FattnParams p) {                                           \
-        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, false>(p);                                        \
-    }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
-        fattn_fwd_##NAME##_d##D##_mods(const __grid_constant__ FattnParams p) {                                    \
-        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, true>(p);                                         \
+        NAME(const __grid_constant__ FattnParams p) {                                                                \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT == 1>(p);                                  \
     }
-#define FATTN_DEFINE_F16(D) FATTN_DEFINE_TC(F16, f16, D)
-#define FATTN_DEFINE_BF16(D) FATTN_DEFINE_TC(BF16, bf16, D)
-FATTN_HEAD_DIMS(FATTN_DEFINE_F16)
-FATTN_HEAD_DIMS(FATTN_DEFINE_BF16)
 
-extern "C" __global__ void __launch_bounds__(fattn::f32::kWarps * 32)
-    fattn_fwd_f32(const __grid_constant__ FattnParams p) {
-    fattn::fwd_f32(p);
-}
+#define FATTN_FWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                         \
+    static_assert(VARIANT == 2 && SMEM == 0, #NAME ": one kernel for both variants, smem per head dim");        \
+    static_assert(D <= fattn::f32::kMaxColsPerLane * 32, #NAME ": head dim above the kernel's column count");   \
+    static_assert(fattn::f32::kWarps * 32 == THREADS, #NAME ": threads differ from src/cuda/instances.rs");      \
+    static_assert(fattn::f32::kBlockM == ROWS, #NAME ": block rows differ from src/cuda/instances.rs");          \
+    static_assert(fattn::f32::kBlockN == KEYS, #NAME ": key block differs from src/cuda/instances.rs");          \
+    static_assert(fattn::f32::smem_bytes_match(fattn_gen::NAME##_smem_bytes),                                    \
+                  #NAME ": smem bytes differ from src/cuda/instances.rs (fwd_f32_smem_bytes)");                 \
+    extern "C" __global__ void __launch_bounds__(fattn::f32::kWarps * 32)                                        \
+        NAME(const __grid_constant__ FattnParams p) {                                                            \
+        fattn::fwd_f32(p);                                                                                       \
+    }

@@ -1,0 +1,71 @@
+// The one parameter struct every kernel takes by value. src/cuda/params.rs declares the same
+// fields with their byte offsets; it asserts them on the Rust side, and build.rs writes the
+// same numbers as static_asserts on this struct into the header every kernel build includes
+// ($OUT_DIR/fattn_generated.cuh), so a field added, moved or retyped on one side only fails
+// to compile.
+//
+// Pointers are already offset to the tensors' start; strides are in elements; the head
+// dimension is contiguous (stride 1) for q, k, v and o. Fields a kernel does not read are
+// zero (null).
+#pragma once
+
+#include <stdint.h>
+
+struct FattnParams {
+    // ---- every kernel -------------------------------------------------------------------
+    const void* q;
+    const void* k;
+    const void* v;
+    void* o;
+    // (batch, heads) f32 slopes, contiguous; null when ALiBi is off.
+    const float* alibi_slopes;
+    int64_t q_batch_stride, q_seq_stride, q_head_stride;
+    int64_t k_batch_stride, k_seq_stride, k_head_stride;
+    int64_t v_batch_stride, v_seq_stride, v_head_stride;
+    int64_t o_batch_stride, o_seq_stride, o_head_stride;
+    int32_t batch, heads, kv_heads, seq_q, seq_k, head_dim;
+    // heads / kv_heads: q head h reads kv head h / kv_group.
+    int32_t kv_group;
+    // Bottom-right windows; -1 = unbounded (causal is right = 0).
+    int32_t window_left, window_right;
+    // 1 when every q/k/v row start is 16-byte aligned and head_dim % 8 == 0 (cp.async path).
+    int32_t vec_in;
+    // 1 when every o row start is 16-byte aligned and head_dim % 8 == 0 (16-byte stores).
+    int32_t vec_out;
+    // softmax_scale · log2(e): scores are kept in log2 units so the softmax uses exp2.
+    float scale_log2;
+    // softmax_scale / softcap and softcap · log2(e); softcap_log2 == 0 means no softcap.
+    float softcap_inv_scaled;
+    float softcap_log2;
+    // The same in natural units: softmax_scale, and the softcap (0 = off).
+    float scale;
+    float softcap;
+
+    // ---- reserved: no kernel reads these yet; the host passes zero --------------------------
+    // (batch, heads, seq_q) f32 output: each row's log-sum-exp of its scores.
+    float* lse;
+    // (batch + 1) cumulative sequence lengths of packed (varlen) q and k/v.
+    const int32_t* cu_seqlens_q;
+    const int32_t* cu_seqlens_k;
+    // Paged KV: (batch, pages) page indices, its batch stride, and keys per page.
+    const int32_t* block_table;
+    int64_t block_table_batch_stride;
+    int32_t page_block_size;
+
+    // ---- split-key decode (kernels/decode_sm80.cu) ----------------------------------------
+    int32_t num_splits;
+    // [num_splits][batch · seq_q · heads][D] f32 partial outputs (D: the instance's head dim)
+    // and [num_splits][batch · seq_q · heads][2] their (max in log2 units, sum); null when
+    // num_splits == 1.
+    float* partial_o;
+    float* partial_ml;
+    // [batch][kv_heads · row_groups] arrival counters: zero before the launch and after it.
+    uint32_t* tile_counters;
+    // ceil(kv_group · seq_q / 16): the 16-row groups of one kv head's (q head, query) rows.
+    int32_t row_groups;
+    // The union of the rows' visible keys, [key_begin, key_end), split into num_splits
+    // slices of keys_per_split keys (a multiple of 64).
+    int32_t key_begin;
+    int32_t key_end;
+    int32_t keys_per_split;
+};

@@ -1,0 +1,357 @@
+//! Every kernel file the crate builds and every kernel instance it launches, declared once.
+//!
+//! * build.rs `include!`s this file. It compiles each [`SOURCES`] entry for its architecture
+//!   and generates, per file, the `extern "C"` entry points of its [`INSTANCES`] together
+//!   with C++ `static_assert`s that the launch numbers below (threads, rows and keys per
+//!   block, dynamic shared memory) are what the kernel's traits compute. The labs build from
+//!   the same generated units (lab/README.md).
+//! * The crate looks instances up here by [`KernelKey`] (src/cuda/heuristics.rs picks one)
+//!   and launches them with these numbers.
+//!
+//! Plain data on purpose: nothing here uses the crate or any dependency.
+
+/// A kernel family: one algorithm, one file per architecture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// FlashAttention-2 forward: one block per (batch, head, query block).
+    Fwd,
+    /// Split-key flash-decoding: few query rows against many keys.
+    Decode,
+}
+
+/// What a kernel file is compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arch {
+    /// `compute_80` PTX, JIT-compiled by the driver for any sm_80 or newer GPU.
+    Sm80,
+}
+
+impl Arch {
+    /// nvcc's `-arch` for it (`compute_XX` for PTX; an `sm_90a` entry would build exactly
+    /// for that family). Read by build.rs.
+    #[allow(dead_code)]
+    pub const fn nvcc_arch(self) -> &'static str {
+        match self {
+            Arch::Sm80 => "compute_80",
+        }
+    }
+
+    /// The oldest compute capability whose GPUs run it.
+    pub const fn min_compute_capability(self) -> (i32, i32) {
+        match self {
+            Arch::Sm80 => (8, 0),
+        }
+    }
+}
+
+/// The element type of q, k, v and the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dtype {
+    F16,
+    BF16,
+    F32,
+}
+
+impl Dtype {
+    /// The tag the generated C++ uses for it. Read by build.rs.
+    #[allow(dead_code)]
+    pub const fn cpp_tag(self) -> &'static str {
+        match self {
+            Dtype::F16 => "F16",
+            Dtype::BF16 => "BF16",
+            Dtype::F32 => "F32",
+        }
+    }
+}
+
+/// Whether an instance has the softcap/ALiBi code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// Without it: scores are the scaled dot products.
+    Plain,
+    /// With it (`_mods` / `_mod` in the kernel name).
+    Mods,
+    /// One kernel for both.
+    Both,
+}
+
+impl Variant {
+    /// Whether an instance of this variant computes a problem that needs (`mods`) or does
+    /// not need the softcap/ALiBi code.
+    pub const fn serves(self, mods: bool) -> bool {
+        match self {
+            Variant::Plain => !mods,
+            Variant::Mods => mods,
+            Variant::Both => true,
+        }
+    }
+
+    /// The number the generated C++ passes (0 plain, 1 mods, 2 both). Read by build.rs.
+    #[allow(dead_code)]
+    pub const fn cpp_code(self) -> u32 {
+        match self {
+            Variant::Plain => 0,
+            Variant::Mods => 1,
+            Variant::Both => 2,
+        }
+    }
+}
+
+/// Dynamic shared memory of one launch.
+#[derive(Debug, Clone, Copy)]
+pub enum Smem {
+    /// The same for every problem.
+    Bytes(u32),
+    /// A function of the problem's head dim (1..=the instance's head dim).
+    PerHeadDim(fn(u32) -> u32),
+}
+
+/// One `extern "C"` kernel: what it computes and how it is launched.
+#[derive(Debug, Clone, Copy)]
+pub struct Instance {
+    pub name: &'static str,
+    pub family: Family,
+    pub arch: Arch,
+    pub dtype: Dtype,
+    /// The head dim its tiles hold; smaller head dims run on it, zero-padded in the kernel.
+    pub head_dim: u32,
+    pub variant: Variant,
+    /// Threads per block.
+    pub threads: u32,
+    /// Query rows per block (prefill: `kBlockM`; decode: (q head, query) rows of one tile).
+    pub block_rows: u32,
+    /// Keys a block advances per step (prefill: `kBlockN`; decode: 4 warps × 16 keys, the
+    /// unit of a split). Checked against the kernel by build.rs.
+    #[allow(dead_code)]
+    pub key_block: u32,
+    pub smem: Smem,
+}
+
+impl Instance {
+    /// Dynamic shared memory for a problem of head dim `head_dim` (≤ the instance's).
+    pub fn smem_bytes(&self, head_dim: u32) -> u32 {
+        match self.smem {
+            Smem::Bytes(b) => b,
+            Smem::PerHeadDim(f) => f(head_dim),
+        }
+    }
+}
+
+/// A kernel file, the family it holds and the architecture it is built for.
+#[derive(Debug, Clone, Copy)]
+pub struct Source {
+    /// Compiled by build.rs.
+    #[allow(dead_code)]
+    pub file: &'static str,
+    pub family: Family,
+    pub arch: Arch,
+    /// The name under which candle caches the loaded module.
+    pub module: &'static str,
+}
+
+/// Every kernel file build.rs compiles.
+pub const SOURCES: &[Source] = &[
+    Source {
+        file: "kernels/fwd_sm80.cu",
+        family: Family::Fwd,
+        arch: Arch::Sm80,
+        module: "candle_fused_attn::fwd_sm80",
+    },
+    Source {
+        file: "kernels/decode_sm80.cu",
+        family: Family::Decode,
+        arch: Arch::Sm80,
+        module: "candle_fused_attn::decode_sm80",
+    },
+];
+
+/// What a launch asks for: the instance is the smallest of its family, architecture, dtype and
+/// variant whose head dim holds `head_dim` (src/cuda/heuristics.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelKey {
+    pub family: Family,
+    pub dtype: Dtype,
+    pub head_dim: usize,
+    /// The problem needs the softcap/ALiBi code (or, for prefill, a scale ≤ 0).
+    pub mods: bool,
+}
+
+/// Dynamic shared memory of the f32 prefill kernel: Q (16 rows), K (32 rows padded to an odd
+/// stride), V (32 rows), f32; as `fattn::f32::smem_floats` in kernels/fwd_sm80.cu.
+pub const fn fwd_f32_smem_bytes(head_dim: u32) -> u32 {
+    let k_stride = if head_dim.is_multiple_of(2) { head_dim + 1 } else { head_dim };
+    (16 * head_dim + 32 * k_stride + 32 * head_dim) * 4
+}
+
+/// Prefill f16/bf16 instances, `FwdTraits<D>` in kernels/fwd_sm80.cu: threads, block_m,
+/// block_n, (block_m·D + stages·2·block_n·D)·2 bytes.
+macro_rules! fwd_tc {
+    (
+        $name:literal, $dtype:ident, $d:literal, $variant:ident,
+        $threads:literal, $rows:literal, $keys:literal, $smem:literal
+    ) => {
+        Instance {
+            name: $name,
+            family: Family::Fwd,
+            arch: Arch::Sm80,
+            dtype: Dtype::$dtype,
+            head_dim: $d,
+            variant: Variant::$variant,
+            threads: $threads,
+            block_rows: $rows,
+            key_block: $keys,
+            smem: Smem::Bytes($smem),
+        }
+    };
+}
+
+/// Threads of every decode block: 4 warps (kernels/decode_sm80.cu).
+pub const DECODE_THREADS: u32 = 128;
+/// Query rows of every decode block: one m16 tile of (q head, query) rows.
+pub const DECODE_BLOCK_ROWS: u32 = 16;
+/// Keys a decode block advances per round, 4 warps × 16 keys: splits are whole rounds.
+pub const DECODE_KEYS_PER_ROUND: u32 = 64;
+
+/// Decode instances, `Traits<D>` / `TraitsF32<D>` in kernels/decode_sm80.cu; shared memory
+/// f16/bf16 (16·D + 4·stages·2·16·D)·2 bytes (3 stages up to D = 128, 2 at 256), f32
+/// (16·D + 4·2·16·(D + 4) + 4·16·16)·4 bytes.
+macro_rules! decode {
+    ($name:literal, $dtype:ident, $d:literal, $variant:ident, $smem:literal) => {
+        Instance {
+            name: $name,
+            family: Family::Decode,
+            arch: Arch::Sm80,
+            dtype: Dtype::$dtype,
+            head_dim: $d,
+            variant: Variant::$variant,
+            threads: DECODE_THREADS,
+            block_rows: DECODE_BLOCK_ROWS,
+            key_block: DECODE_KEYS_PER_ROUND,
+            smem: Smem::Bytes($smem),
+        }
+    };
+}
+
+/// Every kernel instance, in the order of the entry points in each file's PTX.
+pub const INSTANCES: &[Instance] = &[
+    // kernels/fwd_sm80.cu
+    fwd_tc!("fattn_fwd_f16_d32", F16, 32, Plain, 128, 128, 64, 32768),
+    fwd_tc!("fattn_fwd_f16_d32_mods", F16, 32, Mods, 128, 128, 64, 32768),
+    fwd_tc!("fattn_fwd_f16_d64", F16, 64, Plain, 128, 128, 64, 65536),
+    fwd_tc!("fattn_fwd_f16_d64_mods", F16, 64, Mods, 128, 128, 64, 65536),
+    fwd_tc!("fattn_fwd_f16_d96", F16, 96, Plain, 128, 128, 64, 73728),
+    fwd_tc!("fattn_fwd_f16_d96_mods", F16, 96, Mods, 128, 128, 64, 73728),
+    fwd_tc!("fattn_fwd_f16_d128", F16, 128, Plain, 128, 128, 64, 98304),
+    fwd_tc!("fattn_fwd_f16_d128_mods", F16, 128, Mods, 128, 128, 64, 98304),
+    fwd_tc!("fattn_fwd_f16_d256", F16, 256, Plain, 128, 64, 32, 98304),
+    fwd_tc!("fattn_fwd_f16_d256_mods", F16, 256, Mods, 128, 64, 32, 98304),
+    fwd_tc!("fattn_fwd_bf16_d32", BF16, 32, Plain, 128, 128, 64, 32768),
+    fwd_tc!("fattn_fwd_bf16_d32_mods", BF16, 32, Mods, 128, 128, 64, 32768),
+    fwd_tc!("fattn_fwd_bf16_d64", BF16, 64, Plain, 128, 128, 64, 65536),
+    fwd_tc!("fattn_fwd_bf16_d64_mods", BF16, 64, Mods, 128, 128, 64, 65536),
+    fwd_tc!("fattn_fwd_bf16_d96", BF16, 96, Plain, 128, 128, 64, 73728),
+    fwd_tc!("fattn_fwd_bf16_d96_mods", BF16, 96, Mods, 128, 128, 64, 73728),
+    fwd_tc!("fattn_fwd_bf16_d128", BF16, 128, Plain, 128, 128, 64, 98304),
+    fwd_tc!("fattn_fwd_bf16_d128_mods", BF16, 128, Mods, 128, 128, 64, 98304),
+    fwd_tc!("fattn_fwd_bf16_d256", BF16, 256, Plain, 128, 64, 32, 98304),
+    fwd_tc!("fattn_fwd_bf16_d256_mods", BF16, 256, Mods, 128, 64, 32, 98304),
+    Instance {
+        name: "fattn_fwd_f32",
+        family: Family::Fwd,
+        arch: Arch::Sm80,
+        dtype: Dtype::F32,
+        head_dim: 256,
+        variant: Variant::Both,
+        threads: 128,
+        block_rows: 16,
+        key_block: 32,
+        smem: Smem::PerHeadDim(fwd_f32_smem_bytes),
+    },
+    // kernels/decode_sm80.cu
+    decode!("fattn_decode_bf16_d64", BF16, 64, Plain, 51200),
+    decode!("fattn_decode_bf16_d64_mod", BF16, 64, Mods, 51200),
+    decode!("fattn_decode_bf16_d128", BF16, 128, Plain, 102400),
+    decode!("fattn_decode_bf16_d128_mod", BF16, 128, Mods, 102400),
+    decode!("fattn_decode_bf16_d256", BF16, 256, Plain, 139264),
+    decode!("fattn_decode_bf16_d256_mod", BF16, 256, Mods, 139264),
+    decode!("fattn_decode_f16_d64", F16, 64, Plain, 51200),
+    decode!("fattn_decode_f16_d64_mod", F16, 64, Mods, 51200),
+    decode!("fattn_decode_f16_d128", F16, 128, Plain, 102400),
+    decode!("fattn_decode_f16_d128_mod", F16, 128, Mods, 102400),
+    decode!("fattn_decode_f16_d256", F16, 256, Plain, 139264),
+    decode!("fattn_decode_f16_d256_mod", F16, 256, Mods, 139264),
+    decode!("fattn_decode_f32_d64", F32, 64, Plain, 43008),
+    decode!("fattn_decode_f32_d64_mod", F32, 64, Mods, 43008),
+    decode!("fattn_decode_f32_d128", F32, 128, Plain, 79872),
+    decode!("fattn_decode_f32_d128_mod", F32, 128, Mods, 79872),
+    decode!("fattn_decode_f32_d256", F32, 256, Plain, 153600),
+    decode!("fattn_decode_f32_d256_mod", F32, 256, Mods, 153600),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dtype_name(d: Dtype) -> &'static str {
+        match d {
+            Dtype::F16 => "f16",
+            Dtype::BF16 => "bf16",
+            Dtype::F32 => "f32",
+        }
+    }
+
+    #[test]
+    fn names_follow_the_fields_and_are_unique() {
+        for (i, inst) in INSTANCES.iter().enumerate() {
+            let expected = match (inst.family, inst.dtype, inst.variant) {
+                (Family::Fwd, Dtype::F32, _) => "fattn_fwd_f32".to_string(),
+                (Family::Fwd, d, v) => format!(
+                    "fattn_fwd_{}_d{}{}",
+                    dtype_name(d),
+                    inst.head_dim,
+                    if v == Variant::Mods { "_mods" } else { "" }
+                ),
+                (Family::Decode, d, v) => format!(
+                    "fattn_decode_{}_d{}{}",
+                    dtype_name(d),
+                    inst.head_dim,
+                    if v == Variant::Mods { "_mod" } else { "" }
+                ),
+            };
+            assert_eq!(inst.name, expected);
+            assert!(INSTANCES[..i].iter().all(|other| other.name != inst.name), "{} twice", inst.name);
+            assert_eq!(
+                SOURCES.iter().filter(|s| s.family == inst.family && s.arch == inst.arch).count(),
+                1,
+                "{}: one kernel file builds it",
+                inst.name
+            );
+        }
+    }
+
+    #[test]
+    fn every_variant_of_every_dtype_exists_up_to_the_largest_head_dim() {
+        for family in [Family::Fwd, Family::Decode] {
+            for dtype in [Dtype::F16, Dtype::BF16, Dtype::F32] {
+                for mods in [false, true] {
+                    let max = INSTANCES
+                        .iter()
+                        .filter(|i| i.family == family && i.dtype == dtype && i.variant.serves(mods))
+                        .map(|i| i.head_dim)
+                        .max();
+                    assert_eq!(max, Some(256), "{family:?} {dtype:?} mods {mods}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn prefill_tiles_fit_every_sm80_gpu() {
+        // sm_86/sm_89 give a block at most 99 KiB; one build runs on every sm_80+ GPU.
+        for inst in INSTANCES.iter().filter(|i| i.family == Family::Fwd) {
+            for d in 1..=inst.head_dim {
+                assert!(inst.smem_bytes(d) <= 99 * 1024, "{} at head dim {d}", inst.name);
+            }
+        }
+    }
+}

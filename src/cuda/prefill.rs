@@ -1,0 +1,76 @@
+//! The prefill forward: kernels/fwd_sm80.cu, one block per (batch, head, query block).
+//!
+//! * f16/bf16: the tensor-core FlashAttention-2 kernel, one instance per head dim
+//!   (src/cuda/instances.rs); other head dims run on the next larger instance, zero-padded
+//!   inside the kernel.
+//! * f32: a plain-FMA kernel with the same semantics (no TF32: its error stays at the level
+//!   of candle's f32 matmul, which runs without TF32 by default).
+
+use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::WrapErr;
+use candle_core::{CudaStorage, Layout, Result, Tensor};
+
+use super::instances::{Arch, Family, Instance, KernelKey};
+use super::params::FattnParams;
+use super::{alibi_slopes_ptr, common_params, dev_tensor, heuristics, to_i32, KernelDtype};
+use crate::problem::Problem;
+
+/// The prefill instance for `p` in `T`. `_mods` instances apply softcap/ALiBi; the plain ones
+/// fold the scale into exp2 after the row max, which needs a positive scale, so a scale <= 0
+/// takes `_mods` too (the f32 kernel serves both).
+fn instance<T: KernelDtype>(p: &Problem) -> Result<&'static Instance> {
+    let mods = p.softcap > 0.0 || p.has_alibi || p.scale <= 0.0;
+    heuristics::instance(KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods }, Arch::Sm80)
+}
+
+/// The prefill forward in `T`. `alibi` is `(batch, heads)` f32, contiguous, on q's device.
+pub(super) fn forward<T: KernelDtype>(
+    p: &Problem,
+    (q, ql): (&CudaStorage, &Layout),
+    (k, kl): (&CudaStorage, &Layout),
+    (v, vl): (&CudaStorage, &Layout),
+    alibi: Option<&Tensor>,
+) -> Result<CudaStorage> {
+    let dev = &q.device;
+    let stream = dev.cuda_stream();
+    let inst = instance::<T>(p)?;
+    let kernel = heuristics::prepare(dev, inst)?;
+    let smem_bytes = inst.smem_bytes(to_i32(p.head_dim, "head_dim")? as u32);
+    kernel.check_smem(smem_bytes)?;
+
+    let elem = std::mem::size_of::<T>();
+    let (qt, kt, vt) =
+        (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
+    let out_len = p.batch * p.seq_q * p.heads * p.head_dim;
+    // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output:
+    // the grid covers every (batch, head, query block), and each block stores all its rows
+    // below seq_q and all columns below head_dim, zeros for rows that see no key.
+    let mut out = unsafe { dev.alloc::<T>(out_len) }?;
+
+    let alibi_storage = alibi.map(|t| t.storage_and_layout());
+    let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
+
+    // One CTA per (batch, head, query block), in a 1-D grid (see `query_block` in the kernel).
+    let query_blocks = p.seq_q.div_ceil(inst.block_rows as usize);
+    let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
+    {
+        let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
+        let params = FattnParams {
+            vec_out: (o_ptr.is_multiple_of(16) && p.head_dim.is_multiple_of(16 / elem)) as i32,
+            ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
+        };
+        let cfg =
+            LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (inst.threads, 1, 1), shared_mem_bytes: smem_bytes };
+        let mut builder = stream.launch_builder(&kernel.func);
+        builder.arg(&params);
+        // SAFETY: the kernel's one argument is `FattnParams` by value, matching its C++
+        // signature (every offset and the size asserted on both sides). Its pointers are live
+        // device allocations held by `q`, `k`, `v`, `out` and the alibi storage for the whole
+        // call, and the strides and sizes describe them (validated by
+        // `crate::problem::validate`); the kernel reads only inside those bounds.
+        unsafe { builder.launch(cfg) }.w()?;
+    }
+    drop(alibi_ptr);
+    drop((qt, kt, vt));
+    Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
+}
