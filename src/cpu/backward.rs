@@ -1250,12 +1250,54 @@ mod tests {
         std::array::from_fn(|i| (max_err(&got[i], want[i]), 2.0 * max_err(naive[i], want[i]) + floor[i]))
     }
 
+    /// The features a case exercises, for the sweep's coverage count.
+    fn features(c: &Case) -> Vec<&'static str> {
+        let p = &c.p;
+        let empty_rows = (0..p.seq_q).any(|i| {
+            let (lo, hi) = p.key_range(i);
+            lo >= hi
+        });
+        let g = p.heads / p.kv_heads;
+        [
+            (p.window_right == 0, "causal"),
+            (p.window_left >= 0 && p.window_right != 0, "left window"),
+            (p.window_right > 0, "right window"),
+            (p.softcap > 0.0, "softcap"),
+            (c.alibi.is_some(), "alibi"),
+            (p.scale < 0.0, "negative scale"),
+            (p.scale == 0.0, "zero scale"),
+            (g == 1, "MHA"),
+            (g == 2, "GQA 2"),
+            (g == 4, "GQA 4"),
+            (p.kv_heads == 1 && g > 1, "MQA"),
+            (p.seq_q > p.seq_k, "sq > sk"),
+            (p.seq_q < p.seq_k, "sq < sk"),
+            (empty_rows, "rows without keys"),
+            (p.head_dim % 2 == 1, "odd head dim"),
+            (p.head_dim % 16 != 0, "head dim not a multiple of 16"),
+            (p.head_dim > 128, "head dim > 128"),
+            (p.seq_q > 128 && p.seq_k > 128, "sq and sk > 128"),
+            (c.lays.iter().any(|&l| l == Lay::HeadsMajor), "transposed input"),
+            (c.lays.iter().any(|&l| l == Lay::Narrowed), "narrowed input"),
+            (c.isa == Isa::Avx512, "AVX-512 kernels"),
+            (c.isa == Isa::Avx2, "AVX2 kernels"),
+            (c.isa == Isa::Portable, "portable kernels"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+    }
+
     fn sweep<T: WithDType>(cases: usize, seed0: u64) {
         let mut failures = Vec::new();
         let mut worst = [0f64; 3];
+        let mut coverage = std::collections::BTreeMap::<&str, usize>::new();
         for n in 0..cases {
             let seed = seed0 + n as u64;
             let case = random_case(&mut StdRng::seed_from_u64(seed), n);
+            for f in features(&case) {
+                *coverage.entry(f).or_default() += 1;
+            }
             let res = check_case::<T>(&case, &case.p, seed);
             for (w, &(err, allowed)) in worst.iter_mut().zip(&res) {
                 *w = w.max(err / allowed);
@@ -1265,6 +1307,12 @@ mod tests {
             }
         }
         println!("{:?}: {cases} cases, worst error / allowed for dq, dk, dv: {worst:?}", T::DTYPE);
+        println!("{:?} coverage: {coverage:?}", T::DTYPE);
+        let expected = 23 - ISAS.iter().filter(|i| !i.available()).count();
+        assert!(
+            coverage.len() >= expected && coverage.values().all(|&n| n >= 5),
+            "each feature needs at least 5 cases: {coverage:?}"
+        );
         assert!(failures.is_empty(), "{} of {cases} cases failed:\n{}", failures.len(), failures.join("\n"));
     }
 
