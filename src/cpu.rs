@@ -85,6 +85,7 @@ use crate::problem::{Problem, Strides};
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+pub(crate) mod backward;
 
 /// Query rows per work item, counted over the q heads that share one kv head (a group of
 /// `g` heads takes `max(1, 48 / g)` positions). See the module header for the measurements.
