@@ -1,22 +1,13 @@
 //! The public functions: the general entry [`attention`] and the drop-ins for
-//! `candle-flash-attn` 0.11's dense functions. Each validates, then applies the op.
+//! `candle-flash-attn` 0.11's dense functions, and [`attention_with_lse`]. Each validates,
+//! then applies the op, which is differentiable (see `op.rs`).
 
-use candle_core::{Result, Tensor};
+use candle_core::{bail, Result, Tensor};
 
 use crate::op::FusedAttention;
 #[allow(unused_imports)] // named by the docs
 use crate::problem::MAX_HEAD_DIM;
-use crate::problem::{validate, AttnParams};
-
-/// Makes the head dim contiguous (a copy) only when it is not; other strides are kept.
-fn head_dim_contiguous(t: &Tensor) -> Result<Tensor> {
-    let l = t.layout();
-    if l.dims()[3] <= 1 || l.stride()[3] == 1 {
-        Ok(t.clone())
-    } else {
-        t.contiguous()
-    }
-}
+use crate::problem::{head_dim_contiguous, validate, AttnParams, Problem};
 
 /// Fused attention: the general entry point that every other function wraps.
 ///
@@ -38,23 +29,97 @@ fn head_dim_contiguous(t: &Tensor) -> Result<Tensor> {
 /// # Ok(()) }
 /// ```
 pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) -> Result<Tensor> {
-    let problem = validate(q, k, v, params)?;
-    let (b, sq, h, d) = (problem.batch, problem.seq_q, problem.heads, problem.head_dim);
-    if b * sq * h * d == 0 {
-        // Nothing to compute: the empty result is well defined.
-        return Tensor::zeros(q.shape(), q.dtype(), q.device());
+    Ok(run(q, k, v, params, false)?.0)
+}
+
+/// [`attention`] that also returns the per-row log-sum-exp of the scores.
+///
+/// `lse` has shape `(batch, heads, seq_q)`, f32: `lse[b, h, i] = ln Σ_j exp(s_ij)` over the
+/// keys row `i` sees, with `s_ij` the final score (after scale, softcap, ALiBi and the mask);
+/// `-inf` for a row that sees no key. The output is differentiable; the LSE is not (it has
+/// no gradient graph).
+///
+/// **Merging partial attentions.** Attention over keys `K = K₁ ∪ K₂` (KV shards across
+/// devices, a shared prefix plus a per-request suffix, ...) is a weighted sum of the two
+/// partial results: with `m = max(lse₁, lse₂)` and `wₙ = exp(lseₙ − m)`,
+/// `out = (w₁·out₁ + w₂·out₂) / (w₁ + w₂)` and `lse = m + ln(w₁ + w₂)` (per row and head;
+/// the LSE is `(b, h, sq)`, the output `(b, sq, h, d)`).
+///
+/// ```
+/// use candle_core::{Device, Tensor, D};
+/// use candle_fused_attn::{attention, attention_with_lse, AttnParams};
+/// # fn main() -> candle_core::Result<()> {
+/// let dev = Device::Cpu;
+/// let q = Tensor::randn(0f32, 1., (2, 5, 4, 32), &dev)?;
+/// let k = Tensor::randn(0f32, 1., (2, 40, 2, 32), &dev)?;
+/// let v = Tensor::randn(0f32, 1., (2, 40, 2, 32), &dev)?;
+/// let p = AttnParams::new(0.18);
+/// // Two halves of the KV cache, attended separately...
+/// let (o1, l1) = attention_with_lse(&q, &k.narrow(1, 0, 25)?, &v.narrow(1, 0, 25)?, &p)?;
+/// let (o2, l2) = attention_with_lse(&q, &k.narrow(1, 25, 15)?, &v.narrow(1, 25, 15)?, &p)?;
+/// // ...and merged with their LSEs, (b, h, sq) -> (b, sq, h, 1) to weight the outputs.
+/// let m = l1.maximum(&l2)?;
+/// let w1 = (l1 - &m)?.exp()?.transpose(1, 2)?.unsqueeze(D::Minus1)?;
+/// let w2 = (l2 - &m)?.exp()?.transpose(1, 2)?.unsqueeze(D::Minus1)?;
+/// let merged = (o1.broadcast_mul(&w1)? + o2.broadcast_mul(&w2)?)?.broadcast_div(&(w1 + w2)?)?;
+/// let full = attention(&q, &k, &v, &p)?;
+/// let err = (merged - full)?.abs()?.max_all()?.to_scalar::<f32>()?;
+/// assert!(err < 1e-5, "{err}");
+/// # Ok(()) }
+/// ```
+pub fn attention_with_lse(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) -> Result<(Tensor, Tensor)> {
+    let (out, lse) = run(q, k, v, params, true)?;
+    match lse {
+        Some(lse) => Ok((out, lse)),
+        None => bail!("fused-attn internal: no log-sum-exp came back"),
     }
-    if problem.seq_k == 0 {
-        // Every row has no visible key: zeros by definition.
-        return Tensor::zeros(q.shape(), q.dtype(), q.device());
+}
+
+/// Validates, applies the op, and returns the LSE when `want_lse`.
+fn run(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams, want_lse: bool) -> Result<(Tensor, Option<Tensor>)> {
+    let mut problem = validate(q, k, v, params)?;
+    let (b, sq, h, d) = (problem.batch, problem.seq_q, problem.heads, problem.head_dim);
+    if b * sq * h * d == 0 || problem.seq_k == 0 {
+        // Nothing to compute, or no row sees a key: zeros by definition. These outputs do not
+        // depend on q, k or v, so they carry no gradient graph.
+        let out = Tensor::zeros(q.shape(), q.dtype(), q.device())?;
+        let lse = if want_lse { Some(lse_without_products(&problem, params, q.device())?) } else { None };
+        return Ok((out, lse));
     }
     let alibi = match &params.alibi_slopes {
         None => None,
         Some(s) => Some(s.broadcast_as((b, h))?.contiguous()?),
     };
-    let op = FusedAttention { problem, alibi };
+    // The backward needs the LSE: keep it whenever gradients can flow.
+    problem.want_lse = want_lse || q.track_op() || k.track_op() || v.track_op();
+    let op = FusedAttention::new(problem, alibi);
+    let slot = op.lse.clone();
     let (q, k, v) = (head_dim_contiguous(q)?, head_dim_contiguous(k)?, head_dim_contiguous(v)?);
-    q.apply_op3_no_bwd(&k, &v, &op)
+    let out = q.apply_op3(&k, &v, op)?;
+    let lse = if want_lse { Some(FusedAttention::kept_lse(&slot)?) } else { None };
+    Ok((out, lse))
+}
+
+/// The LSE of a problem with no dot products to compute (`seq_k == 0`, `head_dim == 0` or an
+/// empty batch/head/query dim): every score is the ALiBi bias alone (softcap(0) = 0), and a
+/// row with no visible key has `-inf`.
+fn lse_without_products(p: &Problem, params: &AttnParams, dev: &candle_core::Device) -> Result<Tensor> {
+    let slopes = match &params.alibi_slopes {
+        Some(s) if p.batch * p.heads > 0 => s.broadcast_as((p.batch, p.heads))?.flatten_all()?.to_vec1::<f32>()?,
+        _ => vec![0f32; p.batch * p.heads],
+    };
+    let mut lse = vec![f32::NEG_INFINITY; p.batch * p.heads * p.seq_q];
+    for (bh, row) in lse.chunks_mut(p.seq_q.max(1)).enumerate().take(p.batch * p.heads) {
+        for (i, x) in row.iter_mut().enumerate() {
+            let (lo, hi) = p.key_range(i);
+            let s = |j: usize| -(slopes[bh] as f64) * (p.diag(i) - j as i64).unsigned_abs() as f64;
+            let m = (lo..hi).map(s).fold(f64::NEG_INFINITY, f64::max);
+            if m > f64::NEG_INFINITY {
+                *x = (m + (lo..hi).map(|j| (s(j) - m).exp()).sum::<f64>().ln()) as f32;
+            }
+        }
+    }
+    Tensor::from_vec(lse, (p.batch, p.heads, p.seq_q), dev)
 }
 
 /// Drop-in for `candle_flash_attn::flash_attn`: scaled dot-product attention, optionally

@@ -56,8 +56,10 @@ mod problem;
 mod reference;
 
 pub use api::{
-    attention, flash_attn, flash_attn_alibi, flash_attn_alibi_windowed, flash_attn_alibi_windowed_softcap,
-    flash_attn_windowed,
+    attention, attention_with_lse, flash_attn, flash_attn_alibi, flash_attn_alibi_windowed,
+    flash_attn_alibi_windowed_softcap, flash_attn_windowed,
 };
 pub use problem::{AttnParams, MAX_HEAD_DIM};
 pub use reference::attention_ref;
+#[doc(hidden)]
+pub use reference::{attention_ref_lse, attention_ref_probs};

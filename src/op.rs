@@ -1,18 +1,66 @@
 //! The candle custom op: [`FusedAttention`] holds a validated [`Problem`] and hands the
-//! storages to the CPU or CUDA back end. The public functions in `api.rs` build and apply it.
+//! storages to the CPU or CUDA back end, forward and backward. The public functions in
+//! `api.rs` build and apply it.
+//!
+//! **Forward.** Each back end returns the output and, when [`Problem::want_lse`] is set, the
+//! per-row log-sum-exp `(batch, heads, seq_q)` f32, which the op keeps in [`LseSlot`]: the
+//! backward reads it instead of recomputing it, and `attention_with_lse` hands it to the
+//! caller. It is set whenever an input is tracked for gradients, and otherwise only on
+//! request, so inference pays nothing for it.
+//!
+//! **Backward.** [`candle_core::CustomOp3::bwd`] receives q, k, v, the output O and its
+//! gradient dO, and calls the back end's FlashAttention-2 backward with the kept LSE. It
+//! returns dq, dk and dv in the input dtype, dk/dv summed over each kv head's group of q
+//! heads (GQA). ALiBi slopes are constants: they get no gradient.
 
-use candle_core::{CpuStorage, Layout, Result, Shape, Tensor};
+use std::sync::{Arc, Mutex};
+
+use candle_core::op::BackpropOp;
+use candle_core::{bail, CpuStorage, Layout, Result, Shape, Storage, Tensor};
 
 use crate::cpu;
 #[cfg(feature = "cuda")]
 use crate::cuda;
-use crate::problem::Problem;
+use crate::problem::{head_dim_contiguous, Problem};
+
+/// Where the forward leaves its log-sum-exp, a `(batch, heads, seq_q)` f32 tensor without a
+/// gradient graph, for the backward and for `attention_with_lse`.
+pub(crate) type LseSlot = Arc<Mutex<Option<Tensor>>>;
 
 /// The fused attention op. Applied through [`crate::attention`], which validates first.
 pub(crate) struct FusedAttention {
     pub problem: Problem,
     /// `(batch, heads)` f32, contiguous, on q's device.
     pub alibi: Option<Tensor>,
+    /// The forward's LSE when `problem.want_lse`.
+    pub lse: LseSlot,
+}
+
+impl FusedAttention {
+    pub fn new(problem: Problem, alibi: Option<Tensor>) -> Self {
+        Self { problem, alibi, lse: Arc::new(Mutex::new(None)) }
+    }
+
+    fn keep_lse(&self, lse: Option<Storage>) -> Result<()> {
+        let p = &self.problem;
+        match (p.want_lse, lse) {
+            (false, _) => Ok(()),
+            (true, Some(lse)) => {
+                let t = Tensor::from_storage(lse, (p.batch, p.heads, p.seq_q), BackpropOp::none(), false);
+                *self.lse.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+                Ok(())
+            }
+            (true, None) => bail!("fused-attn internal: the back end returned no log-sum-exp although it was asked to"),
+        }
+    }
+
+    /// The kept LSE: `(batch, heads, seq_q)` f32, no gradient graph.
+    pub fn kept_lse(slot: &LseSlot) -> Result<Tensor> {
+        match &*slot.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(t) => Ok(t.clone()),
+            None => bail!("fused-attn: the forward kept no log-sum-exp (no input was tracked for gradients)"),
+        }
+    }
 }
 
 impl candle_core::CustomOp3 for FusedAttention {
@@ -33,7 +81,8 @@ impl candle_core::CustomOp3 for FusedAttention {
             None => None,
             Some(t) => Some(t.flatten_all()?.to_vec1::<f32>()?),
         };
-        let out = cpu::forward(&self.problem, (q, ql), (k, kl), (v, vl), alibi.as_deref())?;
+        let (out, lse) = cpu::forward(&self.problem, (q, ql), (k, kl), (v, vl), alibi.as_deref())?;
+        self.keep_lse(lse.map(|l| Storage::Cpu(CpuStorage::F32(l))))?;
         Ok((out, ql.shape().clone()))
     }
 
@@ -47,7 +96,77 @@ impl candle_core::CustomOp3 for FusedAttention {
         v: &candle_core::CudaStorage,
         vl: &Layout,
     ) -> Result<(candle_core::CudaStorage, Shape)> {
-        let out = cuda::forward(&self.problem, (q, ql), (k, kl), (v, vl), self.alibi.as_ref())?;
+        let (out, lse) = cuda::forward(&self.problem, (q, ql), (k, kl), (v, vl), self.alibi.as_ref())?;
+        self.keep_lse(lse.map(Storage::Cuda))?;
         Ok((out, ql.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        out: &Tensor,
+        grad_out: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let p = &self.problem;
+        let lse = FusedAttention::kept_lse(&self.lse)?;
+        let grad_out = if grad_out.dtype() == q.dtype() { grad_out.clone() } else { grad_out.to_dtype(q.dtype())? };
+        let grad_out = head_dim_contiguous(&grad_out)?;
+        let out = head_dim_contiguous(out)?;
+        let shapes = [
+            (p.batch, p.seq_q, p.heads, p.head_dim),
+            (p.batch, p.seq_k, p.kv_heads, p.head_dim),
+            (p.batch, p.seq_k, p.kv_heads, p.head_dim),
+        ];
+        let (qs, ql) = q.storage_and_layout();
+        let (ks, kl) = k.storage_and_layout();
+        let (vs, vl) = v.storage_and_layout();
+        let (os, ol) = out.storage_and_layout();
+        let (gs, gl) = grad_out.storage_and_layout();
+        let (ls, _) = lse.storage_and_layout();
+        let grads: [Storage; 3] = match (&*qs, &*ks, &*vs, &*os, &*gs, &*ls) {
+            (Storage::Cpu(q), Storage::Cpu(k), Storage::Cpu(v), Storage::Cpu(o), Storage::Cpu(g), Storage::Cpu(l)) => {
+                let alibi = match &self.alibi {
+                    None => None,
+                    Some(t) => Some(t.flatten_all()?.to_vec1::<f32>()?),
+                };
+                let CpuStorage::F32(l) = l else { bail!("fused-attn internal: the log-sum-exp is not f32") };
+                let (dq, dk, dv) =
+                    cpu::backward::backward(p, (q, ql), (k, kl), (v, vl), (o, ol), (g, gl), l, alibi.as_deref())?;
+                [Storage::Cpu(dq), Storage::Cpu(dk), Storage::Cpu(dv)]
+            }
+            #[cfg(feature = "cuda")]
+            (
+                Storage::Cuda(q),
+                Storage::Cuda(k),
+                Storage::Cuda(v),
+                Storage::Cuda(o),
+                Storage::Cuda(g),
+                Storage::Cuda(l),
+            ) => {
+                let lse_layout = Layout::contiguous((p.batch, p.heads, p.seq_q));
+                let (dq, dk, dv) = cuda::backward(
+                    p,
+                    (q, ql),
+                    (k, kl),
+                    (v, vl),
+                    (o, ol),
+                    (g, gl),
+                    (l, &lse_layout),
+                    self.alibi.as_ref(),
+                )?;
+                [Storage::Cuda(dq), Storage::Cuda(dk), Storage::Cuda(dv)]
+            }
+            _ => bail!(
+                "fused-attn: backward needs q, k, v, the output and its gradient on one CPU or CUDA device, got {:?}",
+                q.device().location()
+            ),
+        };
+        let [dq, dk, dv] = grads;
+        let [sq, sk, sv] = shapes;
+        let wrap =
+            |s: Storage, shape: (usize, usize, usize, usize)| Tensor::from_storage(s, shape, BackpropOp::none(), false);
+        Ok((Some(wrap(dq, sq)), Some(wrap(dk, sk)), Some(wrap(dv, sv))))
     }
 }

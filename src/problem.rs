@@ -258,3 +258,13 @@ pub(crate) fn validate_shapes_and_params(q: &Tensor, k: &Tensor, v: &Tensor, p: 
         want_lse: false,
     })
 }
+
+/// Makes the head dim contiguous (a copy) only when it is not; other strides are kept.
+pub(crate) fn head_dim_contiguous(t: &Tensor) -> Result<Tensor> {
+    let l = t.layout();
+    if l.dims()[3] <= 1 || l.stride()[3] == 1 {
+        Ok(t.clone())
+    } else {
+        t.contiguous()
+    }
+}

@@ -1,8 +1,13 @@
 //! The one reference: naive attention in plain candle ops, as candle-transformers' llama
-//! computes it (matmul, mask, `softmax_last_dim`, matmul, with `repeat_kv` for GQA).
-//! Every test and bench compares against it. It materialises the `Sq×Sk` scores.
+//! computes it (matmul, mask, softmax, matmul, with `repeat_kv` for GQA). Every test and
+//! bench compares against it. It materialises the `Sq×Sk` scores.
+//!
+//! It is differentiable: when an input is tracked for gradients it takes
+//! `candle_nn::ops::softmax`, which has a backward, instead of `softmax_last_dim`, which
+//! has none (candle-nn applies it without one, so a naive path built on it drops the
+//! gradients of everything before the softmax). In f64 it is the gradient oracle.
 
-use candle_core::{DType, Device, Result, Tensor};
+use candle_core::{DType, Device, Result, Tensor, D};
 
 use crate::problem::{validate_shapes_and_params, AttnParams, Problem};
 
@@ -27,12 +32,56 @@ pub fn attention_ref(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) ->
     if p.batch * p.seq_q * p.heads * p.head_dim == 0 || p.seq_k == 0 {
         return Tensor::zeros(q.shape(), in_dtype, q.device());
     }
-    let soft_dtype = if in_dtype == DType::F64 { DType::F64 } else { DType::F32 };
+    let probs = probs(&p, q, k, params)?;
+    let v = repeat_kv(&v.transpose(1, 2)?, p.group_size())?; // (b, h, sk, d)
+    let out = probs.to_dtype(in_dtype)?.matmul(&v)?; // (b, h, sq, d)
+    out.transpose(1, 2)?.contiguous()
+}
+
+/// The attention probabilities `(batch, heads, seq_q, seq_k)` of [`attention_ref`], zero
+/// where a key is masked (rows that see no key are all zero); f64 for f64 inputs, else f32.
+/// The tests use them to bound the rounding error of gradients.
+#[doc(hidden)]
+pub fn attention_ref_probs(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) -> Result<Tensor> {
+    let p = validate_shapes_and_params(q, k, v, params)?;
+    probs(&p, q, k, params)
+}
+
+/// The per-row log-sum-exp `(batch, heads, seq_q)` of [`attention_ref`]'s final scores
+/// (natural log; `-inf` for a row that sees no key); f64 for f64 inputs, else f32. The
+/// oracle for `attention_with_lse`.
+#[doc(hidden)]
+pub fn attention_ref_lse(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) -> Result<Tensor> {
+    let p = validate_shapes_and_params(q, k, v, params)?;
+    let dtype = if q.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
+    if p.batch * p.heads * p.seq_q == 0 || p.seq_k == 0 {
+        return Tensor::full(f64::NEG_INFINITY, (p.batch, p.heads, p.seq_q), q.device())?.to_dtype(dtype);
+    }
+    let (s, _) = scores(&p, q, k, params)?;
+    let m = s.max_keepdim(3)?;
+    // A row with no visible key has m = -inf: shift it by 0 instead, so it sums to 0 → -inf.
+    let finite = m.ne(f64::NEG_INFINITY)?;
+    let shift = finite.where_cond(&m, &m.zeros_like()?)?;
+    let sum = s.broadcast_sub(&shift)?.exp()?.sum_keepdim(3)?;
+    (sum.log()? + shift)?.squeeze(3)
+}
+
+fn probs(p: &Problem, q: &Tensor, k: &Tensor, params: &AttnParams) -> Result<Tensor> {
+    let tracked = q.track_op() || k.track_op();
+    let (s, keep) = scores(p, q, k, params)?;
+    let probs = if tracked { candle_nn::ops::softmax(&s, D::Minus1)? } else { candle_nn::ops::softmax_last_dim(&s)? };
+    // Rows with no visible key come out of the softmax as NaN; they are defined as zeros.
+    keep.where_cond(&probs, &probs.zeros_like()?)
+}
+
+/// The final scores `(batch, heads, seq_q, seq_k)` (scale, softcap, ALiBi; `-inf` where
+/// masked) in f32 (f64 for f64 inputs), and the `u8` mask of visible keys broadcast to them.
+fn scores(p: &Problem, q: &Tensor, k: &Tensor, params: &AttnParams) -> Result<(Tensor, Tensor)> {
+    let soft_dtype = if q.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
     let dev = q.device();
 
     let q = q.transpose(1, 2)?.contiguous()?; // (b, h, sq, d)
     let k = repeat_kv(&k.transpose(1, 2)?, p.group_size())?; // (b, h, sk, d)
-    let v = repeat_kv(&v.transpose(1, 2)?, p.group_size())?;
 
     let mut s = q.matmul(&k.t()?)?.to_dtype(soft_dtype)?.affine(p.scale as f64, 0.0)?;
     if p.softcap > 0.0 {
@@ -41,18 +90,13 @@ pub fn attention_ref(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) ->
     }
     if let Some(slopes) = &params.alibi_slopes {
         let slopes = slopes.broadcast_as((p.batch, p.heads))?.to_dtype(soft_dtype)?;
-        let dist = alibi_distance(&p, dev)?.to_dtype(soft_dtype)?;
+        let dist = alibi_distance(p, dev)?.to_dtype(soft_dtype)?;
         let bias = slopes.reshape((p.batch, p.heads, 1, 1))?.broadcast_mul(&dist)?;
         s = (s - bias)?;
     }
-    let keep = visible_mask(&p, dev)?.broadcast_as(s.shape())?;
+    let keep = visible_mask(p, dev)?.broadcast_as(s.shape())?;
     let neg_inf = Tensor::new(f64::NEG_INFINITY, dev)?.to_dtype(soft_dtype)?.broadcast_as(s.shape())?;
-    let s = keep.where_cond(&s, &neg_inf)?;
-    let probs = candle_nn::ops::softmax_last_dim(&s)?;
-    // Rows with no visible key come out of the softmax as NaN; they are defined as zeros.
-    let probs = keep.where_cond(&probs, &probs.zeros_like()?)?;
-    let out = probs.to_dtype(in_dtype)?.matmul(&v)?; // (b, h, sq, d)
-    out.transpose(1, 2)?.contiguous()
+    Ok((keep.where_cond(&s, &neg_inf)?, keep))
 }
 
 /// `(b, hkv, s, d)` → `(b, hkv·n_rep, s, d)`, as candle-transformers does it.

@@ -14,7 +14,11 @@
 //! * `gpu_nan_*`: NaN confinement, as the crate documents it.
 //! * `gpu_torch_oracle`: PyTorch float64 SDPA outputs from scripts/torch_oracle.py, read from
 //!   `$FUSED_ATTN_ORACLE_DIR`.
-//! * `gpu_sanitizer_subset`: a few small shapes per dtype and mask, for compute-sanitizer.
+//! * `gpu_sanitizer_subset`: a few small shapes per dtype and mask, forward and backward, for
+//!   compute-sanitizer.
+//! * `gpu_grad_sweep_{f32,f16,bf16}`: dq, dk, dv of random cases against the f64 autograd
+//!   oracle (`common::grad`), 200 cases each, into poisoned memory.
+//! * `gpu_lse`: `attention_with_lse` on CUDA against the f64 oracle.
 //!
 //! Every GPU call runs into poisoned memory (see [`poison_pool`]), and every comparison uses
 //! the crate's one tolerance rule, `common::CaseResult::passes`. Seeds are fresh per run and
@@ -535,4 +539,61 @@ fn gpu_sanitizer_subset() {
         }
     }
     check_all("gpu_sanitizer_subset", &dev, &cases, true);
+    // The backward kernels on a few of the same shapes (the naive gradients run on the GPU
+    // too here, under the sanitizer: keep them small).
+    let mut failed = 0;
+    for (dtype, case) in cases.iter().filter(|(_, c)| c.work() <= 1 << 20) {
+        poison_for(&dev, &Tensor::zeros((case.batch, case.seq_q, case.heads, case.head_dim), *dtype, &dev).unwrap())
+            .unwrap();
+        let results = common::grad::check_grad_case(case, &dev, *dtype).expect("grad case ran");
+        if results.iter().any(|r| !r.passes()) {
+            failed += 1;
+            println!("FAIL grad {dtype:?} {case:?}: {results:?}");
+        }
+    }
+    assert_eq!(failed, 0, "{failed} backward cases failed in the sanitizer subset");
+}
+
+fn grad_sweep(test: &str, dtype: DType) {
+    let Some(dev) = cuda_device(test) else { return };
+    let seed = fresh_seed(test);
+    let poison = |case: &Case| -> Result<()> {
+        let elems = case.batch * (case.seq_q * case.heads + 2 * case.seq_k * case.kv_heads) * case.head_dim;
+        poison_pool(&dev, (16 * elems * 4).max(1 << 20))
+    };
+    let failures = common::grad::run_grad_sweep_with(&dev, dtype, 200, seed, &poison).expect("grad sweep ran");
+    assert_eq!(failures, 0, "{test}: {failures} gradient cases failed (printed above; seed {seed})");
+}
+
+#[test]
+fn gpu_grad_sweep_f32() {
+    grad_sweep("gpu_grad_sweep_f32", DType::F32)
+}
+
+#[test]
+fn gpu_grad_sweep_f16() {
+    grad_sweep("gpu_grad_sweep_f16", DType::F16)
+}
+
+#[test]
+fn gpu_grad_sweep_bf16() {
+    grad_sweep("gpu_grad_sweep_bf16", DType::BF16)
+}
+
+#[test]
+fn gpu_lse() {
+    let Some(dev) = cuda_device("gpu_lse") else { return };
+    let seed = fresh_seed("gpu_lse");
+    let mut failures = 0;
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        for i in 0..100 {
+            let case = Case::random(case_seed(seed, i), &Limits::gpu());
+            let (err, allowed) = common::grad::check_lse_case(&case, &dev, dtype).expect("lse case ran");
+            if err > allowed {
+                failures += 1;
+                println!("FAIL gpu lse {dtype:?}: error {err:.3e} > allowed {allowed:.3e}: {case:?}");
+            }
+        }
+    }
+    assert_eq!(failures, 0, "{failures} LSE cases failed (printed above; seed {seed})");
 }

@@ -14,6 +14,8 @@ use candle_core::{DType, Device, Result, Tensor};
 use candle_fused_attn::{attention, attention_ref, AttnParams};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
+pub mod grad;
+
 /// How a `(batch, seq, heads, head_dim)` input is laid out in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputLayout {
@@ -401,7 +403,7 @@ pub fn dtype_epsilon(dtype: DType) -> f64 {
     }
 }
 
-fn to_f64_vec(t: &Tensor) -> Result<Vec<f64>> {
+pub fn to_f64_vec(t: &Tensor) -> Result<Vec<f64>> {
     t.to_device(&Device::Cpu)?.to_dtype(DType::F64)?.flatten_all()?.to_vec1::<f64>()
 }
 

@@ -1,0 +1,338 @@
+//! Gradient checks shared by the CPU and GPU test binaries.
+//!
+//! [`check_grad_case`] makes q, k and v trainable (`Var`s laid out as the [`Case`] says, so
+//! the op sees the same strided views as in the forward sweeps), runs the fused op, takes
+//! `loss = Σ out ∘ G` for a random upstream gradient `G`, and compares `dq`, `dk`, `dv`
+//! against two others computed through candle's autograd on [`attention_ref`]:
+//! * the **oracle**: f64 on the CPU, from the same (upcast) input values;
+//! * the **naive** path: the same dtype on the same device.
+//!
+//! A gradient passes when `max|fused − oracle| ≤ 2·max|naive − oracle| + floor` and it is
+//! finite wherever the oracle is ([`grad_floor`] derives the floor). A gradient that is
+//! missing (`None` from the backward) is an error, never a pass.
+
+use candle_core::{backprop::GradStore, DType, Device, Result, Tensor, Var};
+use candle_fused_attn::{attention, attention_ref, attention_ref_probs, AttnParams};
+use rand::{rngs::StdRng, SeedableRng};
+
+use super::{dtype_epsilon, randn, to_f64_vec, Case, InputLayout};
+
+/// One trainable input: the variable that owns the memory and the `(b, s, h, d)` view of it
+/// that the op receives.
+struct Trainable {
+    var: Var,
+    view: Tensor,
+    layout: InputLayout,
+    dims: (usize, usize, usize, usize),
+}
+
+impl Trainable {
+    /// A variable holding `t`'s values, viewed through `layout` (as `random_input` lays out
+    /// its tensors), so that the op reads a strided view and the gradient flows back to it.
+    fn new(t: &Tensor, layout: InputLayout) -> Result<Self> {
+        let (b, s, h, d) = t.dims4()?;
+        let t = t.contiguous()?;
+        let (var, view) = match layout {
+            InputLayout::Contiguous => {
+                let var = Var::from_tensor(&t)?;
+                let view = var.as_tensor().clone();
+                (var, view)
+            }
+            InputLayout::HeadsMajor => {
+                let var = Var::from_tensor(&t.transpose(1, 2)?.contiguous()?)?;
+                let view = var.as_tensor().transpose(1, 2)?;
+                (var, view)
+            }
+            InputLayout::HeadDimStrided => {
+                let var = Var::from_tensor(&t.transpose(2, 3)?.contiguous()?)?;
+                let view = var.as_tensor().transpose(2, 3)?;
+                (var, view)
+            }
+            InputLayout::Narrowed => {
+                let padded = Tensor::zeros((b, s + 3, h + 1, d + 5), t.dtype(), t.device())?;
+                let padded = padded.slice_assign(&[0..b, 2..2 + s, 1..1 + h, 3..3 + d], &t)?;
+                let var = Var::from_tensor(&padded)?;
+                let view = var.as_tensor().narrow(1, 2, s)?.narrow(2, 1, h)?.narrow(3, 3, d)?;
+                (var, view)
+            }
+        };
+        Ok(Self { var, view, layout, dims: (b, s, h, d) })
+    }
+
+    /// The gradient of the view, `(b, s, h, d)`, or an error when the backward gave none.
+    fn grad(&self, grads: &GradStore, what: &str) -> Result<Tensor> {
+        let Some(g) = grads.get(self.var.as_tensor()) else {
+            candle_core::bail!("no gradient for {what}: the backward dropped it")
+        };
+        let (b, s, h, d) = self.dims;
+        match self.layout {
+            InputLayout::Contiguous => Ok(g.clone()),
+            InputLayout::HeadsMajor => g.transpose(1, 2)?.contiguous(),
+            InputLayout::HeadDimStrided => g.transpose(2, 3)?.contiguous(),
+            InputLayout::Narrowed => g.narrow(1, 2, s)?.narrow(2, 1, h)?.narrow(3, 3, d)?.contiguous(),
+        }
+        .map(|g| {
+            debug_assert_eq!(g.dims(), &[b, s, h, d]);
+            g
+        })
+    }
+}
+
+/// `dq`, `dk`, `dv` of `loss = Σ attention(q, k, v) ∘ upstream` through `f`.
+fn grads_of(
+    q: &Trainable,
+    k: &Trainable,
+    v: &Trainable,
+    upstream: &Tensor,
+    f: impl Fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<[Tensor; 3]> {
+    let out = f(&q.view, &k.view, &v.view)?;
+    let loss = (out.to_dtype(upstream.dtype())? * upstream)?.sum_all()?;
+    let grads = loss.backward()?;
+    Ok([q.grad(&grads, "q")?, k.grad(&grads, "k")?, v.grad(&grads, "v")?])
+}
+
+/// The errors of one gradient against the oracle.
+#[derive(Debug, Clone)]
+pub struct GradResult {
+    pub name: &'static str,
+    pub fused_max_abs: f64,
+    pub naive_max_abs: f64,
+    pub floor: f64,
+    /// ‖fused − oracle‖₂ / ‖oracle‖₂.
+    pub fused_rel_l2: f64,
+    /// Elements where the oracle is finite and the fused gradient is not.
+    pub poisoned: usize,
+}
+
+impl GradResult {
+    pub fn allowed(&self) -> f64 {
+        2.0 * self.naive_max_abs + self.floor
+    }
+    pub fn passes(&self) -> bool {
+        self.poisoned == 0 && self.fused_max_abs <= self.allowed()
+    }
+}
+
+/// Runs one case's backward on `dev` in `dtype` and measures dq, dk, dv.
+pub fn check_grad_case(case: &Case, dev: &Device, dtype: DType) -> Result<Vec<GradResult>> {
+    let (q, k, v, params) = case.inputs(dev, dtype)?;
+    let mut rng = StdRng::seed_from_u64(case.seed ^ 0x5eed_9bad);
+    let (b, sq, h, d) = q.dims4()?;
+    let upstream = Tensor::from_vec(randn(&mut rng, b * sq * h * d), (b, sq, h, d), &Device::Cpu)?;
+
+    let fused_in = [
+        Trainable::new(&q, case.layouts[0])?,
+        Trainable::new(&k, case.layouts[1])?,
+        Trainable::new(&v, case.layouts[2])?,
+    ];
+    let up_dev = upstream.to_device(dev)?;
+    let fused = grads_of(&fused_in[0], &fused_in[1], &fused_in[2], &up_dev, |q, k, v| attention(q, k, v, &params))?;
+    let naive = grads_of(&fused_in[0], &fused_in[1], &fused_in[2], &up_dev, |q, k, v| attention_ref(q, k, v, &params))?;
+
+    // The oracle: the same values in f64 on the CPU.
+    let cpu_params = params_on_cpu(&params)?;
+    let up64 = upstream.to_dtype(DType::F64)?;
+    let [q64, k64, v64] = [&q, &k, &v].map(|t| t.to_device(&Device::Cpu).and_then(|t| t.to_dtype(DType::F64)));
+    let (q64, k64, v64) = (q64?, k64?, v64?);
+    let oracle_in = [
+        Trainable::new(&q64, InputLayout::Contiguous)?,
+        Trainable::new(&k64, InputLayout::Contiguous)?,
+        Trainable::new(&v64, InputLayout::Contiguous)?,
+    ];
+    let oracle =
+        grads_of(&oracle_in[0], &oracle_in[1], &oracle_in[2], &up64, |q, k, v| attention_ref(q, k, v, &cpu_params))?;
+
+    let floors = grad_floor(dtype, &q64, &k64, &v64, &up64, &cpu_params, &oracle)?;
+    let mut results = Vec::new();
+    for (i, name) in ["dq", "dk", "dv"].into_iter().enumerate() {
+        let o = to_f64_vec(&oracle[i])?;
+        let f = to_f64_vec(&fused[i])?;
+        let n = to_f64_vec(&naive[i])?;
+        let max_err =
+            |x: &[f64]| x.iter().zip(&o).filter(|(_, o)| o.is_finite()).fold(0f64, |a, (x, o)| a.max((x - o).abs()));
+        let poisoned = f.iter().zip(&o).filter(|(x, o)| o.is_finite() && !x.is_finite()).count();
+        let norm = o.iter().filter(|x| x.is_finite()).map(|x| x * x).sum::<f64>().sqrt();
+        let diff = f.iter().zip(&o).filter(|(_, o)| o.is_finite()).map(|(x, o)| (x - o) * (x - o)).sum::<f64>().sqrt();
+        results.push(GradResult {
+            name,
+            fused_max_abs: max_err(&f),
+            naive_max_abs: max_err(&n),
+            floor: floors[i],
+            fused_rel_l2: if norm > 0.0 { diff / norm } else { diff },
+            poisoned,
+        });
+    }
+    Ok(results)
+}
+
+fn params_on_cpu(p: &AttnParams) -> Result<AttnParams> {
+    let mut c = p.clone();
+    c.alibi_slopes = p.alibi_slopes.as_ref().map(|s| s.to_device(&Device::Cpu)).transpose()?;
+    Ok(c)
+}
+
+/// The absolute error floor added to 2 × the naive error, per gradient, derived rather than
+/// tuned. It covers what the naive path can escape by luck (for example `dq = 0` exactly
+/// when each row sees one key, where the fused path computes `dP − D` as a difference of two
+/// f32 dot products):
+/// * **the final rounding to `dtype`**: `eps(dtype)/2 · max|g|`;
+/// * **f32 accumulation order.** Each gradient element is a sum of `n` products; in the
+///   probabilistic rounding model (λ = 1) a reordered f32 sum errs by `sqrt(n)·u·Σ|terms|`,
+///   `u = eps(f32)/2`. The terms are bounded from the f64 probabilities `P`:
+///   `dv_j = Σ_i P_ij dO_i` → `Σ_i P_ij · max|dO|`; `dS_ij = P_ij (dP_ij − D_i)` with
+///   `dP = dO Vᵀ`, `D_i = <dO_i, O_i>` → `A_ij = P_ij (|dP_ij| + |D_i|)`, so
+///   `dq_i` → `|scale| Σ_j A_ij · max|k|` and `dk_j` → `|scale| Σ_i A_ij · max|q|`. `dP`
+///   and `D` are themselves d-term sums, so `n = max(terms, d)`, doubled for the two levels.
+/// * **the score error**: each score is itself a d-term f32 dot product, off by up to
+///   `sqrt(d)·u·|scale|·max‖q‖·max‖k‖` (the forward's bound, see `super::floor`), which moves
+///   `P` (and so every term above) by that much relative, twice over for `P` and `dS`: the
+///   bounds are multiplied by `1 + 2·|scale|·max‖q‖·max‖k‖`.
+pub fn grad_floor(
+    dtype: DType,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    upstream: &Tensor,
+    params: &AttnParams,
+    oracle: &[Tensor; 3],
+) -> Result<[f64; 3]> {
+    let (b, sq, h, d) = q.dims4()?;
+    let (_, sk, hkv, _) = k.dims4()?;
+    if b * sq * h * d * sk == 0 {
+        return Ok([0.0; 3]);
+    }
+    let g = h / hkv;
+    let u = f32::EPSILON as f64 / 2.0;
+    let max_abs = |t: &Tensor| -> Result<f64> { Ok(to_f64_vec(t)?.iter().fold(0f64, |a, x| a.max(x.abs()))) };
+    let max_norm = |t: &Tensor| -> Result<f64> {
+        Ok(to_f64_vec(t)?.chunks(d).fold(0f64, |a, row| a.max(row.iter().map(|x| x * x).sum::<f64>().sqrt())))
+    };
+    let scale = params.softmax_scale.abs() as f64;
+    let probs = attention_ref_probs(q, k, v, params)?; // (b, h, sq, sk) f64
+    let out = attention_ref(q, k, v, params)?; // (b, sq, h, d)
+    let rep = |t: &Tensor| -> Result<Tensor> {
+        // (b, sk, hkv, d) -> (b, h, sk, d)
+        let t = t.transpose(1, 2)?;
+        t.unsqueeze(2)?.broadcast_as((b, hkv, g, sk, d))?.contiguous()?.reshape((b, h, sk, d))
+    };
+    let d_o = upstream.transpose(1, 2)?.contiguous()?; // (b, h, sq, d)
+    let dp = d_o.matmul(&rep(v)?.t()?)?.abs()?; // (b, h, sq, sk)
+    let dsum = (d_o * out.transpose(1, 2)?.contiguous()?)?.sum_keepdim(3)?.abs()?; // (b, h, sq, 1)
+    let a = (&probs * dp.broadcast_add(&dsum)?)?;
+    let kappa = 1.0 + 2.0 * scale * max_norm(q)? * max_norm(k)?;
+    let level = |terms: usize| 2.0 * ((terms.max(d)) as f64).sqrt() * u * kappa;
+    // dk and dv sum over the q rows of every head of the kv head's group.
+    let group_sum = |t: &Tensor| t.reshape((b, hkv, g, sk))?.sum(2);
+    let b_dv = max_abs(&group_sum(&probs.sum(2)?)?)? * max_abs(upstream)?;
+    let b_dq = scale * max_abs(&a.sum(3)?)? * max_abs(k)?;
+    let b_dk = scale * max_abs(&group_sum(&a.sum(2)?)?)? * max_abs(q)?;
+    let round = |t: &Tensor| -> Result<f64> { Ok(dtype_epsilon(dtype) / 2.0 * max_abs(t)?) };
+    Ok([
+        round(&oracle[0])? + level(sk) * b_dq,
+        round(&oracle[1])? + level(sq * g) * b_dk,
+        round(&oracle[2])? + level(sq * g) * b_dv,
+    ])
+}
+
+/// The size space of the gradient sweeps: the oracle and the naive path materialize
+/// `Sq×Sk` scores, probabilities and their gradients in f64, so cases stay smaller than the
+/// forward sweeps'.
+pub fn grad_limits() -> super::Limits {
+    super::Limits { max_seq: 300, max_decode_seq_k: 1024, decode_fraction: 0.1, max_work: 2_000_000 }
+}
+
+/// Draws `n` cases, checks dq, dk, dv of each, prints every failure with its seed and
+/// configuration and a summary line; returns the number of failing cases.
+pub fn run_grad_sweep(dev: &Device, dtype: DType, n: usize, seed: u64) -> Result<usize> {
+    run_grad_sweep_with(dev, dtype, n, seed, &|_| Ok(()))
+}
+
+/// [`run_grad_sweep`] with `before` called ahead of every case (the GPU tests poison the
+/// allocator's pool there, so that an element the backward never writes shows as NaN).
+pub fn run_grad_sweep_with(
+    dev: &Device,
+    dtype: DType,
+    n: usize,
+    seed: u64,
+    before: &dyn Fn(&Case) -> Result<()>,
+) -> Result<usize> {
+    let limits = grad_limits();
+    let start = std::time::Instant::now();
+    let (mut failures, mut worst) = (0, 0f64);
+    for i in 0..n {
+        let case = Case::random(super::case_seed(seed, i), &limits);
+        before(&case)?;
+        let results = check_grad_case(&case, dev, dtype)?;
+        for r in &results {
+            worst = worst.max(if r.allowed() > 0.0 { r.fused_max_abs / r.allowed() } else { r.fused_max_abs });
+        }
+        if results.iter().any(|r| !r.passes()) {
+            failures += 1;
+            println!("FAIL grad {dtype:?} {case:?}");
+            for r in &results {
+                println!(
+                    "    {}: fused {:.3e} allowed {:.3e} (naive {:.3e}, floor {:.3e}) rel-L2 {:.3e} poisoned {}",
+                    r.name,
+                    r.fused_max_abs,
+                    r.allowed(),
+                    r.naive_max_abs,
+                    r.floor,
+                    r.fused_rel_l2,
+                    r.poisoned
+                );
+            }
+        }
+    }
+    println!(
+        "grad sweep {dtype:?} on {:?}: {n} cases, {failures} failed, worst fused/allowed {worst:.3} ({:.1} s)",
+        dev.location(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(failures)
+}
+
+/// `attention_with_lse`'s LSE against the f64 oracle (`attention_ref_lse` on upcast inputs):
+/// `max|fused − oracle| ≤ 2·max|naive − oracle| + floor` over the rows that see a key, where
+/// naive is `attention_ref_lse` in the same dtype on the same device, and rows that see none
+/// must be `-inf` exactly as in the oracle. The floor: the f32 rounding of `m + ln l`
+/// (`2·eps(f32)·max|lse|`) and the score error of the forward's floor
+/// (`sqrt(d)·u·|scale|·max‖q‖·max‖k‖`, `u = eps(f32)/2`), which shifts `ln Σ e^s` by at most
+/// the largest score error. Returns (fused error, allowed).
+pub fn check_lse_case(case: &Case, dev: &Device, dtype: DType) -> Result<(f64, f64)> {
+    let (q, k, v, params) = case.inputs(dev, dtype)?;
+    let (out, lse) = candle_fused_attn::attention_with_lse(&q, &k, &v, &params)?;
+    let plain = attention(&q, &k, &v, &params)?;
+    let same = (out.to_dtype(DType::F64)? - plain.to_dtype(DType::F64)?)?.abs()?.flatten_all()?.max(0)?;
+    if out.elem_count() > 0 && same.to_scalar::<f64>()? != 0.0 {
+        candle_core::bail!("attention_with_lse's output differs from attention's")
+    }
+    let naive = candle_fused_attn::attention_ref_lse(&q, &k, &v, &params)?;
+    let cpu_params = params_on_cpu(&params)?;
+    let [q64, k64, v64] = [&q, &k, &v].map(|t| t.to_device(&Device::Cpu).and_then(|t| t.to_dtype(DType::F64)));
+    let (q64, k64, v64) = (q64?, k64?, v64?);
+    let oracle = to_f64_vec(&candle_fused_attn::attention_ref_lse(&q64, &k64, &v64, &cpu_params)?)?;
+    let (fused, naive) = (to_f64_vec(&lse)?, to_f64_vec(&naive)?);
+    let mut err = (0f64, 0f64);
+    for ((f, n), o) in fused.iter().zip(&naive).zip(&oracle) {
+        if *o == f64::NEG_INFINITY {
+            if *f != f64::NEG_INFINITY {
+                candle_core::bail!("a row that sees no key has lse {f}, not -inf")
+            }
+            continue;
+        }
+        err = (err.0.max((f - o).abs()), err.1.max((n - o).abs()));
+        if !f.is_finite() && o.is_finite() {
+            err.0 = f64::INFINITY;
+        }
+    }
+    let (_, _, _, d) = q64.dims4()?;
+    let max_norm = |t: &Tensor| -> Result<f64> {
+        Ok(to_f64_vec(t)?.chunks(d.max(1)).fold(0f64, |a, row| a.max(row.iter().map(|x| x * x).sum::<f64>().sqrt())))
+    };
+    let u = f32::EPSILON as f64 / 2.0;
+    let max_lse = oracle.iter().filter(|x| x.is_finite()).fold(0f64, |a, x| a.max(x.abs()));
+    let floor = 4.0 * u * max_lse
+        + (d as f64).sqrt() * u * params.softmax_scale.abs() as f64 * max_norm(&q64)? * max_norm(&k64)?;
+    Ok((err.0, 2.0 * err.1 + floor))
+}
