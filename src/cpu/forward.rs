@@ -66,6 +66,23 @@ pub(super) struct Scratch {
     v: Vec<f32>,
 }
 
+impl Scratch {
+    /// Sizes the buffers for an item of `rows` rows and starts its softmax state: `m = -inf`,
+    /// `l = 0`, `acc = 0`. Q and S are overwritten before they are read.
+    #[inline(always)]
+    fn reset(&mut self, rows: usize, d: usize) {
+        self.q.resize(rows * d, 0.0);
+        self.s.resize(rows * S_LD, 0.0);
+        self.acc.clear();
+        self.acc.resize(rows * d, 0.0);
+        self.m.clear();
+        self.m.resize(rows, f32::NEG_INFINITY);
+        self.l.clear();
+        self.l.resize(rows, 0.0);
+        self.corr.resize(rows, 0.0);
+    }
+}
+
 /// An item's online-softmax state after its last key tile.
 struct Partial {
     m: Vec<f32>,
@@ -233,11 +250,39 @@ impl<T> SendPtr<T> {
     }
 }
 
+/// How an item computes its two tile products, chosen once per item. Each variant reads
+/// K and V from one place and multiplies them in one way.
+#[derive(Clone, Copy)]
+enum Products<'a> {
+    /// Prefill on the AVX2 path with `d % 8 == 0`: the packed Kᵀ/V blocks of [`SharedKv`]
+    /// through the register-blocked [`avx2`] kernels, which also rescale the accumulator.
+    #[cfg(target_arch = "x86_64")]
+    PackedAvx2(&'a SharedKv),
+    /// Prefill otherwise: the packed blocks through `gemm`, every operand already in the
+    /// column-major layout gemm's micro-kernel reads, so gemm packs nothing.
+    PackedGemm(&'a SharedKv),
+    /// One query block of at most [`DIRECT_MAX_ROWS`] rows (decode): dot products and axpys
+    /// straight off the K/V rows, with software prefetch.
+    Direct,
+    /// One query block of more rows: K/V tiles read in place (f32) or converted per tile
+    /// ([`kv_tile`]), through `gemm`.
+    StreamedGemm,
+}
+
+/// The keys `j0..j0 + jb` of one tile, and whether every row of the item sees all of them.
+#[derive(Clone, Copy)]
+struct Tile {
+    j0: usize,
+    jb: usize,
+    full: bool,
+}
+
 /// Runs one item's key tiles and leaves its online-softmax state `(m, l, acc)` in `sc`
-/// (rows `0..(q1 - q0)·g`).
+/// (rows `0..(q1 - q0)·g`). Per tile: `S = Q Kᵀ`, [`softmax_step`], then
+/// `acc = corr·acc + P V`, in the way [`Products`] says.
 ///
-/// With `AVX2` (the caller has AVX2 and FMA) the prefill tile products use the [`avx2`]
-/// kernels when `d % 8 == 0`.
+/// With `AVX2` (the caller has AVX2 and FMA) the softmax's row max and `2^x` pass use the
+/// [`avx2`] kernels, and so do the prefill tile products when `d % 8 == 0`.
 ///
 /// # Safety
 /// `ctx.k` and `ctx.v` must have passed `Input::new` (every row lies inside its buffer);
@@ -247,26 +292,15 @@ pub(super) unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: 
     let p = &ctx.p;
     let (d, g) = (p.head_dim, p.group_size());
     let rows = (it.q1 - it.q0) * g;
-    let (keys, ld) = (KEYS_PER_TILE, S_LD);
-    sc.q.resize(rows * d, 0.0);
-    sc.s.resize(rows * ld, 0.0);
-    sc.acc.clear();
-    sc.acc.resize(rows * d, 0.0);
-    sc.m.clear();
-    sc.m.resize(rows, f32::NEG_INFINITY);
-    sc.l.clear();
-    sc.l.resize(rows, 0.0);
-    sc.corr.resize(rows, 0.0);
-
-    // Scores are kept in base 2 (`log2(e)·s`), so that the softmax's exponentials are
-    // `2^x`, whose range reduction is exact: fold `scale·log2(e)` into Q. With a softcap c
-    // the score is c·tanh(scale·<q,k> / c): fold scale / c into Q, and log2(e) into c.
-    let q_scale = if p.softcap > 0.0 { p.scale / p.softcap } else { p.scale * LOG2_E };
-    for (r, dst) in sc.q.chunks_exact_mut(d).enumerate() {
-        let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
-        T::to_f32(ctx.q.row(it.b, i, hq, d), dst);
-        dst.iter_mut().for_each(|x| *x *= q_scale);
-    }
+    sc.reset(rows, d);
+    load_q(ctx, it, &mut sc.q);
+    let products = match &ctx.shared {
+        #[cfg(target_arch = "x86_64")]
+        Some(kv) if AVX2 && d.is_multiple_of(8) => Products::PackedAvx2(kv),
+        Some(kv) => Products::PackedGemm(kv),
+        None if rows <= DIRECT_MAX_ROWS => Products::Direct,
+        None => Products::StreamedGemm,
+    };
 
     // Key ranges are monotone in the row, so the item's keys are [lo(q0), hi(q1 - 1)).
     let (first_lo, first_hi) = p.key_range(it.q0);
@@ -274,12 +308,11 @@ pub(super) unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: 
     let (lo, hi) = (first_lo.max(it.k_lo), last_hi.min(it.k_hi));
     // Tiles start at multiples of KEYS_PER_TILE, the stored Kᵀ tiles; the keys of the first
     // tile below `lo` are masked for every row (split boundaries are tile multiples too).
-    for j0 in (lo - lo % keys..hi).step_by(keys) {
-        let j1 = (j0 + keys).min(hi);
-        let jb = j1 - j0;
+    for j0 in (lo - lo % KEYS_PER_TILE..hi).step_by(KEYS_PER_TILE) {
+        let j1 = (j0 + KEYS_PER_TILE).min(hi);
         // Every row sees every key of the tile: no mask arithmetic.
-        let full = last_lo <= j0 && first_hi >= j1;
-        if !full
+        let tile = Tile { j0, jb: j1 - j0, full: last_lo <= j0 && first_hi >= j1 };
+        if !tile.full
             && !(it.q0..it.q1).any(|i| {
                 let (a, b) = p.key_range(i);
                 a < j1 && b > j0
@@ -287,173 +320,219 @@ pub(super) unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: 
         {
             continue; // no row sees this tile
         }
+        let jb = tile.jb;
+        match products {
+            #[cfg(target_arch = "x86_64")]
+            Products::PackedAvx2(kv) => {
+                let (kt, v) = (kv.kt_tile(it.b, it.kvh, j0), kv.v_tile(it.b, it.kvh, j0));
+                // SAFETY: the caller has AVX2 and FMA; Q holds rows × d; the Kᵀ tile has d
+                // rows of 16·⌈jb/16⌉ ≤ KEYS_PER_TILE ≤ KT_LD floats at stride KT_LD inside
+                // `kv.kt`; S holds rows × S_LD with 16·⌈jb/16⌉ ≤ S_LD.
+                unsafe { avx2::scores(&sc.q, d, rows, kt, KT_LD, jb, sc.s.as_mut_ptr()) };
+                // SAFETY: the caller's AVX2 contract.
+                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                // SAFETY: the caller has AVX2 and FMA; d is a multiple of 8; acc holds
+                // rows × d, corr rows; P (in S) rows × S_LD with jb ≤ S_LD; the V tile is
+                // jb ≤ KEYS_PER_TILE rows of d at stride v_ld inside its block of `kv.v`.
+                unsafe { avx2::accumulate(&mut sc.acc, &sc.corr, d, rows, sc.s.as_ptr(), v, kv.v_ld, jb) };
+            }
+            Products::PackedGemm(kv) => {
+                // SAFETY: the Kᵀ tile is d columns of jb ≤ KT_LD keys at stride KT_LD inside
+                // `kv.kt`.
+                unsafe { scores_gemm(sc, d, rows, jb, kv.kt_tile(it.b, it.kvh, j0), (KT_LD, 1)) };
+                // SAFETY: the caller's AVX2 contract.
+                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                // SAFETY: the V tile is jb rows of d at stride v_ld inside its block of `kv.v`.
+                unsafe { pv_gemm(sc, d, rows, jb, kv.v_tile(it.b, it.kvh, j0), kv.v_ld) };
+            }
+            Products::Direct => {
+                let (k, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
+                // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer.
+                unsafe { scores_direct(sc, d, jb, k, k_stride) };
+                // SAFETY: the caller's AVX2 contract.
+                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                let (v, v_stride) = kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v);
+                // SAFETY: as for K.
+                unsafe { pv_direct(sc, d, rows, jb, v, v_stride) };
+            }
+            Products::StreamedGemm => {
+                let (k, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
+                // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer
+                // (row-major K; gemm packs it).
+                unsafe { scores_gemm(sc, d, rows, jb, k, (1, k_stride)) };
+                // SAFETY: the caller's AVX2 contract.
+                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                let (v, v_stride) = kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v);
+                // SAFETY: as for K.
+                unsafe { pv_gemm(sc, d, rows, jb, v, v_stride) };
+            }
+        }
+    }
+}
 
-        // Decode-like items (few rows, one query block) stream K and V once: dot products
-        // and axpys straight off the rows, no transposition or packing.
-        let direct = rows <= DIRECT_MAX_ROWS && ctx.shared.is_none();
-        'scores: {
-            if let Some(shared) = &ctx.shared {
-                let kt = shared.kt_tile(it.b, it.kvh, j0);
-                #[cfg(target_arch = "x86_64")]
-                if AVX2 && d.is_multiple_of(8) {
-                    // SAFETY: the caller has AVX2 and FMA; Q holds rows × d; the Kᵀ tile has d
-                    // rows of 16·⌈jb/16⌉ ≤ KEYS_PER_TILE ≤ KT_LD floats at stride KT_LD inside
-                    // `shared.kt`; S holds rows × S_LD with 16·⌈jb/16⌉ ≤ S_LD.
-                    unsafe { avx2::scores(&sc.q, d, rows, kt, KT_LD, jb, sc.s.as_mut_ptr()) };
-                    break 'scores;
-                }
-                // In gemm's column-major terms this is Sᵀ (jb × rows) = K (jb × d) · Qᵀ (d × rows),
-                // with every operand already column-major (the shared Kᵀ, Q rows, S rows), so
-                // gemm streams them without packing.
-                // SAFETY: S holds rows × ld (jb ≤ ld); the Kᵀ tile is d columns of jb ≤ KT_LD
-                // keys at stride KT_LD inside `shared.kt`; Q holds rows × d.
-                unsafe {
-                    gemm(
-                        jb,
-                        rows,
-                        d,
-                        sc.s.as_mut_ptr(),
-                        ld as isize,
-                        1,
-                        false,
-                        kt,
-                        KT_LD as isize,
-                        1,
-                        sc.q.as_ptr(),
-                        d as isize,
-                        1,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    )
-                };
-            } else {
-                let (k_ptr, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
-                if direct {
-                    // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer.
-                    let k_rows = unsafe { std::slice::from_raw_parts(k_ptr, (jb - 1) * k_stride + d) };
-                    for (jj, krow) in (0..jb).map(|jj| (jj, &k_rows[jj * k_stride..][..d])) {
-                        prefetch_row(k_ptr.wrapping_add((jj + PREFETCH_ROWS) * k_stride), d);
-                        for (r, qrow) in sc.q.chunks_exact(d).enumerate() {
-                            sc.s[r * ld + jj] = dot(qrow, krow);
-                        }
-                    }
-                } else {
-                    // SAFETY: as above, with K rows (row-major; gemm packs them) at k_stride.
-                    unsafe {
-                        gemm(
-                            jb,
-                            rows,
-                            d,
-                            sc.s.as_mut_ptr(),
-                            ld as isize,
-                            1,
-                            false,
-                            k_ptr,
-                            1,
-                            k_stride as isize,
-                            sc.q.as_ptr(),
-                            d as isize,
-                            1,
-                            0.0,
-                            1.0,
-                            false,
-                            false,
-                            false,
-                            Parallelism::None,
-                        )
-                    };
-                }
-            }
-        }
+/// The item's Q rows in f32, times `scale·log2(e)`. Scores are kept in base 2
+/// (`log2(e)·s`), so that the softmax's exponentials are `2^x`, whose range reduction is
+/// exact. With a softcap c the score is c·tanh(scale·<q,k> / c): Q takes scale / c, and
+/// [`softmax_step`] folds log2(e) into c.
+#[inline(always)]
+fn load_q<T: Element>(ctx: &Ctx<'_, T>, it: &Item, q: &mut [f32]) {
+    let p = &ctx.p;
+    let (d, g) = (p.head_dim, p.group_size());
+    let q_scale = if p.softcap > 0.0 { p.scale / p.softcap } else { p.scale * LOG2_E };
+    for (r, dst) in q.chunks_exact_mut(d).enumerate() {
+        let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+        T::to_f32(ctx.q.row(it.b, i, hq, d), dst);
+        dst.iter_mut().for_each(|x| *x *= q_scale);
+    }
+}
 
-        for r in 0..rows {
-            let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
-            let srow = &mut sc.s[r * ld..][..jb];
-            if p.softcap > 0.0 {
-                softcap_in_place(srow, p.softcap * LOG2_E);
-            }
-            if let Some(slopes) = ctx.alibi {
-                add_alibi(srow, slopes[it.b * p.heads + hq] * LOG2_E, (p.diag(i) - j0 as i64) as f32);
-            }
-            if !full {
-                let (a, b) = p.key_range(i);
-                let a = a.saturating_sub(j0).min(jb);
-                let b = b.saturating_sub(j0).clamp(a, jb);
-                srow[..a].fill(f32::NEG_INFINITY);
-                srow[b..].fill(f32::NEG_INFINITY);
-            }
-            let m_old = sc.m[r];
-            // SAFETY: with AVX2, the caller has AVX2 and FMA.
-            let m_new = m_old.max(unsafe { tile_row_max::<AVX2>(srow) });
-            // A row that has seen no visible score yet keeps m = -inf; exponentiate against
-            // 0 so that its masked scores give 0 and NaN scores stay NaN.
-            let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
-            // SAFETY: as above.
-            let sum = unsafe { tile_exp2_sub::<AVX2>(srow, m_use) };
-            let corr = exp2_f32(m_old - m_use);
-            sc.l[r] = sc.l[r] * corr + sum;
-            sc.m[r] = m_new;
-            sc.corr[r] = corr;
-        }
+/// `S = Q Kᵀ` through gemm for a K tile of `jb` keys whose element `(j, t)` lies at
+/// `k + t·k_strides.0 + j·k_strides.1`. In gemm's column-major terms this is
+/// Sᵀ (jb × rows) = K (jb × d) · Qᵀ (d × rows); Q rows and S rows are column-major operands
+/// as they lie, and so is a stored Kᵀ tile (strides `(KT_LD, 1)`), so gemm packs nothing
+/// then; row-major K rows (strides `(1, row stride)`) it packs.
+///
+/// # Safety
+/// The K tile is readable at those strides for `j < jb`, `t < d`; `jb ≤ S_LD`.
+#[inline(always)]
+unsafe fn scores_gemm(sc: &mut Scratch, d: usize, rows: usize, jb: usize, k: *const f32, k_strides: (usize, usize)) {
+    // SAFETY: S holds rows × S_LD (jb ≤ S_LD); Q holds rows × d; K as the caller says.
+    unsafe {
+        gemm(
+            jb,
+            rows,
+            d,
+            sc.s.as_mut_ptr(),
+            S_LD as isize,
+            1,
+            false,
+            k,
+            k_strides.0 as isize,
+            k_strides.1 as isize,
+            sc.q.as_ptr(),
+            d as isize,
+            1,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        )
+    }
+}
 
-        let (v_ptr, v_stride) = match &ctx.shared {
-            Some(shared) => (shared.v_tile(it.b, it.kvh, j0), shared.v_ld),
-            None => kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v),
-        };
-        if direct {
-            rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
-            // SAFETY: `kv_tile` returns jb rows of d at v_stride inside one buffer.
-            let v_rows = unsafe { std::slice::from_raw_parts(v_ptr, (jb - 1) * v_stride + d) };
-            for jj in 0..jb {
-                let vrow = &v_rows[jj * v_stride..][..d];
-                prefetch_row(v_ptr.wrapping_add((jj + PREFETCH_ROWS) * v_stride), d);
-                for (r, acc) in sc.acc.chunks_exact_mut(d).enumerate() {
-                    let pr = sc.s[r * ld + jj];
-                    acc.iter_mut().zip(vrow).for_each(|(a, &x)| *a = pr.mul_add(x, *a));
-                }
-            }
-            continue;
+/// `S = Q Kᵀ` as one dot product per (key, row), streaming the `jb` K rows once.
+///
+/// # Safety
+/// `k` points at `jb` rows of `d` readable floats at stride `k_stride`.
+#[inline(always)]
+unsafe fn scores_direct(sc: &mut Scratch, d: usize, jb: usize, k: *const f32, k_stride: usize) {
+    // SAFETY: the caller's contract.
+    let k_rows = unsafe { std::slice::from_raw_parts(k, (jb - 1) * k_stride + d) };
+    for (jj, krow) in (0..jb).map(|jj| (jj, &k_rows[jj * k_stride..][..d])) {
+        prefetch_row(k.wrapping_add((jj + PREFETCH_ROWS) * k_stride), d);
+        for (r, qrow) in sc.q.chunks_exact(d).enumerate() {
+            sc.s[r * S_LD + jj] = dot(qrow, krow);
         }
-        #[cfg(target_arch = "x86_64")]
-        if AVX2 && d.is_multiple_of(8) && ctx.shared.is_some() {
-            // SAFETY: the caller has AVX2 and FMA; d is a multiple of 8; acc holds rows × d,
-            // corr rows; P (in S) rows × S_LD with jb ≤ S_LD; the V tile is jb ≤ KEYS_PER_TILE
-            // rows of d at v_stride inside its block of `shared.v`.
-            unsafe { avx2::accumulate(&mut sc.acc, &sc.corr, d, rows, sc.s.as_ptr(), v_ptr, v_stride, jb) };
-            continue;
+    }
+}
+
+/// The online softmax over one tile of `S`, row by row: softcap, ALiBi and the masks
+/// transform the scores; then, with `m` the running row max and `l` the running sum,
+/// `m' = max(m, max_j s_j)`, `p_j = 2^(s_j - m')` in place of `s_j`,
+/// `corr = 2^(m - m')`, `l' = corr·l + Σ p_j`. `corr` is left for the `P V` step to
+/// rescale the accumulator.
+///
+/// # Safety
+/// With `AVX2`, the CPU has AVX2 and FMA.
+#[inline(always)]
+unsafe fn softmax_step<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, tile: Tile, sc: &mut Scratch) {
+    let p = &ctx.p;
+    let g = p.group_size();
+    let Tile { j0, jb, full } = tile;
+    for r in 0..(it.q1 - it.q0) * g {
+        let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+        let srow = &mut sc.s[r * S_LD..][..jb];
+        if p.softcap > 0.0 {
+            softcap_in_place(srow, p.softcap * LOG2_E);
         }
-        rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
-        // Oᵀ (d × rows) += Vᵀ (d × jb) · Pᵀ (jb × rows): V rows, P rows and the accumulator
-        // rows are all column-major operands for gemm, so again nothing is packed.
-        // SAFETY: acc holds rows × d; P (in S) rows × ld; the V tile is jb rows of d at
-        // v_stride inside its buffer (`kv_tile`, or its block of `shared.v`).
-        unsafe {
-            gemm(
-                d,
-                rows,
-                jb,
-                sc.acc.as_mut_ptr(),
-                d as isize,
-                1,
-                true,
-                v_ptr,
-                v_stride as isize,
-                1,
-                sc.s.as_ptr(),
-                ld as isize,
-                1,
-                1.0,
-                1.0,
-                false,
-                false,
-                false,
-                Parallelism::None,
-            )
-        };
+        if let Some(slopes) = ctx.alibi {
+            add_alibi(srow, slopes[it.b * p.heads + hq] * LOG2_E, (p.diag(i) - j0 as i64) as f32);
+        }
+        if !full {
+            let (a, b) = p.key_range(i);
+            let a = a.saturating_sub(j0).min(jb);
+            let b = b.saturating_sub(j0).clamp(a, jb);
+            srow[..a].fill(f32::NEG_INFINITY);
+            srow[b..].fill(f32::NEG_INFINITY);
+        }
+        let m_old = sc.m[r];
+        // SAFETY: with AVX2, the caller has AVX2 and FMA.
+        let m_new = m_old.max(unsafe { tile_row_max::<AVX2>(srow) });
+        // A row that has seen no visible score yet keeps m = -inf; exponentiate against
+        // 0 so that its masked scores give 0 and NaN scores stay NaN.
+        let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
+        // SAFETY: as above.
+        let sum = unsafe { tile_exp2_sub::<AVX2>(srow, m_use) };
+        let corr = exp2_f32(m_old - m_use);
+        sc.l[r] = sc.l[r] * corr + sum;
+        sc.m[r] = m_new;
+        sc.corr[r] = corr;
+    }
+}
+
+/// `acc = corr·acc + P V` through gemm: Oᵀ (d × rows) += Vᵀ (d × jb) · Pᵀ (jb × rows), with
+/// V rows, P rows and the accumulator rows all column-major operands for gemm, so nothing
+/// is packed.
+///
+/// # Safety
+/// `v` points at `jb` rows of `d` readable floats at stride `v_stride`.
+#[inline(always)]
+unsafe fn pv_gemm(sc: &mut Scratch, d: usize, rows: usize, jb: usize, v: *const f32, v_stride: usize) {
+    rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
+    // SAFETY: acc holds rows × d; P (in S) rows × S_LD; V as the caller says.
+    unsafe {
+        gemm(
+            d,
+            rows,
+            jb,
+            sc.acc.as_mut_ptr(),
+            d as isize,
+            1,
+            true,
+            v,
+            v_stride as isize,
+            1,
+            sc.s.as_ptr(),
+            S_LD as isize,
+            1,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        )
+    }
+}
+
+/// `acc = corr·acc + P V` as one axpy per (key, row), streaming the `jb` V rows once.
+///
+/// # Safety
+/// `v` points at `jb` rows of `d` readable floats at stride `v_stride`.
+#[inline(always)]
+unsafe fn pv_direct(sc: &mut Scratch, d: usize, rows: usize, jb: usize, v: *const f32, v_stride: usize) {
+    rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
+    // SAFETY: the caller's contract.
+    let v_rows = unsafe { std::slice::from_raw_parts(v, (jb - 1) * v_stride + d) };
+    for jj in 0..jb {
+        let vrow = &v_rows[jj * v_stride..][..d];
+        prefetch_row(v.wrapping_add((jj + PREFETCH_ROWS) * v_stride), d);
+        for (r, acc) in sc.acc.chunks_exact_mut(d).enumerate() {
+            let pr = sc.s[r * S_LD + jj];
+            acc.iter_mut().zip(vrow).for_each(|(a, &x)| *a = pr.mul_add(x, *a));
+        }
     }
 }
 
