@@ -36,6 +36,13 @@ pub(super) struct Ctx<'a, T> {
     shared: Option<SharedKv>,
 }
 
+/// Whether a call has several query blocks per (batch, kv head), so that each key is
+/// reused by several items and [`run`] packs K and V once ([`SharedKv`]): prefill. With
+/// one query block (decode-like calls) items read K and V in place.
+pub(super) fn packs_kv(p: &Problem) -> bool {
+    p.kv_heads > 0 && p.seq_q > (ROWS_PER_ITEM / p.group_size()).max(1)
+}
+
 /// A compiled instance of [`attend`] (`cpu/mod.rs` picks one per call).
 pub(super) type AttendFn<T> = unsafe fn(&Ctx<'_, T>, &Item, &mut Scratch);
 
@@ -113,6 +120,7 @@ pub(super) fn run<T: Element>(
         shared: None,
     };
     let n_qblocks = sq.div_ceil(ctx.q_block);
+    debug_assert_eq!(n_qblocks > 1, packs_kv(p));
     let ctx = Ctx { shared: (n_qblocks > 1).then(|| SharedKv::new(p, &ctx.k, &ctx.v)), ..ctx };
     let n_groups = b * hkv * n_qblocks;
     let threads = rayon::current_num_threads();

@@ -74,7 +74,11 @@
 //! S row or of the next Kᵀ / V column slices (slower), per-row scalar work moved out of
 //! the softmax loop.
 
-use candle_core::{backend::BackendStorage, bail, CpuStorage, Layout, Result};
+use std::cell::Cell;
+use std::fmt;
+use std::str::FromStr;
+
+use candle_core::{backend::BackendStorage, bail, CpuStorage, DType, Layout, Result};
 use half::{bf16, f16};
 
 use crate::problem::{Problem, Strides};
@@ -86,6 +90,7 @@ mod pack;
 mod softmax;
 
 use forward::{AttendFn, Ctx, Item, Scratch};
+pub use pack::release_cpu_buffers;
 use pack::Element;
 
 pub(crate) fn forward(
@@ -101,15 +106,17 @@ pub(crate) fn forward(
             bail!("fused-attn cpu: expected {} alibi slopes (batch × heads), got {}", p.batch * p.heads, a.len())
         }
     }
+    pack::keep_limit_bytes()?;
+    let path = path_for(p, q.dtype())?;
     match (q, k, v) {
         (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => {
-            forward::run::<f32>(p, (q, qs), (k, ks), (v, vs), alibi, select_kernel())
+            forward::run::<f32>(p, (q, qs), (k, ks), (v, vs), alibi, kernel(path)?)
         }
         (CpuStorage::F16(q), CpuStorage::F16(k), CpuStorage::F16(v)) => {
-            forward::run::<f16>(p, (q, qs), (k, ks), (v, vs), alibi, select_kernel())
+            forward::run::<f16>(p, (q, qs), (k, ks), (v, vs), alibi, kernel(path)?)
         }
         (CpuStorage::BF16(q), CpuStorage::BF16(k), CpuStorage::BF16(v)) => {
-            forward::run::<bf16>(p, (q, qs), (k, ks), (v, vs), alibi, select_kernel())
+            forward::run::<bf16>(p, (q, qs), (k, ks), (v, vs), alibi, kernel(path)?)
         }
         _ => bail!(
             "fused-attn cpu: q, k and v must share one of f32, f16, bf16; got {:?}, {:?}, {:?}",
@@ -120,36 +127,223 @@ pub(crate) fn forward(
     }
 }
 
-/// The widest instruction set this CPU has, for the softmax loops (the `gemm` crate
-/// dispatches its own kernels).
-fn select_kernel<T: Element>() -> AttendFn<T> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if is_x86_feature_detected!("avx512f") {
-            return attend_avx512::<T>;
-        }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            return attend_avx2::<T>;
+/// A CPU kernel path: the instruction set the attend loop is compiled for, and how it
+/// computes the tile products. Forcing one is for tests and measurements (see the module
+/// header); [`cpu_paths`] lists those this CPU can run.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CpuPath {
+    /// The tile products through the `gemm` crate; the softmax, mask and decode loops
+    /// compiled for AVX-512F.
+    Avx512Gemm,
+    /// The prefill tile products and the softmax's row max and `2^x` passes in the
+    /// hand-written AVX2 + FMA kernels (`cpu/avx2.rs`, when `head_dim % 8 == 0`); the rest
+    /// compiled for AVX2 + FMA.
+    Avx2Kernels,
+    /// The tile products through `gemm` (which picks its own SIMD kernels at run time); the
+    /// rest compiled for the target's baseline.
+    PortableGemm,
+}
+
+impl CpuPath {
+    /// Every path, widest instruction set first.
+    pub const ALL: [CpuPath; 3] = [CpuPath::Avx512Gemm, CpuPath::Avx2Kernels, CpuPath::PortableGemm];
+
+    /// The name that `FUSED_ATTN_CPU_PATH` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuPath::Avx512Gemm => "avx512-gemm",
+            CpuPath::Avx2Kernels => "avx2-kernels",
+            CpuPath::PortableGemm => "portable-gemm",
         }
     }
-    attend_portable::<T>
+
+    /// The CPU features the path's code is compiled for.
+    pub fn required_features(self) -> &'static [&'static str] {
+        match self {
+            CpuPath::Avx512Gemm => &["avx512f", "avx2", "fma"],
+            CpuPath::Avx2Kernels => &["avx2", "fma"],
+            CpuPath::PortableGemm => &[],
+        }
+    }
+
+    /// The required features this CPU lacks (all of them off x86-64): empty when the path
+    /// can run here.
+    pub fn missing_features(self) -> Vec<&'static str> {
+        self.required_features().iter().copied().filter(|f| !has_feature(f)).collect()
+    }
+
+    /// An error naming the path and the features this CPU lacks, if it lacks any.
+    fn check_supported(self) -> Result<()> {
+        check_features(self, self.missing_features())
+    }
+}
+
+fn check_features(path: CpuPath, missing: Vec<&str>) -> Result<()> {
+    if missing.is_empty() {
+        return Ok(());
+    }
+    bail!("fused-attn cpu: path {} needs {}, which this CPU lacks", path.name(), missing.join(", "))
+}
+
+impl fmt::Display for CpuPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CpuPath {
+    type Err = candle_core::Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match CpuPath::ALL.into_iter().find(|p| p.name() == s.trim()) {
+            Some(p) => Ok(p),
+            None => {
+                let names: Vec<_> = CpuPath::ALL.iter().map(|p| p.name()).collect();
+                bail!("fused-attn cpu: unknown CPU path {s:?}; the paths are {}", names.join(", "))
+            }
+        }
+    }
+}
+
+/// Whether this CPU has the feature, one of the names [`CpuPath::required_features`] uses.
+fn has_feature(feature: &str) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match feature {
+            "avx512f" => is_x86_feature_detected!("avx512f"),
+            "avx2" => is_x86_feature_detected!("avx2"),
+            "fma" => is_x86_feature_detected!("fma"),
+            _ => false,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = feature;
+        false
+    }
+}
+
+/// The paths this CPU can run, widest instruction set first.
+#[doc(hidden)]
+pub fn cpu_paths() -> Vec<CpuPath> {
+    CpuPath::ALL.into_iter().filter(|p| p.missing_features().is_empty()).collect()
+}
+
+/// The environment variable that forces a path for the whole process (read once).
+const PATH_VAR: &str = "FUSED_ATTN_CPU_PATH";
+
+thread_local! {
+    /// The path [`with_cpu_path`] forces on this thread.
+    static FORCED: Cell<Option<CpuPath>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with every CPU attention call that it makes on this thread forced onto `path`
+/// (calls that `f` hands to other threads, e.g. through a rayon pool's `install`, are
+/// not). An error, before `f` runs, when this CPU cannot run `path`.
+#[doc(hidden)]
+pub fn with_cpu_path<R>(path: CpuPath, f: impl FnOnce() -> R) -> Result<R> {
+    path.check_supported()?;
+    struct Restore(Option<CpuPath>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FORCED.with(|c| c.replace(Some(path))));
+    Ok(f())
+}
+
+/// The path [`PATH_VAR`] names, if it is set.
+fn env_path() -> Result<Option<CpuPath>> {
+    static ENV: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    match ENV.get_or_init(|| std::env::var(PATH_VAR).ok()) {
+        None => Ok(None),
+        Some(name) => name.parse().map(Some).map_err(|e| candle_core::Error::Msg(format!("{PATH_VAR}: {e}"))),
+    }
+}
+
+/// The path of one call: [`with_cpu_path`]'s on this thread, else [`PATH_VAR`]'s, else
+/// [`auto_path`]'s; an error when the forced path cannot run on this CPU.
+fn path_for(p: &Problem, dtype: DType) -> Result<CpuPath> {
+    let path = match FORCED.with(|c| c.get()) {
+        Some(path) => path,
+        None => match env_path()? {
+            Some(path) => path,
+            None => return Ok(auto_path(p, dtype)),
+        },
+    };
+    path.check_supported()?;
+    Ok(path)
+}
+
+/// The path chosen when none is forced: the widest this CPU runs, except where
+/// measurements (module header) say a narrower one is faster.
+fn auto_path(_p: &Problem, _dtype: DType) -> CpuPath {
+    cpu_paths()[0]
+}
+
+/// The dispatch table: the attend loop compiled for `path`'s instruction set and
+/// strategy, for the element type `T` (f32, f16, bf16). An error, never a kernel, when the
+/// CPU lacks the path's features.
+fn kernel<T: Element>(path: CpuPath) -> Result<AttendFn<T>> {
+    path.check_supported()?;
+    Ok(match path {
+        #[cfg(target_arch = "x86_64")]
+        CpuPath::Avx512Gemm => attend_avx512_gemm::<T>,
+        #[cfg(target_arch = "x86_64")]
+        CpuPath::Avx2Kernels => attend_avx2_kernels::<T>,
+        #[cfg(not(target_arch = "x86_64"))]
+        CpuPath::Avx512Gemm | CpuPath::Avx2Kernels => bail!("fused-attn cpu: path {path} exists on x86-64 only"),
+        CpuPath::PortableGemm => attend_portable_gemm::<T>,
+    })
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn attend_avx512<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
-    // SAFETY: `attend`'s contract is the caller's; the features were detected.
+unsafe fn attend_avx512_gemm<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
     unsafe { forward::attend::<T, false>(ctx, it, sc) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn attend_avx2<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
-    // SAFETY: `attend`'s contract is the caller's; the features were detected.
+unsafe fn attend_avx2_kernels<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
     unsafe { forward::attend::<T, true>(ctx, it, sc) }
 }
 
-unsafe fn attend_portable<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+unsafe fn attend_portable_gemm<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's.
     unsafe { forward::attend::<T, false>(ctx, it, sc) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_the_cpu_lacks_is_an_error_naming_it_and_the_features() {
+        let err = check_features(CpuPath::Avx512Gemm, vec!["avx512f"]).unwrap_err().to_string();
+        assert!(err.contains("avx512-gemm") && err.contains("avx512f"), "{err}");
+        check_features(CpuPath::Avx2Kernels, vec![]).unwrap();
+        for path in CpuPath::ALL {
+            assert_eq!(path.check_supported().is_ok(), cpu_paths().contains(&path));
+            assert_eq!(kernel::<f32>(path).is_ok(), cpu_paths().contains(&path));
+        }
+    }
+
+    #[test]
+    fn paths_parse_from_their_names() {
+        for path in CpuPath::ALL {
+            assert_eq!(path.name().parse::<CpuPath>().unwrap(), path);
+        }
+        let err = "avx512".parse::<CpuPath>().unwrap_err().to_string();
+        assert!(err.contains("avx512-gemm, avx2-kernels, portable-gemm"), "{err}");
+    }
+
+    #[test]
+    fn portable_gemm_runs_everywhere() {
+        assert_eq!(cpu_paths().last(), Some(&CpuPath::PortableGemm));
+    }
 }

@@ -4,7 +4,7 @@
 use candle_core::{bail, Result, WithDType};
 use half::{bf16, f16, slice::HalfFloatSliceExt};
 use rayon::prelude::*;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use crate::problem::{Problem, Strides};
 
@@ -129,22 +129,98 @@ const fn padded_stride(n: usize) -> usize {
     16 * if lines.is_multiple_of(4) { lines + 1 } else { lines }
 }
 
-/// The buffers of the last call's [`SharedKv`], kept for the next call. Freshly allocated,
+/// The buffers of the last calls' [`SharedKv`], kept for the next call. Freshly allocated,
 /// the two buffers (19 MiB at (1,16,16,2048,2048,64)) cost one page fault per 4 KiB on
 /// first touch; those faults made up most of the 25–32 ms that preparing K and V took per
-/// call single-thread, out of 290–390 ms. Kept: the largest buffers seen, the size of the
-/// largest call's K and V in f32 (never Sq×Sk).
-static KT_POOL: Mutex<Vec<f32>> = Mutex::new(Vec::new());
-static V_POOL: Mutex<Vec<f32>> = Mutex::new(Vec::new());
+/// call single-thread, out of 290–390 ms. Kept: the largest buffers seen, the size of a
+/// call's K and V in f32 (never Sq×Sk), while the two together stay within
+/// [`keep_limit_bytes`]; [`release_cpu_buffers`] frees them.
+static POOL: Pool = Pool::new();
 
-/// A `Vec<f32>` taken from a one-slot pool and given back on drop, seen as `len` floats
-/// from its first 64-byte line boundary. A call that finds the pool empty (another call
-/// holds its buffer) allocates its own.
+/// The environment variable that bounds the memory [`POOL`] keeps, in MiB.
+pub(super) const KEEP_MIB_VAR: &str = "FUSED_ATTN_CPU_KEEP_MIB";
+/// The bound when [`KEEP_MIB_VAR`] is unset: K and V in f32 of, e.g., 16k keys × 8 kv
+/// heads × d = 128 with their padding.
+pub(super) const DEFAULT_KEEP_MIB: usize = 256;
+
+/// The most bytes the kept buffers may hold together: [`KEEP_MIB_VAR`] MiB, read once;
+/// an error names the variable and its value when it is not a whole number.
+pub(super) fn keep_limit_bytes() -> Result<usize> {
+    static LIMIT: OnceLock<std::result::Result<usize, String>> = OnceLock::new();
+    let limit = LIMIT.get_or_init(|| match std::env::var(KEEP_MIB_VAR) {
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_KEEP_MIB << 20),
+        Ok(s) => s
+            .trim()
+            .parse::<usize>()
+            .map(|mib| mib.saturating_mul(1 << 20))
+            .map_err(|_| format!("fused-attn cpu: {KEEP_MIB_VAR} must be a whole number of MiB, got {s:?}")),
+        Err(e) => Err(format!("fused-attn cpu: {KEEP_MIB_VAR}: {e}")),
+    });
+    limit.clone().map_err(candle_core::Error::Msg)
+}
+
+/// Frees the K/V buffers the CPU path keeps between calls, and returns how many bytes they
+/// held. A call running meanwhile gives its buffers back when it ends.
+pub fn release_cpu_buffers() -> usize {
+    POOL.release()
+}
+
+/// Which of the two kept buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Slot {
+    /// Kᵀ blocks.
+    Kt = 0,
+    /// V blocks.
+    V = 1,
+}
+
+/// One kept buffer per [`Slot`].
+pub(super) struct Pool {
+    slots: Mutex<[Vec<f32>; 2]>,
+}
+
+impl Pool {
+    const fn new() -> Self {
+        Self { slots: Mutex::new([Vec::new(), Vec::new()]) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, [Vec<f32>; 2]> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The buffer of `slot`, leaving the slot empty (a call that finds it empty, because
+    /// another call holds it, allocates its own).
+    fn take_vec(&self, slot: Slot) -> Vec<f32> {
+        std::mem::take(&mut self.lock()[slot as usize])
+    }
+
+    /// Keeps `buf` in `slot` when it is larger than the buffer kept there and the two slots
+    /// then hold at most `limit` bytes; frees it otherwise.
+    fn give_back(&self, slot: Slot, buf: Vec<f32>, limit: usize) {
+        let mut slots = self.lock();
+        let other = slots[1 - slot as usize].capacity() * size_of::<f32>();
+        if buf.capacity() > slots[slot as usize].capacity() && buf.capacity() * size_of::<f32>() + other <= limit {
+            let old = std::mem::replace(&mut slots[slot as usize], buf);
+            drop(slots);
+            drop(old);
+        }
+    }
+
+    /// Frees both buffers; returns the bytes they held.
+    fn release(&self) -> usize {
+        let freed = std::mem::take(&mut *self.lock());
+        freed.iter().map(|b| b.capacity() * size_of::<f32>()).sum()
+    }
+}
+
+/// A `Vec<f32>` taken from a [`Pool`] slot and given back on drop, seen as `len` floats
+/// from its first 64-byte line boundary.
 struct PooledBuffer {
     buf: Vec<f32>,
     start: usize,
     len: usize,
-    pool: &'static Mutex<Vec<f32>>,
+    pool: &'static Pool,
+    slot: Slot,
 }
 
 /// Floats in a 64-byte cache line.
@@ -153,22 +229,21 @@ const LINE_FLOATS: usize = 16;
 impl PooledBuffer {
     /// Floats that a previous call left are not cleared: the callers write every float
     /// they read.
-    fn take(pool: &'static Mutex<Vec<f32>>, len: usize) -> Self {
-        let mut buf = std::mem::take(&mut *pool.lock().unwrap_or_else(|e| e.into_inner()));
+    fn take(pool: &'static Pool, slot: Slot, len: usize) -> Self {
+        let mut buf = pool.take_vec(slot);
         buf.truncate(len + LINE_FLOATS);
         buf.resize(len + LINE_FLOATS, 0.0);
         // At most 15 floats: the allocation is 4-byte aligned.
         let start = buf.as_ptr().align_offset(4 * LINE_FLOATS);
-        Self { buf, start, len, pool }
+        Self { buf, start, len, pool, slot }
     }
 }
 
 impl Drop for PooledBuffer {
     fn drop(&mut self) {
-        let mut kept = self.pool.lock().unwrap_or_else(|e| e.into_inner());
-        if self.buf.capacity() > kept.capacity() {
-            *kept = std::mem::take(&mut self.buf);
-        }
+        // `forward` read the limit before any buffer was taken, so it is valid here.
+        let limit = keep_limit_bytes().unwrap_or(0);
+        self.pool.give_back(self.slot, std::mem::take(&mut self.buf), limit);
     }
 }
 
@@ -190,8 +265,8 @@ impl SharedKv {
         let (sk, d, hkv) = (p.seq_k, p.head_dim, p.kv_heads);
         let (n_tiles, v_ld) = (sk.div_ceil(KEYS_PER_TILE), padded_stride(d));
         let (kt_block, v_block) = (d * KT_LD, KEYS_PER_TILE * v_ld);
-        let mut kt = PooledBuffer::take(&KT_POOL, p.batch * n_tiles * hkv * kt_block);
-        let mut vf = PooledBuffer::take(&V_POOL, p.batch * n_tiles * hkv * v_block);
+        let mut kt = PooledBuffer::take(&POOL, Slot::Kt, p.batch * n_tiles * hkv * kt_block);
+        let mut vf = PooledBuffer::take(&POOL, Slot::V, p.batch * n_tiles * hkv * v_block);
         let tiles = kt.par_chunks_mut(hkv * kt_block).zip(vf.par_chunks_mut(hkv * v_block));
         tiles.enumerate().for_each(|(bt, (kt, vf))| {
             let (b, j0) = (bt / n_tiles, (bt % n_tiles) * KEYS_PER_TILE);
@@ -253,4 +328,34 @@ pub(super) fn kv_tile<T: Element>(
         T::to_f32(x.row(b, j0 + jj, kvh, d), dst);
     }
     (buf.as_ptr(), d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+
+    #[test]
+    fn pool_keeps_the_largest_buffers_within_the_limit_and_releases_them() {
+        static P: Pool = Pool::new();
+        let floats = |mib: usize| vec![0f32; mib * MIB / 4];
+        P.give_back(Slot::Kt, floats(3), 10 * MIB);
+        P.give_back(Slot::V, floats(4), 10 * MIB);
+        assert_eq!(P.take_vec(Slot::Kt).capacity(), 3 * MIB / 4);
+        P.give_back(Slot::Kt, floats(3), 10 * MIB);
+        // Smaller than the kept one: freed.
+        P.give_back(Slot::V, floats(2), 10 * MIB);
+        assert_eq!(P.lock()[Slot::V as usize].capacity(), 4 * MIB / 4);
+        // Larger, but 7 + 3 MiB would pass the 9 MiB limit: freed, the kept one stays.
+        P.give_back(Slot::V, floats(7), 9 * MIB);
+        assert_eq!(P.lock()[Slot::V as usize].capacity(), 4 * MIB / 4);
+        // Within the limit: replaces the kept one.
+        P.give_back(Slot::V, floats(6), 9 * MIB);
+        assert_eq!(P.release(), 9 * MIB);
+        assert_eq!(P.release(), 0);
+        // A limit of 0 keeps nothing.
+        P.give_back(Slot::Kt, floats(1), 0);
+        assert_eq!(P.release(), 0);
+    }
 }
