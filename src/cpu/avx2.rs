@@ -268,13 +268,20 @@ fn exp2x8(x: __m256) -> __m256 {
 mod tests {
     use super::*;
 
-    fn has_avx2() -> bool {
-        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    /// Whether the CPU runs these kernels; if not, says so on the process's stderr (past
+    /// the test harness's capture), so that a skipped test never passes silently.
+    fn has_avx2(test: &str) -> bool {
+        let missing = super::super::CpuPath::Avx2Kernels.missing_features();
+        if !missing.is_empty() {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED: cpu::avx2::{test}: CPU lacks {}", missing.join(", "));
+        }
+        missing.is_empty()
     }
 
     #[test]
     fn exp2_pass_matches_exp2_f32_bit_for_bit() {
-        if !has_avx2() {
+        if !has_avx2("exp2_pass_matches_exp2_f32_bit_for_bit") {
             return;
         }
         let mut x: Vec<f32> = (0..20_000).map(|i| -0.0071 * i as f32).collect();
@@ -298,7 +305,7 @@ mod tests {
 
     #[test]
     fn row_max_ignores_nan() {
-        if !has_avx2() {
+        if !has_avx2("row_max_ignores_nan") {
             return;
         }
         for n in [0, 1, 7, 8, 9, 31, 128] {
