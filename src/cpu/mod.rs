@@ -78,7 +78,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::str::FromStr;
 
-use candle_core::{backend::BackendStorage, bail, CpuStorage, DType, Layout, Result};
+use candle_core::{backend::BackendStorage, bail, CpuStorage, Layout, Result};
 use half::{bf16, f16};
 
 use crate::problem::{Problem, Strides};
@@ -107,7 +107,7 @@ pub(crate) fn forward(
         }
     }
     pack::keep_limit_bytes()?;
-    let path = path_for(p, q.dtype())?;
+    let path = path_for(p)?;
     match (q, k, v) {
         (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => {
             forward::run::<f32>(p, (q, qs), (k, ks), (v, vs), alibi, kernel(path)?)
@@ -227,7 +227,13 @@ fn has_feature(feature: &str) -> bool {
 /// The paths this CPU can run, widest instruction set first.
 #[doc(hidden)]
 pub fn cpu_paths() -> Vec<CpuPath> {
-    CpuPath::ALL.into_iter().filter(|p| p.missing_features().is_empty()).collect()
+    supported_paths().to_vec()
+}
+
+/// [`cpu_paths`], detected once; never empty (`portable-gemm` runs everywhere).
+fn supported_paths() -> &'static [CpuPath] {
+    static PATHS: std::sync::OnceLock<Vec<CpuPath>> = std::sync::OnceLock::new();
+    PATHS.get_or_init(|| CpuPath::ALL.into_iter().filter(|p| p.missing_features().is_empty()).collect())
 }
 
 /// The environment variable that forces a path for the whole process (read once).
@@ -265,22 +271,29 @@ fn env_path() -> Result<Option<CpuPath>> {
 
 /// The path of one call: [`with_cpu_path`]'s on this thread, else [`PATH_VAR`]'s, else
 /// [`auto_path`]'s; an error when the forced path cannot run on this CPU.
-fn path_for(p: &Problem, dtype: DType) -> Result<CpuPath> {
+fn path_for(p: &Problem) -> Result<CpuPath> {
     let path = match FORCED.with(|c| c.get()) {
         Some(path) => path,
         None => match env_path()? {
             Some(path) => path,
-            None => return Ok(auto_path(p, dtype)),
+            None => return Ok(auto_path(p)),
         },
     };
     path.check_supported()?;
     Ok(path)
 }
 
-/// The path chosen when none is forced: the widest this CPU runs, except where
-/// measurements (module header) say a narrower one is faster.
-fn auto_path(_p: &Problem, _dtype: DType) -> CpuPath {
-    cpu_paths()[0]
+/// The path chosen when none is forced: `avx2-kernels` wherever its hand-written products
+/// run (prefill, `head_dim % 8 == 0`) and the CPU has AVX2 + FMA, AVX-512 CPUs included;
+/// otherwise the widest path the CPU runs. The same for every dtype.
+///
+/// MEASUREMENTS
+fn auto_path(p: &Problem) -> CpuPath {
+    let paths = supported_paths();
+    if forward::packs_kv(p) && p.head_dim.is_multiple_of(8) && paths.contains(&CpuPath::Avx2Kernels) {
+        return CpuPath::Avx2Kernels;
+    }
+    paths[0]
 }
 
 /// The dispatch table: the attend loop compiled for `path`'s instruction set and
@@ -340,6 +353,30 @@ mod tests {
         }
         let err = "avx512".parse::<CpuPath>().unwrap_err().to_string();
         assert!(err.contains("avx512-gemm, avx2-kernels, portable-gemm"), "{err}");
+    }
+
+    #[test]
+    fn auto_path_sends_prefill_with_d_a_multiple_of_8_to_the_avx2_kernels() {
+        let prefill = Problem {
+            batch: 1,
+            seq_q: 512,
+            seq_k: 512,
+            heads: 8,
+            kv_heads: 8,
+            head_dim: 64,
+            scale: 0.125,
+            softcap: 0.0,
+            window_left: -1,
+            window_right: -1,
+            has_alibi: false,
+            layout: Default::default(),
+            want_lse: false,
+        };
+        let widest = cpu_paths()[0];
+        let prefill_path = if cpu_paths().contains(&CpuPath::Avx2Kernels) { CpuPath::Avx2Kernels } else { widest };
+        assert_eq!(auto_path(&prefill), prefill_path);
+        assert_eq!(auto_path(&Problem { seq_q: 1, ..prefill }), widest);
+        assert_eq!(auto_path(&Problem { head_dim: 100, ..prefill }), widest);
     }
 
     #[test]
