@@ -25,38 +25,66 @@ fn report(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-/// Runs `check` with every CPU attention call forced onto each path this CPU supports,
-/// in turn; prints `ran cpu path …` for those and `SKIPPED: …` with the missing features
-/// for the others. The default choice is one of the paths run, so it is covered too.
-fn on_every_path(test: &str, check: impl Fn(CpuPath) -> Result<()>) -> Result<()> {
+/// Runs `check` once with the path the library picks by itself (`None`), then with every
+/// CPU attention call forced onto each path this CPU supports, in turn; prints the paths
+/// run, and `SKIPPED: …` with the missing features for the others.
+fn on_every_path(test: &str, check: impl Fn(Option<CpuPath>) -> Result<()>) -> Result<()> {
+    run_paths(test, true, check)
+}
+
+/// As [`on_every_path`] without the default run: for the sweeps, whose forced runs already
+/// cover every kernel the default could pick.
+fn on_each_forced_path(test: &str, check: impl Fn(CpuPath) -> Result<()>) -> Result<()> {
+    run_paths(test, false, |path| check(path.expect("a forced path")))
+}
+
+fn run_paths(test: &str, with_default: bool, check: impl Fn(Option<CpuPath>) -> Result<()>) -> Result<()> {
     let mut ran = Vec::new();
+    if with_default {
+        let mut failed_on = FailedOn::new(test, "the default path".into());
+        check(None)?;
+        failed_on.passed = true;
+        ran.push("default");
+    }
     for path in CpuPath::ALL {
         let missing = path.missing_features();
         if !missing.is_empty() {
             report(&format!("SKIPPED: {test}: cpu path {path}: CPU lacks {}", missing.join(", ")));
             continue;
         }
-        let failed_on = FailedOn(test, path);
-        with_cpu_path(path, || check(path))??;
-        std::mem::forget(failed_on);
+        let mut failed_on = FailedOn::new(test, format!("cpu path {path}"));
+        with_cpu_path(path, || check(Some(path)))??;
+        failed_on.passed = true;
         ran.push(path.name());
     }
-    assert!(!ran.is_empty(), "{test}: no CPU path ran");
+    assert!(ran.len() > usize::from(with_default), "{test}: no CPU path ran");
     report(&format!("{test}: ran cpu paths {}", ran.join(", ")));
     Ok(())
 }
 
-/// Names the test and path when a check panics on that path.
-struct FailedOn<'a>(&'a str, CpuPath);
+/// Names the test and the path when a check returns an error or panics there.
+struct FailedOn<'a> {
+    test: &'a str,
+    on: String,
+    passed: bool,
+}
+
+impl<'a> FailedOn<'a> {
+    fn new(test: &'a str, on: String) -> Self {
+        Self { test, on, passed: false }
+    }
+}
 
 impl Drop for FailedOn<'_> {
     fn drop(&mut self) {
-        report(&format!("FAILED: {}: on cpu path {}", self.0, self.1));
+        if !self.passed {
+            report(&format!("FAILED: {}: on {}", self.test, self.on));
+        }
     }
 }
 
 fn sweep(test: &str, dtype: DType, seed: u64) -> Result<()> {
-    on_every_path(test, |path| {
+    on_each_forced_path(test, |path| {
         let st = run_sweep(&Device::Cpu, dtype, SWEEP_CASES, seed)?;
         assert_eq!(st.cases, SWEEP_CASES);
         assert_eq!(
@@ -342,8 +370,12 @@ fn result_does_not_depend_on_thread_count() -> Result<()> {
         let run = |threads: usize, case: &Case| -> Result<Vec<f32>> {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("rayon pool");
             let (q, k, v, p) = case.inputs(&Device::Cpu, DType::F32)?;
-            // The forced path is per thread: force it again on the pool's thread.
-            pool.install(|| with_cpu_path(path, || attention(&q, &k, &v, &p)))??.flatten_all()?.to_vec1::<f32>()
+            // A forced path is per thread: force it again on the pool's thread.
+            let out = match path {
+                Some(path) => pool.install(|| with_cpu_path(path, || attention(&q, &k, &v, &p)))??,
+                None => pool.install(|| attention(&q, &k, &v, &p))?,
+            };
+            out.flatten_all()?.to_vec1::<f32>()
         };
         let prefill = Case::plain(30, (2, 8, 4, 300, 300, 64));
         let decode = Case::plain(31, (1, 8, 1, 1, 8000, 128));

@@ -1,4 +1,11 @@
-//! Work items, the attend loop over key tiles, and the merge of key splits.
+//! The forward pass proper. [`run`] cuts a call into work items (batch, kv head, query
+//! block, key split) and runs them on rayon. [`attend`] runs one item over its key tiles:
+//! `S = Q Kᵀ`, the online [`softmax_step`], `acc = corr·acc + P V`, the products in one of
+//! four strategies ([`Products`]); tiles that no row of the item sees are skipped, and mask
+//! arithmetic runs only on tiles that some row sees in part. [`merge_splits`] combines the
+//! key splits of decode calls (split-KV). All of it is generic over the element type and
+//! inlined into the per-path instances of `cpu/mod.rs`, which compile it for their
+//! instruction set.
 
 use candle_core::{CpuStorage, Result};
 use gemm::{gemm, Parallelism};
@@ -12,7 +19,7 @@ use super::softmax::{add_alibi, exp2_f32, exp2_sub_in_place, row_max, softcap_in
 use crate::problem::{Problem, Strides};
 
 /// Query rows per work item, counted over the q heads that share one kv head (a group of
-/// `g` heads takes `max(1, 48 / g)` positions). See the module header for the measurements.
+/// `g` heads takes `max(1, 48 / g)` positions). Measured: `lab/cpu-history.md`.
 const ROWS_PER_ITEM: usize = 48;
 /// Calls with at most this many query rows are decode-like and may split the keys.
 const DECODE_MAX_SEQ_Q: usize = 16;
@@ -40,7 +47,7 @@ pub(super) struct Ctx<'a, T> {
 /// reused by several items and [`run`] packs K and V once ([`SharedKv`]): prefill. With
 /// one query block (decode-like calls) items read K and V in place.
 pub(super) fn packs_kv(p: &Problem) -> bool {
-    p.kv_heads > 0 && p.seq_q > (ROWS_PER_ITEM / p.group_size()).max(1)
+    p.heads > 0 && p.kv_heads > 0 && p.seq_q > (ROWS_PER_ITEM / p.group_size()).max(1)
 }
 
 /// A compiled instance of [`attend`] (`cpu/mod.rs` picks one per call).
@@ -547,7 +554,7 @@ unsafe fn pv_direct(sc: &mut Scratch, d: usize, rows: usize, jb: usize, v: *cons
 /// K/V rows the direct (decode) loops prefetch ahead. Rows of one kv head lie a
 /// `kv_heads·d` stride apart, often 4 KiB or more, where the hardware prefetchers (which
 /// stay within a page) do not follow; without this the (1,32,8,1,4096,128) f32 decode
-/// spent most of its time waiting on loads (16 ms; see the module header for the result).
+/// spent most of its time waiting on loads (16 ms).
 const PREFETCH_ROWS: usize = 8;
 
 /// Asks for the `d` floats at `ptr` to be brought into L1.

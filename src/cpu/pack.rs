@@ -1,5 +1,8 @@
-//! K and V as f32 tiles: the input element types, strided input rows, the per-call packed
-//! Kᵀ/V blocks ([`SharedKv`]) and the buffers kept for them between calls.
+//! K and V as f32 tiles: the input element types (f32 read in place, f16/bf16 converted),
+//! strided input rows ([`Input`], bounds checked once per call), the packed Kᵀ/V blocks of
+//! a prefill call ([`SharedKv`]: one block per key tile, padded line-aligned strides) and
+//! the two buffers kept for them between calls, bounded by `FUSED_ATTN_CPU_KEEP_MIB` and
+//! freed by [`release_cpu_buffers`].
 
 use candle_core::{bail, Result, WithDType};
 use half::{bf16, f16, slice::HalfFloatSliceExt};
@@ -8,7 +11,8 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::problem::{Problem, Strides};
 
-/// Keys per tile: the `S` tile is `ROWS_PER_ITEM × KEYS_PER_TILE` f32 (module header).
+/// Keys per tile: the `S` tile is `ROWS_PER_ITEM × KEYS_PER_TILE` f32. Measured:
+/// `lab/cpu-history.md`.
 pub(super) const KEYS_PER_TILE: usize = 256;
 /// The row stride of the `S` tile.
 pub(super) const S_LD: usize = padded_stride(KEYS_PER_TILE);
