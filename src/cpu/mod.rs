@@ -2,77 +2,63 @@
 //!
 //! **What it computes.** `out = softmax(s) v` per (batch, q head, query row), with
 //! `s = scale·<q,k>`, then softcap, ALiBi and the bottom-right masks of [`Problem`],
-//! without an `Sq×Sk` buffer: keys are visited in tiles and the softmax is kept online
-//! (running row max `m`, running sum `l`, f32 accumulator), as FlashAttention-2 does.
+//! without an `Sq×Sk` buffer: keys are visited in tiles of 256 and the softmax is kept
+//! online (running row max `m`, running sum `l`, f32 accumulator), as FlashAttention-2 does.
+//! Scores are kept in base 2 (`log2(e)` is folded into Q's scale), so the exponentials are
+//! `2^x`. f16/bf16 inputs are converted to f32 per tile; all arithmetic is f32.
+//!
+//! **Files.**
+//! - `mod.rs` (here): the entry [`forward`], the kernel paths ([`CpuPath`]) and the
+//!   dispatch table ([`kernel`]).
+//! - `forward.rs`: work items on rayon; per item the loop over key tiles (scores, online
+//!   softmax step, `P V`) in one of four product strategies; the merge of key splits.
+//! - `pack.rs`: the element types and strided input rows; K transposed and V, packed once
+//!   per prefill call into line-aligned f32 tiles, in buffers kept between calls.
+//! - `softmax.rs`: the softmax's portable row passes and the `2^x` they share.
+//! - `avx2.rs`: hand-written AVX2 + FMA tile products and softmax passes.
 //!
 //! **Work split.** One work item is (batch, kv head, query block, key split). Its rows are
-//! the query positions of the block × the q heads that share the kv head (GQA/MQA), so one
-//! K/V tile (converted to f32 once for f16/bf16; read in place for f32) serves every head
-//! of the group. Items run on rayon. Decode-like calls (`sq ≤ 16`) with too few items for
-//! the threads also split the keys (split-KV): each split returns its partial `(m, l, acc)`
-//! and a merge rescales and adds them.
+//! the query positions of the block × the q heads that share the kv head (GQA/MQA, 48 rows
+//! in all), so one K/V tile serves every head of the group. Prefill calls (several query
+//! blocks) pack K and V once; decode-like calls (one query block) read them in place.
+//! Calls with `sq ≤ 16` and too few items for the threads also split the keys (split-KV):
+//! each split returns its partial `(m, l, acc)` and a merge rescales and adds them.
 //!
-//! **Per key tile.** `S = Q Kᵀ`, the online softmax, then `acc = corr·acc + P V`. When
-//! several query blocks reuse each key (prefill), K is transposed and V (f16/bf16:
-//! converted; f32: copied) once per call into padded-stride, line-aligned f32 blocks of
-//! one key tile each ([`SharedKv`]), O(Sk·D), in buffers kept from one call to the next so
-//! that their pages are not faulted in again. On CPUs
-//! with AVX2 + FMA, and `d % 8 == 0`, the two products of such items run in the
-//! hand-written 6×16 register-blocked kernels of [`avx2`], which also hold the softmax's
-//! row max and `exp` passes: gemm's per-call dispatch and planning cost about as much as
-//! its micro-kernel saved on 48 × 128 × 64 products. Elsewhere the products go through the
-//! `gemm` crate (runtime dispatched SIMD micro-kernels) with every operand laid out as
-//! gemm's column-major micro-kernel reads it, so gemm packs nothing: Q and P rows as they
-//! are, V rows, and K transposed; with one query block (decode) the tiles are read in
-//! place (f32) or converted per tile, and items of ≤ 8 rows use direct dot products /
-//! axpys with software prefetch instead of gemm. The other softmax loops (softcap, ALiBi,
-//! and max / `exp` off the AVX2 path) are plain loops over f32 slices compiled once per
-//! instruction set (AVX-512, AVX2+FMA, portable) and picked at run time. Scores are kept
-//! in base 2 (`log2(e)` is folded into Q's scale), so the exponentials are `2^x`, a
-//! branch-free Cephes polynomial in FMAs so that those loops vectorize. Key tiles that no
-//! row of the item can see are skipped; mask arithmetic runs only on tiles that some row
-//! sees partially.
+//! **Dispatch.** One table, dtype × instruction set × product strategy: [`forward`] matches
+//! the dtype (f32, f16, bf16) once, and [`kernel`] gives the `attend` loop compiled for a
+//! [`CpuPath`]:
 //!
-//! **Tiles.** 48 rows per item × 256 keys per tile (a d = 64 Kᵀ tile is 68 KiB, the S tile
-//! 51 KiB: both in L2; the kernels' column slices, 4 and 8 KiB, in L1). With gemm, 48
-//! rows was its limit for streaming an unpacked operand (packing cost 13% at 96 rows) and
-//! 64–256 keys were within noise of each other. With the AVX2 kernels, 48, 96 and 192 rows
-//! gave 61.5, 60.5 and 60.5 ms single-thread at (1,4,4,2048,2048,64) (CPU time, min of 5
-//! alternating runs): no reason to change. 256 keys rather than 128 halve the per-row,
-//! per-tile work of the online softmax and the accumulator's reload and rescale: at
-//! (1,16,16,2048,2048,64) f32 single-thread the min of 5 calls went from 247–286 to
-//! 226–257 ms (6 interleaved rounds), the softmax's share of the samples from 14.1–14.4%
-//! to 11.7–12.3%, and on 2 threads the medians from 156–177 to 147–162 ms; the causal
-//! shape (more masked keys computed on the diagonal) did not get slower (medians 83–101
-//! against 82–92 ms); 512 keys were level with 256. Measured on the 2-core dev
-//! machine (AMD EPYC Zen 3, 2.45 GHz base, about 3.1 GHz under load; AVX2 + FMA, no
-//! AVX-512). There, single-thread at (1,16,16,2048,2048,64) f32 (perf samples), the AVX2
-//! kernels take about 80% of the time at about 93% of the FMA peak (a register-only FMA
-//! loop runs at 101 GFLOP/s per core, 2 × 101 on both), the softmax about 12–13%,
-//! preparing K/V about 2% and the rest (Q and output copies, rayon) about 5%.
+//! | path            | compiled for | prefill tile products         | softmax max, `2^x` | needs              |
+//! |-----------------|--------------|-------------------------------|--------------------|--------------------|
+//! | `avx512-gemm`   | AVX-512F     | `gemm` crate                  | vectorized loops   | avx512f, avx2, fma |
+//! | `avx2-kernels`  | AVX2 + FMA   | `avx2.rs` kernels (d % 8 = 0) | `avx2.rs`          | avx2, fma          |
+//! | `portable-gemm` | baseline     | `gemm` crate                  | loops              | –                  |
 //!
-//! **History** (same shape, same machine, noisy). Per-row scalar loop (interim): not
-//! timed. Tiles through gemm with row-major operands: 420 ms on 2 threads, 30% of the
-//! time in gemm's packing. Column-major operands + shared Kᵀ (no packing) at 48 rows:
-//! 515 ms single-thread, the unpacked micro-kernel thrashing L1 sets on 4 KiB-multiple
-//! strides; padded strides: 302 ms single-thread. Criterion medians are in
-//! `benches/attention.rs`'s output (249 ms, 69 GFLOP/s, vs naive 1.79 s when written;
-//! 199 ms, 86 GFLOP/s, at the last gemm version). With the AVX2 kernels: criterion
-//! medians from 145 to 198 ms over a dozen runs in one hour (f32 154–198 ms, 87–112
-//! GFLOP/s; bf16 145–181 ms), moving together with the decode row (4.3–7.3 ms), so with
-//! the host rather than the guest's load (0–1.3); single-thread, the call costs 252 ms of
-//! CPU (4 × 63 ms at (1,4,4,2048,2048,64)), 126 ms on two uncontended cores. Then, each
-//! step measured single-thread at (1,16,16,2048,2048,64) f32 against the previous one in
-//! interleaved runs: K/V buffers kept across calls (about 3k page faults per call fewer:
-//! their preparation 25–32 → 9–13 ms); Kᵀ stored tile by tile (min of 5 calls 254–263 →
-//! 238–247 ms); softmax in base 2 (its share of the samples 15.5–16.5% → 11–13%); K/V
-//! prepared tile by tile for all kv heads, 8 keys at once (2.4–3.1 ms on 2 threads, from
-//! 4.8–9). Criterion, interleaved with the version before these steps in the same
-//! window: 160–170 ms against 190–195 ms. Tried without a measurable gain: Estrin's form
-//! for the `2^x` polynomial (shorter dependency chain), 96 or 192 rows per item (a quarter
-//! of the K/V traffic), 24 rows (double: about 3% slower), software prefetch of the next
-//! S row or of the next Kᵀ / V column slices (slower), per-row scalar work moved out of
-//! the softmax loop.
+//! Decode-like calls use dot products and axpys (≤ 8 rows per item) or `gemm` on every
+//! path; there the paths differ only in what the loops are compiled for. `gemm` picks its
+//! own SIMD kernels at run time on every path. `portable-gemm` is the path of CPUs without
+//! AVX2 + FMA and of other architectures; on x86-64 its `f32::mul_add`s (the `2^x`
+//! polynomial, the decode loops) are library calls, which makes it about 20× slower than
+//! the other two on this file's bench rows.
+//!
+//! **Choice.** Unforced, a call takes `avx2-kernels` where its hand-written products run
+//! (prefill, `head_dim % 8 == 0`) and the CPU has AVX2 + FMA, AVX-512 CPUs included, and
+//! the widest path the CPU has elsewhere (decode-like calls, other head dims), for every
+//! dtype: [`auto_path`], with the measurements beside it.
+//!
+//! **Overrides.** `FUSED_ATTN_CPU_PATH=<path>` forces a path for the process (read once);
+//! the hidden `with_cpu_path(path, f)` forces one for the calls `f` makes on its thread
+//! (tests run every path the CPU has through it; `cpu_paths()` lists them). A forced path
+//! the CPU lacks is an error naming the missing features.
+//!
+//! **Kept memory.** The packed K/V buffers of a prefill call (K and V in f32, about the size
+//! of K and V themselves, never Sq×Sk) are kept for the next call, sparing their page
+//! faults. The two kept buffers hold at most `FUSED_ATTN_CPU_KEEP_MIB` MiB together
+//! (read once; default 256; 0 keeps none); a larger call frees its own when it ends.
+//! [`release_cpu_buffers`] frees them.
+//!
+//! The measurements behind these choices, and the versions that led here:
+//! `lab/cpu-history.md`.
 
 use std::cell::Cell;
 use std::fmt;
@@ -175,15 +161,14 @@ impl CpuPath {
 
     /// An error naming the path and the features this CPU lacks, if it lacks any.
     fn check_supported(self) -> Result<()> {
-        check_features(self, self.missing_features())
+        lacking_message(self, &self.missing_features()).map_or(Ok(()), |m| Err(candle_core::Error::Msg(m)))
     }
 }
 
-fn check_features(path: CpuPath, missing: Vec<&str>) -> Result<()> {
-    if missing.is_empty() {
-        return Ok(());
-    }
-    bail!("fused-attn cpu: path {} needs {}, which this CPU lacks", path.name(), missing.join(", "))
+/// The error message for a path whose `missing` features this CPU lacks; none if none.
+fn lacking_message(path: CpuPath, missing: &[&str]) -> Option<String> {
+    (!missing.is_empty())
+        .then(|| format!("fused-attn cpu: path {} needs {}, which this CPU lacks", path.name(), missing.join(", ")))
 }
 
 impl fmt::Display for CpuPath {
@@ -196,14 +181,16 @@ impl FromStr for CpuPath {
     type Err = candle_core::Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        match CpuPath::ALL.into_iter().find(|p| p.name() == s.trim()) {
-            Some(p) => Ok(p),
-            None => {
-                let names: Vec<_> = CpuPath::ALL.iter().map(|p| p.name()).collect();
-                bail!("fused-attn cpu: unknown CPU path {s:?}; the paths are {}", names.join(", "))
-            }
-        }
+        parse_path(s).map_err(candle_core::Error::Msg)
     }
+}
+
+/// The path named `s`, or a message listing the names.
+fn parse_path(s: &str) -> std::result::Result<CpuPath, String> {
+    CpuPath::ALL.into_iter().find(|p| p.name() == s.trim()).ok_or_else(|| {
+        let names: Vec<_> = CpuPath::ALL.iter().map(|p| p.name()).collect();
+        format!("fused-attn cpu: unknown CPU path {s:?}; the paths are {}", names.join(", "))
+    })
 }
 
 /// Whether this CPU has the feature, one of the names [`CpuPath::required_features`] uses.
@@ -260,34 +247,59 @@ pub fn with_cpu_path<R>(path: CpuPath, f: impl FnOnce() -> R) -> Result<R> {
     Ok(f())
 }
 
-/// The path [`PATH_VAR`] names, if it is set.
+/// The path [`PATH_VAR`] names, if it is set and not empty.
 fn env_path() -> Result<Option<CpuPath>> {
     static ENV: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    match ENV.get_or_init(|| std::env::var(PATH_VAR).ok()) {
-        None => Ok(None),
-        Some(name) => name.parse().map(Some).map_err(|e| candle_core::Error::Msg(format!("{PATH_VAR}: {e}"))),
+    let name = ENV.get_or_init(|| std::env::var_os(PATH_VAR).map(|v| v.to_string_lossy().into_owned()));
+    match name.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(name) => parse_path(name).map(Some).map_err(|m| candle_core::Error::Msg(format!("{m} (from {PATH_VAR})"))),
     }
 }
 
 /// The path of one call: [`with_cpu_path`]'s on this thread, else [`PATH_VAR`]'s, else
 /// [`auto_path`]'s; an error when the forced path cannot run on this CPU.
 fn path_for(p: &Problem) -> Result<CpuPath> {
-    let path = match FORCED.with(|c| c.get()) {
-        Some(path) => path,
-        None => match env_path()? {
-            Some(path) => path,
-            None => return Ok(auto_path(p)),
+    if let Some(path) = FORCED.with(|c| c.get()) {
+        path.check_supported()?;
+        return Ok(path);
+    }
+    match env_path()? {
+        Some(path) => match lacking_message(path, &path.missing_features()) {
+            Some(m) => Err(candle_core::Error::Msg(format!("{m} (forced by {PATH_VAR})"))),
+            None => Ok(path),
         },
-    };
-    path.check_supported()?;
-    Ok(path)
+        None => Ok(auto_path(p)),
+    }
 }
 
 /// The path chosen when none is forced: `avx2-kernels` wherever its hand-written products
 /// run (prefill, `head_dim % 8 == 0`) and the CPU has AVX2 + FMA, AVX-512 CPUs included;
 /// otherwise the widest path the CPU runs. The same for every dtype.
 ///
-/// MEASUREMENTS
+/// Measured on an AVX-512 Xeon (KVM guest of 2 vCPUs, `lscpu`: "Intel(R) Xeon(R)
+/// Processor", family 6 model 167; avx512f/bw/vl, avx512_bf16, avx512_fp16, amx, avx2,
+/// fma), 2 rayon threads, the host loaded 5–10 by other jobs: process CPU time per call,
+/// min over 10 calls (2048 rows) or 80, the two paths alternating call by call, 3 runs:
+///
+/// | row (B,H,Hkv,Sq,Sk,D)      | dtype | `avx2-kernels` | `avx512-gemm`  |
+/// |----------------------------|-------|----------------|----------------|
+/// | 1,8,8,512,512,64           | f32   | 6.74–6.77 ms   | 6.96–7.13 ms   |
+/// | 1,16,16,2048,2048,64       | f32   | 218–224 ms     | 228–233 ms     |
+/// | same, causal               | f32   | 120–123 ms     | 124–129 ms     |
+/// | 1,32,8,1,4096,128 (decode) | f32   | 3.43–3.88 ms   | 3.40–3.76 ms   |
+/// | 1,8,8,512,512,64           | bf16  | 6.50–6.66 ms   | 6.82–7.04 ms   |
+/// | 1,16,16,2048,2048,64       | bf16  | 214–218 ms     | 225–228 ms     |
+/// | same, causal               | bf16  | 117–119 ms     | 121–123 ms     |
+/// | 1,32,8,1,4096,128 (decode) | bf16  | 3.66–3.91 ms   | 3.62–3.87 ms   |
+///
+/// Prefill at d = 96, 128 and 256, GQA, f32 and f16 (one run): `avx2-kernels` 1–11% less.
+/// Decode runs the same loops on both paths, compiled for AVX2 or AVX-512: level, so it
+/// keeps the widest. On other machines (wall time, 2 threads): a Sapphire Rapids host,
+/// `avx2-kernels` 208 ms against 229 ms at the f32 2048 row and 5.97 against 14.1 ms at
+/// the 512 row; a Zen 5, `avx512-gemm` 88 ms against 93 ms at the 2048 row, the one
+/// measured case where this choice costs (force `avx512-gemm` there). Criterion rows and
+/// the whole record: `lab/cpu-history.md`.
 fn auto_path(p: &Problem) -> CpuPath {
     let paths = supported_paths();
     if forward::packs_kv(p) && p.head_dim.is_multiple_of(8) && paths.contains(&CpuPath::Avx2Kernels) {
@@ -337,9 +349,9 @@ mod tests {
 
     #[test]
     fn a_path_the_cpu_lacks_is_an_error_naming_it_and_the_features() {
-        let err = check_features(CpuPath::Avx512Gemm, vec!["avx512f"]).unwrap_err().to_string();
-        assert!(err.contains("avx512-gemm") && err.contains("avx512f"), "{err}");
-        check_features(CpuPath::Avx2Kernels, vec![]).unwrap();
+        let err = lacking_message(CpuPath::Avx512Gemm, &["avx512f", "fma"]).unwrap();
+        assert_eq!(err, "fused-attn cpu: path avx512-gemm needs avx512f, fma, which this CPU lacks");
+        assert_eq!(lacking_message(CpuPath::Avx2Kernels, &[]), None);
         for path in CpuPath::ALL {
             assert_eq!(path.check_supported().is_ok(), cpu_paths().contains(&path));
             assert_eq!(kernel::<f32>(path).is_ok(), cpu_paths().contains(&path));
@@ -377,6 +389,9 @@ mod tests {
         assert_eq!(auto_path(&prefill), prefill_path);
         assert_eq!(auto_path(&Problem { seq_q: 1, ..prefill }), widest);
         assert_eq!(auto_path(&Problem { head_dim: 100, ..prefill }), widest);
+        // Zero-sized problems (the API returns before the back end) do not divide by zero.
+        assert_eq!(auto_path(&Problem { heads: 0, ..prefill }), widest);
+        assert_eq!(auto_path(&Problem { heads: 0, kv_heads: 0, ..prefill }), widest);
     }
 
     #[test]
