@@ -63,3 +63,8 @@ pub use problem::{AttnParams, MAX_HEAD_DIM};
 pub use reference::attention_ref;
 #[doc(hidden)]
 pub use reference::{attention_ref_lse, attention_ref_probs};
+
+pub use cpu::release_cpu_buffers;
+// Test and measurement hooks that force a CPU kernel path (`src/cpu/mod.rs`).
+#[doc(hidden)]
+pub use cpu::{cpu_paths, with_cpu_path, CpuPath};

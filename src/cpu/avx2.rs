@@ -15,7 +15,8 @@
 
 use std::arch::x86_64::*;
 
-use super::{EXP2_MIN, EXP2_POLY, EXP2_ROUND, S_LD};
+use super::pack::S_LD;
+use super::softmax::{exp2_f32, EXP2_MIN, EXP2_POLY, EXP2_ROUND};
 
 /// Rows of one register block.
 const MR: usize = 6;
@@ -200,7 +201,7 @@ unsafe fn accumulate_block<const R: usize, const V: usize>(
 }
 
 /// The largest element of `x`, ignoring NaN; `-inf` for an empty or all-NaN slice (as
-/// `super::row_max`).
+/// `super::softmax::row_max`).
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn row_max(x: &[f32]) -> f32 {
     let mut chunks = x.chunks_exact(8);
@@ -218,7 +219,7 @@ pub(super) fn row_max(x: &[f32]) -> f32 {
 }
 
 /// `x = 2^(x - m)` in place, returning the sum; `m` is at least every non-NaN element, so
-/// `x - m ≤ 0`. The operations of `super::exp2_f32` on 8 lanes, so the same results.
+/// `x - m ≤ 0`. The operations of [`exp2_f32`] on 8 lanes, so the same results.
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn exp2_sub_sum(x: &mut [f32], m: f32) -> f32 {
     let mut chunks = x.chunks_exact_mut(8);
@@ -233,7 +234,7 @@ pub(super) fn exp2_sub_sum(x: &mut [f32], m: f32) -> f32 {
     }
     let mut tail = 0f32;
     for v in chunks.into_remainder() {
-        *v = super::exp2_f32(*v - m);
+        *v = exp2_f32(*v - m);
         tail += *v;
     }
     tail + hsum(sum)
@@ -248,7 +249,7 @@ fn hsum(v: __m256) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
 }
 
-/// `super::exp2_f32` of 8 lanes.
+/// [`exp2_f32`] of 8 lanes.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn exp2x8(x: __m256) -> __m256 {
@@ -267,16 +268,22 @@ fn exp2x8(x: __m256) -> __m256 {
 mod tests {
     use super::*;
 
-    fn has_avx2() -> bool {
-        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    /// Whether the CPU runs these kernels; if not, says so on the process's stderr (past
+    /// the test harness's capture), so that a skipped test never passes silently.
+    fn has_avx2(test: &str) -> bool {
+        let missing = super::super::CpuPath::Avx2Kernels.missing_features();
+        if !missing.is_empty() {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED: cpu::avx2::{test}: CPU lacks {}", missing.join(", "));
+        }
+        missing.is_empty()
     }
 
     #[test]
     fn exp2_pass_matches_exp2_f32_bit_for_bit() {
-        if !has_avx2() {
+        if !has_avx2("exp2_pass_matches_exp2_f32_bit_for_bit") {
             return;
         }
-        let exp2_f32 = super::super::exp2_f32;
         let mut x: Vec<f32> = (0..20_000).map(|i| -0.0071 * i as f32).collect();
         x.extend([f32::NEG_INFINITY, -127.5, -127.01, -126.99, -1e30, 0.0, -0.0, -1e-30, f32::NAN]);
         for m in [0.0f32, 3.5] {
@@ -298,7 +305,7 @@ mod tests {
 
     #[test]
     fn row_max_ignores_nan() {
-        if !has_avx2() {
+        if !has_avx2("row_max_ignores_nan") {
             return;
         }
         for n in [0, 1, 7, 8, 9, 31, 128] {

@@ -71,7 +71,8 @@ use rayon::prelude::*;
 use std::f32::consts::LOG2_E;
 use std::sync::Mutex;
 
-use super::{exp2_f32, padded_stride, Element, Input};
+use super::pack::{padded_stride, Element, Input};
+use super::softmax::exp2_f32;
 use crate::problem::{Problem, Strides};
 
 /// Rows per query block (positions × q heads of the group), at least one position.

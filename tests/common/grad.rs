@@ -12,7 +12,7 @@
 //! missing (`None` from the backward) is an error, never a pass.
 
 use candle_core::{backprop::GradStore, DType, Device, Result, Tensor, Var};
-use candle_fused_attn::{attention, attention_ref, attention_ref_probs, AttnParams};
+use candle_fused_attn::{attention, attention_ref, attention_ref_lse, attention_ref_probs, AttnParams};
 use rand::{rngs::StdRng, SeedableRng};
 
 use super::{dtype_epsilon, randn, to_f64_vec, Case, InputLayout};
@@ -59,11 +59,16 @@ impl Trainable {
         Ok(Self { var, view, layout, dims: (b, s, h, d) })
     }
 
-    /// The gradient of the view, `(b, s, h, d)`, or an error when the backward gave none.
-    fn grad(&self, grads: &GradStore, what: &str) -> Result<Tensor> {
-        let Some(g) = grads.get(self.var.as_tensor()) else {
-            candle_core::bail!("no gradient for {what}: the backward dropped it")
+    /// The gradient of the view, `(b, s, h, d)`. A missing one is an error when `required`;
+    /// otherwise zeros: candle's autograd prunes a branch that a zero factor cuts off (an
+    /// `affine` by 0, as `attention_ref` does for scale 0), where the gradient is zero.
+    fn grad(&self, grads: &GradStore, what: &str, required: bool) -> Result<Tensor> {
+        let g = match grads.get(self.var.as_tensor()) {
+            Some(g) => g.clone(),
+            None if required => candle_core::bail!("no gradient for {what}: the backward dropped it"),
+            None => self.var.as_tensor().zeros_like()?,
         };
+        let g = &g;
         let (b, s, h, d) = self.dims;
         match self.layout {
             InputLayout::Contiguous => Ok(g.clone()),
@@ -79,17 +84,20 @@ impl Trainable {
 }
 
 /// `dq`, `dk`, `dv` of `loss = Σ attention(q, k, v) ∘ upstream` through `f`.
+/// The fused op's gradients are `required`; the references' may be pruned (see
+/// [`Trainable::grad`]).
 fn grads_of(
     q: &Trainable,
     k: &Trainable,
     v: &Trainable,
     upstream: &Tensor,
+    required: bool,
     f: impl Fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>,
 ) -> Result<[Tensor; 3]> {
     let out = f(&q.view, &k.view, &v.view)?;
     let loss = (out.to_dtype(upstream.dtype())? * upstream)?.sum_all()?;
     let grads = loss.backward()?;
-    Ok([q.grad(&grads, "q")?, k.grad(&grads, "k")?, v.grad(&grads, "v")?])
+    Ok([q.grad(&grads, "q", required)?, k.grad(&grads, "k", required)?, v.grad(&grads, "v", required)?])
 }
 
 /// The errors of one gradient against the oracle.
@@ -127,8 +135,10 @@ pub fn check_grad_case(case: &Case, dev: &Device, dtype: DType) -> Result<Vec<Gr
         Trainable::new(&v, case.layouts[2])?,
     ];
     let up_dev = upstream.to_device(dev)?;
-    let fused = grads_of(&fused_in[0], &fused_in[1], &fused_in[2], &up_dev, |q, k, v| attention(q, k, v, &params))?;
-    let naive = grads_of(&fused_in[0], &fused_in[1], &fused_in[2], &up_dev, |q, k, v| attention_ref(q, k, v, &params))?;
+    let fused =
+        grads_of(&fused_in[0], &fused_in[1], &fused_in[2], &up_dev, true, |q, k, v| attention(q, k, v, &params))?;
+    let naive =
+        grads_of(&fused_in[0], &fused_in[1], &fused_in[2], &up_dev, false, |q, k, v| attention_ref(q, k, v, &params))?;
 
     // The oracle: the same values in f64 on the CPU.
     let cpu_params = params_on_cpu(&params)?;
@@ -140,8 +150,9 @@ pub fn check_grad_case(case: &Case, dev: &Device, dtype: DType) -> Result<Vec<Gr
         Trainable::new(&k64, InputLayout::Contiguous)?,
         Trainable::new(&v64, InputLayout::Contiguous)?,
     ];
-    let oracle =
-        grads_of(&oracle_in[0], &oracle_in[1], &oracle_in[2], &up64, |q, k, v| attention_ref(q, k, v, &cpu_params))?;
+    let oracle = grads_of(&oracle_in[0], &oracle_in[1], &oracle_in[2], &up64, false, |q, k, v| {
+        attention_ref(q, k, v, &cpu_params)
+    })?;
 
     let floors = grad_floor(dtype, &q64, &k64, &v64, &up64, &cpu_params, &oracle)?;
     let mut results = Vec::new();
@@ -184,10 +195,14 @@ fn params_on_cpu(p: &AttnParams) -> Result<AttnParams> {
 ///   `dP = dO Vᵀ`, `D_i = <dO_i, O_i>` → `A_ij = P_ij (|dP_ij| + |D_i|)`, so
 ///   `dq_i` → `|scale| Σ_j A_ij · max|k|` and `dk_j` → `|scale| Σ_i A_ij · max|q|`. `dP`
 ///   and `D` are themselves d-term sums, so `n = max(terms, d)`, doubled for the two levels.
-/// * **the score error**: each score is itself a d-term f32 dot product, off by up to
-///   `sqrt(d)·u·|scale|·max‖q‖·max‖k‖` (the forward's bound, see `super::floor`), which moves
-///   `P` (and so every term above) by that much relative, twice over for `P` and `dS`: the
-///   bounds are multiplied by `1 + 2·|scale|·max‖q‖·max‖k‖`.
+/// * **the stored LSE.** The backward recomputes `P = exp(s − lse)` from a score and an LSE
+///   each rounded to f32 (and converted to base 2 and back), where the naive softmax
+///   subtracts the row max, one of the scores, exactly. The exponent is then off by a few
+///   units in the last place of `|s|` and `|lse|`: `P` by a relative
+///   `4·u·(max|s| + max|lse|)` (over visible keys), which scales every bound above.
+///
+/// The score error itself (each score a d-term f32 dot product) is not in the floor: the
+/// naive path computes its scores in f32 too, so `2 × naive` covers it.
 pub fn grad_floor(
     dtype: DType,
     q: &Tensor,
@@ -205,9 +220,6 @@ pub fn grad_floor(
     let g = h / hkv;
     let u = f32::EPSILON as f64 / 2.0;
     let max_abs = |t: &Tensor| -> Result<f64> { Ok(to_f64_vec(t)?.iter().fold(0f64, |a, x| a.max(x.abs()))) };
-    let max_norm = |t: &Tensor| -> Result<f64> {
-        Ok(to_f64_vec(t)?.chunks(d).fold(0f64, |a, row| a.max(row.iter().map(|x| x * x).sum::<f64>().sqrt())))
-    };
     let scale = params.softmax_scale.abs() as f64;
     let probs = attention_ref_probs(q, k, v, params)?; // (b, h, sq, sk) f64
     let out = attention_ref(q, k, v, params)?; // (b, sq, h, d)
@@ -220,8 +232,14 @@ pub fn grad_floor(
     let dp = d_o.matmul(&rep(v)?.t()?)?.abs()?; // (b, h, sq, sk)
     let dsum = (d_o * out.transpose(1, 2)?.contiguous()?)?.sum_keepdim(3)?.abs()?; // (b, h, sq, 1)
     let a = (&probs * dp.broadcast_add(&dsum)?)?;
-    let kappa = 1.0 + 2.0 * scale * max_norm(q)? * max_norm(k)?;
-    let level = |terms: usize| 2.0 * ((terms.max(d)) as f64).sqrt() * u * kappa;
+    // max|s| over visible keys, from s = ln P + lse where P > 0.
+    let lse = attention_ref_lse(q, k, v, params)?; // (b, h, sq) f64
+    let finite_max = |t: &Tensor| -> Result<f64> {
+        Ok(to_f64_vec(t)?.iter().filter(|x| x.is_finite()).fold(0f64, |a, x| a.max(x.abs())))
+    };
+    let max_s = finite_max(&probs.log()?.broadcast_add(&lse.unsqueeze(3)?)?)?;
+    let exp_rel = 4.0 * u * (max_s + finite_max(&lse)?);
+    let level = |terms: usize| 2.0 * ((terms.max(d)) as f64).sqrt() * u + exp_rel;
     // dk and dv sum over the q rows of every head of the kv head's group.
     let group_sum = |t: &Tensor| t.reshape((b, hkv, g, sk))?.sum(2);
     let b_dv = max_abs(&group_sum(&probs.sum(2)?)?)? * max_abs(upstream)?;

@@ -134,8 +134,18 @@ impl Case {
             }
         }
 
-        let softmax_scale =
-            if rng.random_bool(0.7) { 1.0 / (head_dim as f32).sqrt() } else { rng.random_range(0.05..1.5f32) };
+        // Mostly 1/sqrt(d); else 0 (every visible key weighs the same), a negative scale
+        // (the softmax favours the smallest dot products) or another positive one. The CUDA
+        // path runs scale <= 0 in other kernel instances than scale > 0.
+        let softmax_scale = if rng.random_bool(0.7) {
+            1.0 / (head_dim as f32).sqrt()
+        } else {
+            match rng.random_range(0..6) {
+                0 => 0.0,
+                1 | 2 => -rng.random_range(0.05..1.5f32),
+                _ => rng.random_range(0.05..1.5f32),
+            }
+        };
         // Masks: none, causal, or windows (left, right or both), each alone or with others.
         let window = |rng: &mut StdRng| -> Option<usize> {
             if rng.random_bool(0.5) {
@@ -478,6 +488,9 @@ pub struct SweepStats {
     pub max_fused_over_naive: f64,
     pub max_fused_rel_l2: f64,
     pub max_naive_rel_l2: f64,
+    /// Cases drawn with a zero softmax scale, and with a negative one.
+    pub zero_scales: usize,
+    pub negative_scales: usize,
     pub elapsed: Duration,
 }
 
@@ -502,6 +515,8 @@ pub fn run_sweep_with(dev: &Device, dtype: DType, n_configs: usize, seed: u64, l
         let case = Case::random(case_seed(seed, i), limits);
         let r = check_case(dev, dtype, &case)?;
         st.cases += 1;
+        st.zero_scales += usize::from(case.softmax_scale == 0.0);
+        st.negative_scales += usize::from(case.softmax_scale < 0.0);
         st.max_ratio = st.max_ratio.max(r.ratio());
         st.max_fused_abs = st.max_fused_abs.max(r.fused_max_abs);
         st.max_naive_abs = st.max_naive_abs.max(r.naive_max_abs);
@@ -522,10 +537,13 @@ pub fn run_sweep_with(dev: &Device, dtype: DType, n_configs: usize, seed: u64, l
     }
     st.elapsed = start.elapsed();
     eprintln!(
-        "sweep {dtype:?} on {:?}: {} cases, {} failures, max fused/allowed {:.3}, max fused/naive {:.3}, \
-         max abs err fused {:.3e} naive {:.3e}, max rel-L2 fused {:.3e} naive {:.3e}, {:.1} s",
+        "sweep {dtype:?} on {:?}: {} cases ({} with scale 0, {} with scale < 0), {} failures, \
+         max fused/allowed {:.3}, max fused/naive {:.3}, max abs err fused {:.3e} naive {:.3e}, \
+         max rel-L2 fused {:.3e} naive {:.3e}, {:.1} s",
         dev.location(),
         st.cases,
+        st.zero_scales,
+        st.negative_scales,
         st.failures,
         st.max_ratio,
         st.max_fused_over_naive,

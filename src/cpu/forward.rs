@@ -1,0 +1,652 @@
+//! The forward pass proper. [`run`] cuts a call into work items (batch, kv head, query
+//! block, key split) and runs them on rayon. [`attend`] runs one item over its key tiles:
+//! `S = Q Kᵀ`, the online [`softmax_step`], `acc = corr·acc + P V`, the products in one of
+//! four strategies ([`Products`]); tiles that no row of the item sees are skipped, and mask
+//! arithmetic runs only on tiles that some row sees in part. [`merge_splits`] combines the
+//! key splits of decode calls (split-KV). All of it is generic over the element type and
+//! inlined into the per-path instances of `cpu/mod.rs`, which compile it for their
+//! instruction set.
+
+use candle_core::{CpuStorage, Result};
+use gemm::{gemm, Parallelism};
+use rayon::prelude::*;
+use std::f32::consts::LOG2_E;
+
+#[cfg(target_arch = "x86_64")]
+use super::avx2;
+use super::pack::{kv_tile, Element, Input, SharedKv, KEYS_PER_TILE, KT_LD, S_LD};
+use super::softmax::{add_alibi, exp2_f32, exp2_sub_in_place, row_max, softcap_in_place, LANES};
+use crate::problem::{Problem, Strides};
+
+/// Query rows per work item, counted over the q heads that share one kv head (a group of
+/// `g` heads takes `max(1, 48 / g)` positions). Measured: `lab/cpu-history.md`.
+const ROWS_PER_ITEM: usize = 48;
+/// Calls with at most this many query rows are decode-like and may split the keys.
+const DECODE_MAX_SEQ_Q: usize = 16;
+/// Items with at most this many rows and one query block use direct dot products and
+/// axpys instead of gemm (decode: 1–8 q heads per kv head).
+const DIRECT_MAX_ROWS: usize = 8;
+/// A key split is never shorter than this, so each split amortizes its merge.
+const MIN_KEYS_PER_SPLIT: usize = 256;
+
+/// What every work item shares.
+pub(super) struct Ctx<'a, T> {
+    p: Problem,
+    q: Input<'a, T>,
+    k: Input<'a, T>,
+    v: Input<'a, T>,
+    alibi: Option<&'a [f32]>,
+    /// Query positions per item; rows per item = `q_block × group`.
+    q_block: usize,
+    /// When several query blocks reuse each key, K and V are prepared once per call
+    /// instead of once per tile and item.
+    shared: Option<SharedKv>,
+}
+
+/// Whether a call has several query blocks per (batch, kv head), so that each key is
+/// reused by several items and [`run`] packs K and V once ([`SharedKv`]): prefill. With
+/// one query block (decode-like calls) items read K and V in place.
+pub(super) fn packs_kv(p: &Problem) -> bool {
+    p.heads > 0 && p.kv_heads > 0 && p.seq_q > (ROWS_PER_ITEM / p.group_size()).max(1)
+}
+
+/// A compiled instance of [`attend`] (`cpu/mod.rs` picks one per call).
+pub(super) type AttendFn<T> = unsafe fn(&Ctx<'_, T>, &Item, &mut Scratch);
+
+/// One unit of parallel work: query positions `q0..q1` of all q heads of kv head `kvh` in
+/// batch `b`, against keys `k_lo..k_hi`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Item {
+    b: usize,
+    kvh: usize,
+    q0: usize,
+    q1: usize,
+    k_lo: usize,
+    k_hi: usize,
+}
+
+/// Per-thread buffers, reused across items. Row `r` of an item is query position
+/// `q0 + r / g`, q head `kvh·g + r % g`, which is also the output's memory order.
+#[derive(Default)]
+pub(super) struct Scratch {
+    q: Vec<f32>,
+    s: Vec<f32>,
+    acc: Vec<f32>,
+    m: Vec<f32>,
+    l: Vec<f32>,
+    /// Per row: `e^(m_old - m_new)`, the factor for `acc` before this tile's `P V`.
+    corr: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+}
+
+impl Scratch {
+    /// Sizes the buffers for an item of `rows` rows and starts its softmax state: `m = -inf`,
+    /// `l = 0`, `acc = 0`. Q and S are overwritten before they are read.
+    #[inline(always)]
+    fn reset(&mut self, rows: usize, d: usize) {
+        self.q.resize(rows * d, 0.0);
+        self.s.resize(rows * S_LD, 0.0);
+        self.acc.clear();
+        self.acc.resize(rows * d, 0.0);
+        self.m.clear();
+        self.m.resize(rows, f32::NEG_INFINITY);
+        self.l.clear();
+        self.l.resize(rows, 0.0);
+        self.corr.resize(rows, 0.0);
+    }
+}
+
+/// An item's online-softmax state after its last key tile.
+struct Partial {
+    m: Vec<f32>,
+    l: Vec<f32>,
+    acc: Vec<f32>,
+}
+
+pub(super) fn run<T: Element>(
+    p: &Problem,
+    q: (&[T], Strides),
+    k: (&[T], Strides),
+    v: (&[T], Strides),
+    alibi: Option<&[f32]>,
+    attend: AttendFn<T>,
+) -> Result<(CpuStorage, Option<Vec<f32>>)> {
+    let (b, sq, sk, h, hkv, d) = (p.batch, p.seq_q, p.seq_k, p.heads, p.kv_heads, p.head_dim);
+    let mut out = vec![T::zero(); b * sq * h * d];
+    // (batch, heads, seq_q): each row's natural-log log-sum-exp, when asked for.
+    let mut lse = p.want_lse.then(|| vec![f32::NEG_INFINITY; b * h * sq]);
+    if out.is_empty() || sk == 0 {
+        return Ok((T::to_cpu_storage_owned(out), lse));
+    }
+    let ctx = Ctx {
+        p: *p,
+        q: Input::new(q, (b, sq, h), d, "q")?,
+        k: Input::new(k, (b, sk, hkv), d, "k")?,
+        v: Input::new(v, (b, sk, hkv), d, "v")?,
+        alibi,
+        q_block: (ROWS_PER_ITEM / p.group_size()).clamp(1, sq),
+        shared: None,
+    };
+    let n_qblocks = sq.div_ceil(ctx.q_block);
+    debug_assert_eq!(n_qblocks > 1, packs_kv(p));
+    let ctx = Ctx { shared: (n_qblocks > 1).then(|| SharedKv::new(p, &ctx.k, &ctx.v)), ..ctx };
+    let n_groups = b * hkv * n_qblocks;
+    let threads = rayon::current_num_threads();
+    let n_splits = if sq <= DECODE_MAX_SEQ_Q && n_groups < 4 * threads {
+        (4 * threads).div_ceil(n_groups).min(sk.div_ceil(MIN_KEYS_PER_SPLIT)).max(1)
+    } else {
+        1
+    };
+    let item = |idx: usize, split: usize| -> Item {
+        let (bi, rest) = (idx / (hkv * n_qblocks), idx % (hkv * n_qblocks));
+        let (kvh, qb) = (rest / n_qblocks, rest % n_qblocks);
+        let q0 = qb * ctx.q_block;
+        // Whole key tiles, so that a split's tiles are the stored Kᵀ tiles.
+        let per_split = sk.div_ceil(n_splits).next_multiple_of(KEYS_PER_TILE);
+        Item {
+            b: bi,
+            kvh,
+            q0,
+            q1: (q0 + ctx.q_block).min(sq),
+            k_lo: split * per_split,
+            k_hi: ((split + 1) * per_split).min(sk),
+        }
+    };
+    let row_len = d * p.group_size();
+    let out_ptr = SendPtr(out.as_mut_ptr());
+    let lse_ptr = lse.as_mut().map(|l| SendPtr(l.as_mut_ptr()));
+
+    if n_splits == 1 {
+        (0..n_groups).into_par_iter().for_each_init(Scratch::default, |sc, idx| {
+            let it = item(idx, 0);
+            // SAFETY: `attend` reads the inputs only inside the bounds `Input::new` checked
+            // and writes only `sc`, which it sizes itself.
+            unsafe { attend(&ctx, &it, sc) };
+            let rows = (it.q1 - it.q0) * p.group_size();
+            let normalized = &mut sc.q[..rows * d]; // Q is no longer needed: reuse it.
+            finalize_rows(&sc.acc[..rows * d], &sc.l[..rows], d, normalized);
+            for (i, src) in (it.q0..it.q1).zip(normalized.chunks_exact(row_len)) {
+                let start = ((it.b * sq + i) * h + it.kvh * p.group_size()) * d;
+                // SAFETY: items partition the (batch, position, kv-head group) rows of `out`,
+                // so this in-bounds range (i < sq, kvh < hkv) is written by this item only,
+                // and `out` outlives the parallel loop.
+                let dst = unsafe { std::slice::from_raw_parts_mut(out_ptr.get().add(start), row_len) };
+                T::from_f32(src, dst);
+            }
+            if let Some(lse_ptr) = lse_ptr {
+                for (r, (&m, &l)) in sc.m[..rows].iter().zip(&sc.l[..rows]).enumerate() {
+                    let (i, hq) = (it.q0 + r / p.group_size(), it.kvh * p.group_size() + r % p.group_size());
+                    // SAFETY: as for `out`: the item owns rows (b, q heads of kvh, q0..q1), and
+                    // (b·h + hq)·sq + i < b·h·sq indexes the LSE buffer, which outlives the loop.
+                    unsafe { *lse_ptr.get().add((it.b * h + hq) * sq + i) = row_lse(m, l) };
+                }
+            }
+        });
+    } else {
+        let partials: Vec<Partial> = (0..n_groups * n_splits)
+            .into_par_iter()
+            .map_init(Scratch::default, |sc, idx| {
+                let it = item(idx / n_splits, idx % n_splits);
+                // SAFETY: as above.
+                unsafe { attend(&ctx, &it, sc) };
+                let rows = (it.q1 - it.q0) * p.group_size();
+                Partial { m: sc.m[..rows].to_vec(), l: sc.l[..rows].to_vec(), acc: sc.acc[..rows * d].to_vec() }
+            })
+            .collect();
+        let merge = |(bi, (out_b, lse_b)): (usize, (&mut [T], Option<&mut [f32]>))| {
+            merge_splits(&ctx, bi, &partials, n_qblocks, n_splits, out_b, lse_b)
+        };
+        match lse.as_mut() {
+            // Both have one chunk per batch (out is not empty, so h·sq > 0).
+            Some(l) => {
+                out.par_chunks_mut(sq * h * d).zip(l.par_chunks_mut(h * sq).map(Some)).enumerate().for_each(merge)
+            }
+            None => out.par_chunks_mut(sq * h * d).map(|o| (o, None)).enumerate().for_each(merge),
+        }
+    }
+    Ok((T::to_cpu_storage_owned(out), lse))
+}
+
+/// A row's natural-log log-sum-exp from its running max `m` (base-2 units, as the scores
+/// are kept) and its sum `l = Σ 2^(x - m)`: `(m + log2 l)·ln 2`; `-inf` for a row that saw
+/// no key (`l = 0`); NaN stays NaN.
+fn row_lse(m: f32, l: f32) -> f32 {
+    if l == 0.0 {
+        f32::NEG_INFINITY
+    } else {
+        (m + l.log2()) * std::f32::consts::LN_2
+    }
+}
+
+/// Combines the key splits of every (kv head, query block) of batch `bi` and writes the
+/// output rows: `acc = Σ e^(m_s - M) acc_s`, `l = Σ e^(m_s - M) l_s`, `out = acc / l`.
+fn merge_splits<T: Element>(
+    ctx: &Ctx<'_, T>,
+    bi: usize,
+    partials: &[Partial],
+    n_qblocks: usize,
+    n_splits: usize,
+    out_b: &mut [T],
+    mut lse_b: Option<&mut [f32]>,
+) {
+    let p = &ctx.p;
+    let (d, g) = (p.head_dim, p.group_size());
+    for kvh in 0..p.kv_heads {
+        for qb in 0..n_qblocks {
+            let group = (bi * p.kv_heads + kvh) * n_qblocks + qb;
+            let splits = &partials[group * n_splits..][..n_splits];
+            let q0 = qb * ctx.q_block;
+            let q1 = (q0 + ctx.q_block).min(p.seq_q);
+            let rows = (q1 - q0) * g;
+            let mut acc = vec![0f32; rows * d];
+            let mut l = vec![0f32; rows];
+            for r in 0..rows {
+                let m_max = splits.iter().fold(f32::NEG_INFINITY, |a, s| a.max(s.m[r]));
+                let m_use = if m_max == f32::NEG_INFINITY { 0.0 } else { m_max };
+                for s in splits {
+                    let w = (s.m[r] - m_use).exp2();
+                    l[r] += w * s.l[r];
+                    for (a, x) in acc[r * d..][..d].iter_mut().zip(&s.acc[r * d..][..d]) {
+                        *a += w * x;
+                    }
+                }
+            }
+            if let Some(lse_b) = lse_b.as_deref_mut() {
+                for r in 0..rows {
+                    let m_max = splits.iter().fold(f32::NEG_INFINITY, |a, s| a.max(s.m[r]));
+                    let (i, hq) = (q0 + r / g, kvh * g + r % g);
+                    lse_b[hq * p.seq_q + i] = row_lse(if m_max == f32::NEG_INFINITY { 0.0 } else { m_max }, l[r]);
+                }
+            }
+            let mut buf = vec![0f32; g * d];
+            for i in q0..q1 {
+                let r0 = (i - q0) * g;
+                finalize_rows(&acc[r0 * d..][..g * d], &l[r0..][..g], d, &mut buf);
+                T::from_f32(&buf, &mut out_b[(i * p.heads + kvh * g) * d..][..g * d]);
+            }
+        }
+    }
+}
+
+/// `acc *= corr` per row of `d` (the online softmax's correction for a grown row max).
+fn rescale_rows(acc: &mut [f32], corr: &[f32], d: usize) {
+    for (acc, &c) in acc.chunks_exact_mut(d).zip(corr) {
+        if c != 1.0 {
+            acc.iter_mut().for_each(|a| *a *= c);
+        }
+    }
+}
+
+/// `out = acc / l` per row; a row that saw no key (`l == 0`) outputs zeros. A NaN `l`
+/// stays NaN.
+fn finalize_rows(acc: &[f32], l: &[f32], d: usize, out: &mut [f32]) {
+    for (r, &lr) in l.iter().enumerate() {
+        let inv = if lr == 0.0 { 0.0 } else { 1.0 / lr };
+        for (o, a) in out[r * d..][..d].iter_mut().zip(&acc[r * d..][..d]) {
+            *o = a * inv;
+        }
+    }
+}
+
+/// A pointer shared across rayon tasks that write disjoint ranges.
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: only used to write disjoint ranges of one buffer from several threads.
+unsafe impl<T> Send for SendPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SendPtr<T> {}
+impl<T> SendPtr<T> {
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// How an item computes its two tile products, chosen once per item. Each variant reads
+/// K and V from one place and multiplies them in one way.
+#[derive(Clone, Copy)]
+enum Products<'a> {
+    /// Prefill on the AVX2 path with `d % 8 == 0`: the packed Kᵀ/V blocks of [`SharedKv`]
+    /// through the register-blocked [`avx2`] kernels, which also rescale the accumulator.
+    #[cfg(target_arch = "x86_64")]
+    PackedAvx2(&'a SharedKv),
+    /// Prefill otherwise: the packed blocks through `gemm`, every operand already in the
+    /// column-major layout gemm's micro-kernel reads, so gemm packs nothing.
+    PackedGemm(&'a SharedKv),
+    /// One query block of at most [`DIRECT_MAX_ROWS`] rows (decode): dot products and axpys
+    /// straight off the K/V rows, with software prefetch.
+    Direct,
+    /// One query block of more rows: K/V tiles read in place (f32) or converted per tile
+    /// ([`kv_tile`]), through `gemm`.
+    StreamedGemm,
+}
+
+/// The keys `j0..j0 + jb` of one tile, and whether every row of the item sees all of them.
+#[derive(Clone, Copy)]
+struct Tile {
+    j0: usize,
+    jb: usize,
+    full: bool,
+}
+
+/// Runs one item's key tiles and leaves its online-softmax state `(m, l, acc)` in `sc`
+/// (rows `0..(q1 - q0)·g`). Per tile: `S = Q Kᵀ`, [`softmax_step`], then
+/// `acc = corr·acc + P V`, in the way [`Products`] says.
+///
+/// With `AVX2` (the caller has AVX2 and FMA) the softmax's row max and `2^x` pass use the
+/// [`avx2`] kernels, and so do the prefill tile products when `d % 8 == 0`.
+///
+/// # Safety
+/// `ctx.k` and `ctx.v` must have passed `Input::new` (every row lies inside its buffer);
+/// with `AVX2`, the CPU has AVX2 and FMA.
+#[inline(always)]
+pub(super) unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    let p = &ctx.p;
+    let (d, g) = (p.head_dim, p.group_size());
+    let rows = (it.q1 - it.q0) * g;
+    sc.reset(rows, d);
+    load_q(ctx, it, &mut sc.q);
+    let products = match &ctx.shared {
+        #[cfg(target_arch = "x86_64")]
+        Some(kv) if AVX2 && d.is_multiple_of(8) => Products::PackedAvx2(kv),
+        Some(kv) => Products::PackedGemm(kv),
+        None if rows <= DIRECT_MAX_ROWS => Products::Direct,
+        None => Products::StreamedGemm,
+    };
+
+    // Key ranges are monotone in the row, so the item's keys are [lo(q0), hi(q1 - 1)).
+    let (first_lo, first_hi) = p.key_range(it.q0);
+    let (last_lo, last_hi) = p.key_range(it.q1 - 1);
+    let (lo, hi) = (first_lo.max(it.k_lo), last_hi.min(it.k_hi));
+    // Tiles start at multiples of KEYS_PER_TILE, the stored Kᵀ tiles; the keys of the first
+    // tile below `lo` are masked for every row (split boundaries are tile multiples too).
+    for j0 in (lo - lo % KEYS_PER_TILE..hi).step_by(KEYS_PER_TILE) {
+        let j1 = (j0 + KEYS_PER_TILE).min(hi);
+        // Every row sees every key of the tile: no mask arithmetic.
+        let tile = Tile { j0, jb: j1 - j0, full: last_lo <= j0 && first_hi >= j1 };
+        if !tile.full
+            && !(it.q0..it.q1).any(|i| {
+                let (a, b) = p.key_range(i);
+                a < j1 && b > j0
+            })
+        {
+            continue; // no row sees this tile
+        }
+        let jb = tile.jb;
+        match products {
+            #[cfg(target_arch = "x86_64")]
+            Products::PackedAvx2(kv) => {
+                let (kt, v) = (kv.kt_tile(it.b, it.kvh, j0), kv.v_tile(it.b, it.kvh, j0));
+                // SAFETY: the caller has AVX2 and FMA; Q holds rows × d; the Kᵀ tile has d
+                // rows of 16·⌈jb/16⌉ ≤ KEYS_PER_TILE ≤ KT_LD floats at stride KT_LD inside
+                // `kv.kt`; S holds rows × S_LD with 16·⌈jb/16⌉ ≤ S_LD.
+                unsafe { avx2::scores(&sc.q, d, rows, kt, KT_LD, jb, sc.s.as_mut_ptr()) };
+                // SAFETY: the caller's AVX2 contract.
+                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                // SAFETY: the caller has AVX2 and FMA; d is a multiple of 8; acc holds
+                // rows × d, corr rows; P (in S) rows × S_LD with jb ≤ S_LD; the V tile is
+                // jb ≤ KEYS_PER_TILE rows of d at stride v_ld inside its block of `kv.v`.
+                unsafe { avx2::accumulate(&mut sc.acc, &sc.corr, d, rows, sc.s.as_ptr(), v, kv.v_ld, jb) };
+            }
+            Products::PackedGemm(kv) => {
+                // SAFETY: the Kᵀ tile is d columns of jb ≤ KT_LD keys at stride KT_LD inside
+                // `kv.kt`.
+                unsafe { scores_gemm(sc, d, rows, jb, kv.kt_tile(it.b, it.kvh, j0), (KT_LD, 1)) };
+                // SAFETY: the caller's AVX2 contract.
+                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                // SAFETY: the V tile is jb rows of d at stride v_ld inside its block of `kv.v`.
+                unsafe { pv_gemm(sc, d, rows, jb, kv.v_tile(it.b, it.kvh, j0), kv.v_ld) };
+            }
+            Products::Direct => {
+                let (k, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
+                // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer.
+                unsafe { scores_direct(sc, d, jb, k, k_stride) };
+                // SAFETY: the caller's AVX2 contract.
+                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                let (v, v_stride) = kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v);
+                // SAFETY: as for K.
+                unsafe { pv_direct(sc, d, rows, jb, v, v_stride) };
+            }
+            Products::StreamedGemm => {
+                let (k, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
+                // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer
+                // (row-major K; gemm packs it).
+                unsafe { scores_gemm(sc, d, rows, jb, k, (1, k_stride)) };
+                // SAFETY: the caller's AVX2 contract.
+                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                let (v, v_stride) = kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v);
+                // SAFETY: as for K.
+                unsafe { pv_gemm(sc, d, rows, jb, v, v_stride) };
+            }
+        }
+    }
+}
+
+/// The item's Q rows in f32, times `scale·log2(e)`. Scores are kept in base 2
+/// (`log2(e)·s`), so that the softmax's exponentials are `2^x`, whose range reduction is
+/// exact. With a softcap c the score is c·tanh(scale·<q,k> / c): Q takes scale / c, and
+/// [`softmax_step`] folds log2(e) into c.
+#[inline(always)]
+fn load_q<T: Element>(ctx: &Ctx<'_, T>, it: &Item, q: &mut [f32]) {
+    let p = &ctx.p;
+    let (d, g) = (p.head_dim, p.group_size());
+    let q_scale = if p.softcap > 0.0 { p.scale / p.softcap } else { p.scale * LOG2_E };
+    for (r, dst) in q.chunks_exact_mut(d).enumerate() {
+        let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+        T::to_f32(ctx.q.row(it.b, i, hq, d), dst);
+        dst.iter_mut().for_each(|x| *x *= q_scale);
+    }
+}
+
+/// `S = Q Kᵀ` through gemm for a K tile of `jb` keys whose element `(j, t)` lies at
+/// `k + t·k_strides.0 + j·k_strides.1`. In gemm's column-major terms this is
+/// Sᵀ (jb × rows) = K (jb × d) · Qᵀ (d × rows); Q rows and S rows are column-major operands
+/// as they lie, and so is a stored Kᵀ tile (strides `(KT_LD, 1)`), so gemm packs nothing
+/// then; row-major K rows (strides `(1, row stride)`) it packs.
+///
+/// # Safety
+/// The K tile is readable at those strides for `j < jb`, `t < d`; `jb ≤ S_LD`.
+#[inline(always)]
+unsafe fn scores_gemm(sc: &mut Scratch, d: usize, rows: usize, jb: usize, k: *const f32, k_strides: (usize, usize)) {
+    // SAFETY: S holds rows × S_LD (jb ≤ S_LD); Q holds rows × d; K as the caller says.
+    unsafe {
+        gemm(
+            jb,
+            rows,
+            d,
+            sc.s.as_mut_ptr(),
+            S_LD as isize,
+            1,
+            false,
+            k,
+            k_strides.0 as isize,
+            k_strides.1 as isize,
+            sc.q.as_ptr(),
+            d as isize,
+            1,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        )
+    }
+}
+
+/// `S = Q Kᵀ` as one dot product per (key, row), streaming the `jb` K rows once.
+///
+/// # Safety
+/// `k` points at `jb` rows of `d` readable floats at stride `k_stride`.
+#[inline(always)]
+unsafe fn scores_direct(sc: &mut Scratch, d: usize, jb: usize, k: *const f32, k_stride: usize) {
+    // SAFETY: the caller's contract.
+    let k_rows = unsafe { std::slice::from_raw_parts(k, (jb - 1) * k_stride + d) };
+    for (jj, krow) in (0..jb).map(|jj| (jj, &k_rows[jj * k_stride..][..d])) {
+        prefetch_row(k.wrapping_add((jj + PREFETCH_ROWS) * k_stride), d);
+        for (r, qrow) in sc.q.chunks_exact(d).enumerate() {
+            sc.s[r * S_LD + jj] = dot(qrow, krow);
+        }
+    }
+}
+
+/// The online softmax over one tile of `S`, row by row: softcap, ALiBi and the masks
+/// transform the scores; then, with `m` the running row max and `l` the running sum,
+/// `m' = max(m, max_j s_j)`, `p_j = 2^(s_j - m')` in place of `s_j`,
+/// `corr = 2^(m - m')`, `l' = corr·l + Σ p_j`. `corr` is left for the `P V` step to
+/// rescale the accumulator.
+///
+/// # Safety
+/// With `AVX2`, the CPU has AVX2 and FMA.
+#[inline(always)]
+unsafe fn softmax_step<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, tile: Tile, sc: &mut Scratch) {
+    let p = &ctx.p;
+    let g = p.group_size();
+    let Tile { j0, jb, full } = tile;
+    for r in 0..(it.q1 - it.q0) * g {
+        let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+        let srow = &mut sc.s[r * S_LD..][..jb];
+        if p.softcap > 0.0 {
+            softcap_in_place(srow, p.softcap * LOG2_E);
+        }
+        if let Some(slopes) = ctx.alibi {
+            add_alibi(srow, slopes[it.b * p.heads + hq] * LOG2_E, (p.diag(i) - j0 as i64) as f32);
+        }
+        if !full {
+            let (a, b) = p.key_range(i);
+            let a = a.saturating_sub(j0).min(jb);
+            let b = b.saturating_sub(j0).clamp(a, jb);
+            srow[..a].fill(f32::NEG_INFINITY);
+            srow[b..].fill(f32::NEG_INFINITY);
+        }
+        let m_old = sc.m[r];
+        // SAFETY: with AVX2, the caller has AVX2 and FMA.
+        let m_new = m_old.max(unsafe { tile_row_max::<AVX2>(srow) });
+        // A row that has seen no visible score yet keeps m = -inf; exponentiate against
+        // 0 so that its masked scores give 0 and NaN scores stay NaN.
+        let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
+        // SAFETY: as above.
+        let sum = unsafe { tile_exp2_sub::<AVX2>(srow, m_use) };
+        let corr = exp2_f32(m_old - m_use);
+        sc.l[r] = sc.l[r] * corr + sum;
+        sc.m[r] = m_new;
+        sc.corr[r] = corr;
+    }
+}
+
+/// `acc = corr·acc + P V` through gemm: Oᵀ (d × rows) += Vᵀ (d × jb) · Pᵀ (jb × rows), with
+/// V rows, P rows and the accumulator rows all column-major operands for gemm, so nothing
+/// is packed.
+///
+/// # Safety
+/// `v` points at `jb` rows of `d` readable floats at stride `v_stride`.
+#[inline(always)]
+unsafe fn pv_gemm(sc: &mut Scratch, d: usize, rows: usize, jb: usize, v: *const f32, v_stride: usize) {
+    rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
+    // SAFETY: acc holds rows × d; P (in S) rows × S_LD; V as the caller says.
+    unsafe {
+        gemm(
+            d,
+            rows,
+            jb,
+            sc.acc.as_mut_ptr(),
+            d as isize,
+            1,
+            true,
+            v,
+            v_stride as isize,
+            1,
+            sc.s.as_ptr(),
+            S_LD as isize,
+            1,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        )
+    }
+}
+
+/// `acc = corr·acc + P V` as one axpy per (key, row), streaming the `jb` V rows once.
+///
+/// # Safety
+/// `v` points at `jb` rows of `d` readable floats at stride `v_stride`.
+#[inline(always)]
+unsafe fn pv_direct(sc: &mut Scratch, d: usize, rows: usize, jb: usize, v: *const f32, v_stride: usize) {
+    rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
+    // SAFETY: the caller's contract.
+    let v_rows = unsafe { std::slice::from_raw_parts(v, (jb - 1) * v_stride + d) };
+    for jj in 0..jb {
+        let vrow = &v_rows[jj * v_stride..][..d];
+        prefetch_row(v.wrapping_add((jj + PREFETCH_ROWS) * v_stride), d);
+        for (r, acc) in sc.acc.chunks_exact_mut(d).enumerate() {
+            let pr = sc.s[r * S_LD + jj];
+            acc.iter_mut().zip(vrow).for_each(|(a, &x)| *a = pr.mul_add(x, *a));
+        }
+    }
+}
+
+/// K/V rows the direct (decode) loops prefetch ahead. Rows of one kv head lie a
+/// `kv_heads·d` stride apart, often 4 KiB or more, where the hardware prefetchers (which
+/// stay within a page) do not follow; without this the (1,32,8,1,4096,128) f32 decode
+/// spent most of its time waiting on loads (16 ms).
+const PREFETCH_ROWS: usize = 8;
+
+/// Asks for the `d` floats at `ptr` to be brought into L1.
+#[inline(always)]
+fn prefetch_row(ptr: *const f32, d: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..d).step_by(16) {
+        // SAFETY: a prefetch is a hint that never faults, whatever the address; the pointer
+        // is formed with wrapping arithmetic and never dereferenced.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr.wrapping_add(off) as *const i8)
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (ptr, d);
+}
+
+/// `<a, b>` with independent lanes, so that it vectorizes.
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; LANES];
+    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let tail: f32 = ac.remainder().iter().zip(bc.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ac.zip(bc) {
+        for ((l, &x), &y) in lanes.iter_mut().zip(x).zip(y) {
+            *l = x.mul_add(y, *l);
+        }
+    }
+    tail + lanes.iter().sum::<f32>()
+}
+
+/// [`row_max`] through the [`avx2`] kernel when `AVX2`.
+///
+/// # Safety
+/// With `AVX2`, the CPU has AVX2 and FMA.
+#[inline(always)]
+unsafe fn tile_row_max<const AVX2: bool>(x: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        // SAFETY: the caller's contract.
+        return unsafe { avx2::row_max(x) };
+    }
+    row_max(x)
+}
+
+/// [`exp2_sub_in_place`] through the [`avx2`] kernel when `AVX2`.
+///
+/// # Safety
+/// With `AVX2`, the CPU has AVX2 and FMA.
+#[inline(always)]
+unsafe fn tile_exp2_sub<const AVX2: bool>(x: &mut [f32], m: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        // SAFETY: the caller's contract.
+        return unsafe { avx2::exp2_sub_sum(x, m) };
+    }
+    exp2_sub_in_place(x, m)
+}

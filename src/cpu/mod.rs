@@ -1,0 +1,402 @@
+//! CPU forward: FlashAttention-2 on the CPU.
+//!
+//! **What it computes.** `out = softmax(s) v` per (batch, q head, query row), with
+//! `s = scale·<q,k>`, then softcap, ALiBi and the bottom-right masks of [`Problem`],
+//! without an `Sq×Sk` buffer: keys are visited in tiles of 256 and the softmax is kept
+//! online (running row max `m`, running sum `l`, f32 accumulator), as FlashAttention-2 does.
+//! Scores are kept in base 2 (`log2(e)` is folded into Q's scale), so the exponentials are
+//! `2^x`. f16/bf16 inputs are converted to f32 per tile; all arithmetic is f32.
+//!
+//! **Files.**
+//! - `mod.rs` (here): the entry [`forward`], the kernel paths ([`CpuPath`]) and the
+//!   dispatch table ([`kernel`]).
+//! - `forward.rs`: work items on rayon; per item the loop over key tiles (scores, online
+//!   softmax step, `P V`) in one of four product strategies; the merge of key splits.
+//! - `pack.rs`: the element types and strided input rows; K transposed and V, packed once
+//!   per prefill call into line-aligned f32 tiles, in buffers kept between calls.
+//! - `softmax.rs`: the softmax's portable row passes and the `2^x` they share.
+//! - `avx2.rs`: hand-written AVX2 + FMA tile products and softmax passes.
+//!
+//! **Work split.** One work item is (batch, kv head, query block, key split). Its rows are
+//! the query positions of the block × the q heads that share the kv head (GQA/MQA, 48 rows
+//! in all), so one K/V tile serves every head of the group. Prefill calls (several query
+//! blocks) pack K and V once; decode-like calls (one query block) read them in place.
+//! Calls with `sq ≤ 16` and too few items for the threads also split the keys (split-KV):
+//! each split returns its partial `(m, l, acc)` and a merge rescales and adds them.
+//!
+//! **Dispatch.** One table, dtype × instruction set × product strategy: [`forward`] matches
+//! the dtype (f32, f16, bf16) once, and [`kernel`] gives the `attend` loop compiled for a
+//! [`CpuPath`]:
+//!
+//! | path            | compiled for | prefill tile products         | softmax max, `2^x` | needs              |
+//! |-----------------|--------------|-------------------------------|--------------------|--------------------|
+//! | `avx512-gemm`   | AVX-512F     | `gemm` crate                  | vectorized loops   | avx512f, avx2, fma |
+//! | `avx2-kernels`  | AVX2 + FMA   | `avx2.rs` kernels (d % 8 = 0) | `avx2.rs`          | avx2, fma          |
+//! | `portable-gemm` | baseline     | `gemm` crate                  | loops              | –                  |
+//!
+//! Decode-like calls use dot products and axpys (≤ 8 rows per item) or `gemm` on every
+//! path; there the paths differ only in what the loops are compiled for. `gemm` picks its
+//! own SIMD kernels at run time on every path. `portable-gemm` is the path of CPUs without
+//! AVX2 + FMA and of other architectures; on x86-64 its `f32::mul_add`s (the `2^x`
+//! polynomial, the decode loops) are library calls, which makes it about 20× slower than
+//! the other two on this file's bench rows.
+//!
+//! **Choice.** Unforced, a call takes `avx2-kernels` where its hand-written products run
+//! (prefill, `head_dim % 8 == 0`) and the CPU has AVX2 + FMA, AVX-512 CPUs included, and
+//! the widest path the CPU has elsewhere (decode-like calls, other head dims), for every
+//! dtype: [`auto_path`], with the measurements beside it.
+//!
+//! **Overrides.** `FUSED_ATTN_CPU_PATH=<path>` forces a path for the process (read once);
+//! the hidden `with_cpu_path(path, f)` forces one for the calls `f` makes on its thread
+//! (tests run every path the CPU has through it; `cpu_paths()` lists them). A forced path
+//! the CPU lacks is an error naming the missing features.
+//!
+//! **Kept memory.** The packed K/V buffers of a prefill call (K and V in f32, about the size
+//! of K and V themselves, never Sq×Sk) are kept for the next call, sparing their page
+//! faults. The two kept buffers hold at most `FUSED_ATTN_CPU_KEEP_MIB` MiB together
+//! (read once; default 256; 0 keeps none); a larger call frees its own when it ends.
+//! [`release_cpu_buffers`] frees them.
+//!
+//! The measurements behind these choices, and the versions that led here:
+//! `lab/cpu-history.md`.
+
+use std::cell::Cell;
+use std::fmt;
+use std::str::FromStr;
+
+use candle_core::{backend::BackendStorage, bail, CpuStorage, Layout, Result};
+use half::{bf16, f16};
+
+use crate::problem::{Problem, Strides};
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+pub(crate) mod backward;
+mod forward;
+mod pack;
+mod softmax;
+
+use forward::{AttendFn, Ctx, Item, Scratch};
+pub use pack::release_cpu_buffers;
+use pack::Element;
+
+pub(crate) fn forward(
+    p: &Problem,
+    (q, ql): (&CpuStorage, &Layout),
+    (k, kl): (&CpuStorage, &Layout),
+    (v, vl): (&CpuStorage, &Layout),
+    alibi: Option<&[f32]>,
+) -> Result<(CpuStorage, Option<Vec<f32>>)> {
+    let (qs, ks, vs) = (Strides::from_layout(ql)?, Strides::from_layout(kl)?, Strides::from_layout(vl)?);
+    if let Some(a) = alibi {
+        if a.len() != p.batch * p.heads {
+            bail!("fused-attn cpu: expected {} alibi slopes (batch × heads), got {}", p.batch * p.heads, a.len())
+        }
+    }
+    pack::keep_limit_bytes()?;
+    let path = path_for(p)?;
+    match (q, k, v) {
+        (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => {
+            forward::run::<f32>(p, (q, qs), (k, ks), (v, vs), alibi, kernel(path)?)
+        }
+        (CpuStorage::F16(q), CpuStorage::F16(k), CpuStorage::F16(v)) => {
+            forward::run::<f16>(p, (q, qs), (k, ks), (v, vs), alibi, kernel(path)?)
+        }
+        (CpuStorage::BF16(q), CpuStorage::BF16(k), CpuStorage::BF16(v)) => {
+            forward::run::<bf16>(p, (q, qs), (k, ks), (v, vs), alibi, kernel(path)?)
+        }
+        _ => bail!(
+            "fused-attn cpu: q, k and v must share one of f32, f16, bf16; got {:?}, {:?}, {:?}",
+            q.dtype(),
+            k.dtype(),
+            v.dtype()
+        ),
+    }
+}
+
+/// A CPU kernel path: the instruction set the attend loop is compiled for, and how it
+/// computes the tile products. Forcing one is for tests and measurements (see the module
+/// header); [`cpu_paths`] lists those this CPU can run.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CpuPath {
+    /// The tile products through the `gemm` crate; the softmax, mask and decode loops
+    /// compiled for AVX-512F.
+    Avx512Gemm,
+    /// The prefill tile products and the softmax's row max and `2^x` passes in the
+    /// hand-written AVX2 + FMA kernels (`cpu/avx2.rs`, when `head_dim % 8 == 0`); the rest
+    /// compiled for AVX2 + FMA.
+    Avx2Kernels,
+    /// The tile products through `gemm` (which picks its own SIMD kernels at run time); the
+    /// rest compiled for the target's baseline.
+    PortableGemm,
+}
+
+impl CpuPath {
+    /// Every path, widest instruction set first.
+    pub const ALL: [CpuPath; 3] = [CpuPath::Avx512Gemm, CpuPath::Avx2Kernels, CpuPath::PortableGemm];
+
+    /// The name that `FUSED_ATTN_CPU_PATH` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuPath::Avx512Gemm => "avx512-gemm",
+            CpuPath::Avx2Kernels => "avx2-kernels",
+            CpuPath::PortableGemm => "portable-gemm",
+        }
+    }
+
+    /// The CPU features the path's code is compiled for.
+    pub fn required_features(self) -> &'static [&'static str] {
+        match self {
+            CpuPath::Avx512Gemm => &["avx512f", "avx2", "fma"],
+            CpuPath::Avx2Kernels => &["avx2", "fma"],
+            CpuPath::PortableGemm => &[],
+        }
+    }
+
+    /// The required features this CPU lacks (all of them off x86-64): empty when the path
+    /// can run here.
+    pub fn missing_features(self) -> Vec<&'static str> {
+        self.required_features().iter().copied().filter(|f| !has_feature(f)).collect()
+    }
+
+    /// An error naming the path and the features this CPU lacks, if it lacks any.
+    fn check_supported(self) -> Result<()> {
+        lacking_message(self, &self.missing_features()).map_or(Ok(()), |m| Err(candle_core::Error::Msg(m)))
+    }
+}
+
+/// The error message for a path whose `missing` features this CPU lacks; none if none.
+fn lacking_message(path: CpuPath, missing: &[&str]) -> Option<String> {
+    (!missing.is_empty())
+        .then(|| format!("fused-attn cpu: path {} needs {}, which this CPU lacks", path.name(), missing.join(", ")))
+}
+
+impl fmt::Display for CpuPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CpuPath {
+    type Err = candle_core::Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        parse_path(s).map_err(candle_core::Error::Msg)
+    }
+}
+
+/// The path named `s`, or a message listing the names.
+fn parse_path(s: &str) -> std::result::Result<CpuPath, String> {
+    CpuPath::ALL.into_iter().find(|p| p.name() == s.trim()).ok_or_else(|| {
+        let names: Vec<_> = CpuPath::ALL.iter().map(|p| p.name()).collect();
+        format!("fused-attn cpu: unknown CPU path {s:?}; the paths are {}", names.join(", "))
+    })
+}
+
+/// Whether this CPU has the feature, one of the names [`CpuPath::required_features`] uses.
+fn has_feature(feature: &str) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match feature {
+            "avx512f" => is_x86_feature_detected!("avx512f"),
+            "avx2" => is_x86_feature_detected!("avx2"),
+            "fma" => is_x86_feature_detected!("fma"),
+            _ => false,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = feature;
+        false
+    }
+}
+
+/// The paths this CPU can run, widest instruction set first.
+#[doc(hidden)]
+pub fn cpu_paths() -> Vec<CpuPath> {
+    supported_paths().to_vec()
+}
+
+/// [`cpu_paths`], detected once; never empty (`portable-gemm` runs everywhere).
+fn supported_paths() -> &'static [CpuPath] {
+    static PATHS: std::sync::OnceLock<Vec<CpuPath>> = std::sync::OnceLock::new();
+    PATHS.get_or_init(|| CpuPath::ALL.into_iter().filter(|p| p.missing_features().is_empty()).collect())
+}
+
+/// The environment variable that forces a path for the whole process (read once).
+const PATH_VAR: &str = "FUSED_ATTN_CPU_PATH";
+
+thread_local! {
+    /// The path [`with_cpu_path`] forces on this thread.
+    static FORCED: Cell<Option<CpuPath>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with every CPU attention call that it makes on this thread forced onto `path`
+/// (calls that `f` hands to other threads, e.g. through a rayon pool's `install`, are
+/// not). An error, before `f` runs, when this CPU cannot run `path`.
+#[doc(hidden)]
+pub fn with_cpu_path<R>(path: CpuPath, f: impl FnOnce() -> R) -> Result<R> {
+    path.check_supported()?;
+    struct Restore(Option<CpuPath>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FORCED.with(|c| c.replace(Some(path))));
+    Ok(f())
+}
+
+/// The path [`PATH_VAR`] names, if it is set and not empty.
+fn env_path() -> Result<Option<CpuPath>> {
+    static ENV: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let name = ENV.get_or_init(|| std::env::var_os(PATH_VAR).map(|v| v.to_string_lossy().into_owned()));
+    match name.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(name) => parse_path(name).map(Some).map_err(|m| candle_core::Error::Msg(format!("{m} (from {PATH_VAR})"))),
+    }
+}
+
+/// The path of one call: [`with_cpu_path`]'s on this thread, else [`PATH_VAR`]'s, else
+/// [`auto_path`]'s; an error when the forced path cannot run on this CPU.
+fn path_for(p: &Problem) -> Result<CpuPath> {
+    if let Some(path) = FORCED.with(|c| c.get()) {
+        path.check_supported()?;
+        return Ok(path);
+    }
+    match env_path()? {
+        Some(path) => match lacking_message(path, &path.missing_features()) {
+            Some(m) => Err(candle_core::Error::Msg(format!("{m} (forced by {PATH_VAR})"))),
+            None => Ok(path),
+        },
+        None => Ok(auto_path(p)),
+    }
+}
+
+/// The path chosen when none is forced: `avx2-kernels` wherever its hand-written products
+/// run (prefill, `head_dim % 8 == 0`) and the CPU has AVX2 + FMA, AVX-512 CPUs included;
+/// otherwise the widest path the CPU runs. The same for every dtype.
+///
+/// Measured on an AVX-512 Xeon (KVM guest of 2 vCPUs, `lscpu`: "Intel(R) Xeon(R)
+/// Processor", family 6 model 167; avx512f/bw/vl, avx512_bf16, avx512_fp16, amx, avx2,
+/// fma), 2 rayon threads, the host loaded 5–10 by other jobs: process CPU time per call,
+/// min over 10 calls (2048 rows) or 80, the two paths alternating call by call, 3 runs:
+///
+/// | row (B,H,Hkv,Sq,Sk,D)      | dtype | `avx2-kernels` | `avx512-gemm`  |
+/// |----------------------------|-------|----------------|----------------|
+/// | 1,8,8,512,512,64           | f32   | 6.74–6.77 ms   | 6.96–7.13 ms   |
+/// | 1,16,16,2048,2048,64       | f32   | 218–224 ms     | 228–233 ms     |
+/// | same, causal               | f32   | 120–123 ms     | 124–129 ms     |
+/// | 1,32,8,1,4096,128 (decode) | f32   | 3.43–3.88 ms   | 3.40–3.76 ms   |
+/// | 1,8,8,512,512,64           | bf16  | 6.50–6.66 ms   | 6.82–7.04 ms   |
+/// | 1,16,16,2048,2048,64       | bf16  | 214–218 ms     | 225–228 ms     |
+/// | same, causal               | bf16  | 117–119 ms     | 121–123 ms     |
+/// | 1,32,8,1,4096,128 (decode) | bf16  | 3.66–3.91 ms   | 3.62–3.87 ms   |
+///
+/// Prefill at d = 96, 128 and 256, GQA, f32 and f16 (one run): `avx2-kernels` 1–11% less.
+/// Decode runs the same loops on both paths, compiled for AVX2 or AVX-512: level, so it
+/// keeps the widest. On other machines (wall time, 2 threads): a Sapphire Rapids host,
+/// `avx2-kernels` 208 ms against 229 ms at the f32 2048 row and 5.97 against 14.1 ms at
+/// the 512 row; a Zen 5, `avx512-gemm` 88 ms against 93 ms at the 2048 row, the one
+/// measured case where this choice costs (force `avx512-gemm` there). Criterion rows and
+/// the whole record: `lab/cpu-history.md`.
+fn auto_path(p: &Problem) -> CpuPath {
+    let paths = supported_paths();
+    if forward::packs_kv(p) && p.head_dim.is_multiple_of(8) && paths.contains(&CpuPath::Avx2Kernels) {
+        return CpuPath::Avx2Kernels;
+    }
+    paths[0]
+}
+
+/// The dispatch table: the attend loop compiled for `path`'s instruction set and
+/// strategy, for the element type `T` (f32, f16, bf16). An error, never a kernel, when the
+/// CPU lacks the path's features.
+fn kernel<T: Element>(path: CpuPath) -> Result<AttendFn<T>> {
+    path.check_supported()?;
+    Ok(match path {
+        #[cfg(target_arch = "x86_64")]
+        CpuPath::Avx512Gemm => attend_avx512_gemm::<T>,
+        #[cfg(target_arch = "x86_64")]
+        CpuPath::Avx2Kernels => attend_avx2_kernels::<T>,
+        #[cfg(not(target_arch = "x86_64"))]
+        CpuPath::Avx512Gemm | CpuPath::Avx2Kernels => bail!("fused-attn cpu: path {path} exists on x86-64 only"),
+        CpuPath::PortableGemm => attend_portable_gemm::<T>,
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn attend_avx512_gemm<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
+    unsafe { forward::attend::<T, false>(ctx, it, sc) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn attend_avx2_kernels<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
+    unsafe { forward::attend::<T, true>(ctx, it, sc) }
+}
+
+unsafe fn attend_portable_gemm<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's.
+    unsafe { forward::attend::<T, false>(ctx, it, sc) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_the_cpu_lacks_is_an_error_naming_it_and_the_features() {
+        let err = lacking_message(CpuPath::Avx512Gemm, &["avx512f", "fma"]).unwrap();
+        assert_eq!(err, "fused-attn cpu: path avx512-gemm needs avx512f, fma, which this CPU lacks");
+        assert_eq!(lacking_message(CpuPath::Avx2Kernels, &[]), None);
+        for path in CpuPath::ALL {
+            assert_eq!(path.check_supported().is_ok(), cpu_paths().contains(&path));
+            assert_eq!(kernel::<f32>(path).is_ok(), cpu_paths().contains(&path));
+        }
+    }
+
+    #[test]
+    fn paths_parse_from_their_names() {
+        for path in CpuPath::ALL {
+            assert_eq!(path.name().parse::<CpuPath>().unwrap(), path);
+        }
+        let err = "avx512".parse::<CpuPath>().unwrap_err().to_string();
+        assert!(err.contains("avx512-gemm, avx2-kernels, portable-gemm"), "{err}");
+    }
+
+    #[test]
+    fn auto_path_sends_prefill_with_d_a_multiple_of_8_to_the_avx2_kernels() {
+        let prefill = Problem {
+            batch: 1,
+            seq_q: 512,
+            seq_k: 512,
+            heads: 8,
+            kv_heads: 8,
+            head_dim: 64,
+            scale: 0.125,
+            softcap: 0.0,
+            window_left: -1,
+            window_right: -1,
+            has_alibi: false,
+            layout: Default::default(),
+            want_lse: false,
+        };
+        let widest = cpu_paths()[0];
+        let prefill_path = if cpu_paths().contains(&CpuPath::Avx2Kernels) { CpuPath::Avx2Kernels } else { widest };
+        assert_eq!(auto_path(&prefill), prefill_path);
+        assert_eq!(auto_path(&Problem { seq_q: 1, ..prefill }), widest);
+        assert_eq!(auto_path(&Problem { head_dim: 100, ..prefill }), widest);
+        // Zero-sized problems (the API returns before the back end) do not divide by zero.
+        assert_eq!(auto_path(&Problem { heads: 0, ..prefill }), widest);
+        assert_eq!(auto_path(&Problem { heads: 0, kv_heads: 0, ..prefill }), widest);
+    }
+
+    #[test]
+    fn portable_gemm_runs_everywhere() {
+        assert_eq!(cpu_paths().last(), Some(&CpuPath::PortableGemm));
+    }
+}

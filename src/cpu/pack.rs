@@ -1,0 +1,365 @@
+//! K and V as f32 tiles: the input element types (f32 read in place, f16/bf16 converted),
+//! strided input rows ([`Input`], bounds checked once per call), the packed Kᵀ/V blocks of
+//! a prefill call ([`SharedKv`]: one block per key tile, padded line-aligned strides) and
+//! the two buffers kept for them between calls, bounded by `FUSED_ATTN_CPU_KEEP_MIB` and
+//! freed by [`release_cpu_buffers`].
+
+use candle_core::{bail, Result, WithDType};
+use half::{bf16, f16, slice::HalfFloatSliceExt};
+use rayon::prelude::*;
+use std::sync::{Mutex, OnceLock};
+
+use crate::problem::{Problem, Strides};
+
+/// Keys per tile: the `S` tile is `ROWS_PER_ITEM × KEYS_PER_TILE` f32. Measured:
+/// `lab/cpu-history.md`.
+pub(super) const KEYS_PER_TILE: usize = 256;
+/// The row stride of the `S` tile.
+pub(super) const S_LD: usize = padded_stride(KEYS_PER_TILE);
+
+/// An input element type. f32 is read in place; f16/bf16 are converted per tile.
+pub(super) trait Element: WithDType {
+    fn to_f32(src: &[Self], dst: &mut [f32]);
+    fn from_f32(src: &[f32], dst: &mut [Self]);
+    /// The data as f32 when it already is f32 (then K/V tiles need no conversion).
+    fn as_f32(src: &[Self]) -> Option<&[f32]>;
+}
+
+impl Element for f32 {
+    #[inline(always)]
+    fn to_f32(src: &[f32], dst: &mut [f32]) {
+        dst.copy_from_slice(src)
+    }
+    #[inline(always)]
+    fn from_f32(src: &[f32], dst: &mut [f32]) {
+        dst.copy_from_slice(src)
+    }
+    fn as_f32(src: &[f32]) -> Option<&[f32]> {
+        Some(src)
+    }
+}
+
+impl Element for f16 {
+    #[inline(always)]
+    fn to_f32(src: &[f16], dst: &mut [f32]) {
+        src.convert_to_f32_slice(dst) // F16C when the CPU has it (runtime detected by `half`)
+    }
+    #[inline(always)]
+    fn from_f32(src: &[f32], dst: &mut [f16]) {
+        dst.convert_from_f32_slice(src)
+    }
+    fn as_f32(_: &[f16]) -> Option<&[f32]> {
+        None
+    }
+}
+
+impl Element for bf16 {
+    #[inline(always)]
+    fn to_f32(src: &[bf16], dst: &mut [f32]) {
+        // bf16 is the top half of an f32: a shift, exact for every value, NaN included.
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = f32::from_bits((s.to_bits() as u32) << 16);
+        }
+    }
+    #[inline(always)]
+    fn from_f32(src: &[f32], dst: &mut [bf16]) {
+        dst.convert_from_f32_slice(src)
+    }
+    fn as_f32(_: &[bf16]) -> Option<&[f32]> {
+        None
+    }
+}
+
+/// One strided `(batch, seq, heads, head_dim)` input.
+#[derive(Clone, Copy)]
+pub(super) struct Input<'a, T> {
+    pub data: &'a [T],
+    pub st: Strides,
+}
+
+impl<'a, T> Input<'a, T> {
+    /// Checks that every `(b, s, h)` row of `d` elements lies inside `data`, which makes the
+    /// strided tile reads below sound.
+    pub fn new((data, st): (&'a [T], Strides), dims: (usize, usize, usize), d: usize, name: &str) -> Result<Self> {
+        let (b, s, h) = dims;
+        let last = st.offset + (b - 1) * st.batch + (s - 1) * st.seq + (h - 1) * st.head + d;
+        if last > data.len() {
+            bail!("fused-attn cpu: {name} layout {st:?} reaches element {last} of a {}-element buffer", data.len())
+        }
+        Ok(Self { data, st })
+    }
+
+    #[inline(always)]
+    pub fn start(&self, b: usize, s: usize, h: usize) -> usize {
+        self.st.offset + b * self.st.batch + s * self.st.seq + h * self.st.head
+    }
+
+    #[inline(always)]
+    pub fn row(&self, b: usize, s: usize, h: usize, d: usize) -> &'a [T] {
+        &self.data[self.start(b, s, h)..][..d]
+    }
+}
+
+/// K transposed and V, in f32, laid out for gemm and the [`avx2`] kernels, one block per
+/// (batch, key tile of KEYS_PER_TILE keys, kv head), in that order. A block of Kᵀ holds
+/// `kt[t·KT_LD + jj] = k[b, j0 + jj, kvh, t]`, a block of V `v[jj·v_ld + c] = v[b, j0 + jj,
+/// kvh, c]`: the `d` rows of one tile's Kᵀ lie together (68 KiB at d = 64) instead of `d`
+/// pages apart, and one tile of every kv head is prepared from the same input pages, read
+/// once in order (prepared head by head, each page was visited once per head, and the
+/// preparation took 5–9 ms of a 150 ms call on 2 threads). Blocks start on a 64-byte line.
+/// O(Sk·D) per kv head (the size of K and V themselves), never Sq×Sk.
+pub(super) struct SharedKv {
+    kt: PooledBuffer,
+    v: PooledBuffer,
+    pub v_ld: usize,
+    kv_heads: usize,
+    n_tiles: usize,
+    head_dim: usize,
+}
+
+/// Keys transposed together: each Kᵀ row gets 32 contiguous bytes at a time rather than
+/// one float, so that the `d` destination lines of the kv heads of a tile (64 KiB at 16
+/// heads, d = 64) are not each written 8 times over.
+const TRANSPOSE_KEYS: usize = 8;
+
+/// The row stride of a stored Kᵀ tile.
+pub(super) const KT_LD: usize = padded_stride(KEYS_PER_TILE);
+
+/// A row stride (in f32) of at least `n` that is a whole number of 64-byte lines but not a
+/// multiple of 4 KiB / 64 lines, so that the rows of a tile do not all fall into the same
+/// L1 sets (a 1024- or 2048-float stride made the unpacked micro-kernel 30% slower).
+pub(super) const fn padded_stride(n: usize) -> usize {
+    let lines = n.div_ceil(16);
+    16 * if lines.is_multiple_of(4) { lines + 1 } else { lines }
+}
+
+/// The buffers of the last calls' [`SharedKv`], kept for the next call. Freshly allocated,
+/// the two buffers (19 MiB at (1,16,16,2048,2048,64)) cost one page fault per 4 KiB on
+/// first touch; those faults made up most of the 25–32 ms that preparing K and V took per
+/// call single-thread, out of 290–390 ms. Kept: the largest buffers seen, the size of a
+/// call's K and V in f32 (never Sq×Sk), while the two together stay within
+/// [`keep_limit_bytes`]; [`release_cpu_buffers`] frees them.
+static POOL: Pool = Pool::new();
+
+/// The environment variable that bounds the memory [`POOL`] keeps, in MiB.
+pub(super) const KEEP_MIB_VAR: &str = "FUSED_ATTN_CPU_KEEP_MIB";
+/// The bound when [`KEEP_MIB_VAR`] is unset: K and V in f32 of, e.g., 16k keys × 8 kv
+/// heads × d = 128 with their padding.
+pub(super) const DEFAULT_KEEP_MIB: usize = 256;
+
+/// The most bytes the kept buffers may hold together: [`KEEP_MIB_VAR`] MiB, read once;
+/// an error names the variable and its value when it is not a whole number.
+pub(super) fn keep_limit_bytes() -> Result<usize> {
+    static LIMIT: OnceLock<std::result::Result<usize, String>> = OnceLock::new();
+    let limit = LIMIT.get_or_init(|| match std::env::var(KEEP_MIB_VAR) {
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_KEEP_MIB << 20),
+        Ok(s) => s
+            .trim()
+            .parse::<usize>()
+            .map(|mib| mib.saturating_mul(1 << 20))
+            .map_err(|_| format!("fused-attn cpu: {KEEP_MIB_VAR} must be a whole number of MiB, got {s:?}")),
+        Err(e) => Err(format!("fused-attn cpu: {KEEP_MIB_VAR}: {e}")),
+    });
+    limit.clone().map_err(candle_core::Error::Msg)
+}
+
+/// Frees the K/V buffers the CPU path keeps between calls, and returns how many bytes they
+/// held. A call running meanwhile gives its buffers back when it ends.
+pub fn release_cpu_buffers() -> usize {
+    POOL.release()
+}
+
+/// Which of the two kept buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Slot {
+    /// Kᵀ blocks.
+    Kt = 0,
+    /// V blocks.
+    V = 1,
+}
+
+/// One kept buffer per [`Slot`].
+pub(super) struct Pool {
+    slots: Mutex<[Vec<f32>; 2]>,
+}
+
+impl Pool {
+    const fn new() -> Self {
+        Self { slots: Mutex::new([Vec::new(), Vec::new()]) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, [Vec<f32>; 2]> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The buffer of `slot`, leaving the slot empty (a call that finds it empty, because
+    /// another call holds it, allocates its own).
+    fn take_vec(&self, slot: Slot) -> Vec<f32> {
+        std::mem::take(&mut self.lock()[slot as usize])
+    }
+
+    /// Keeps `buf` in `slot` when it is larger than the buffer kept there and the two slots
+    /// then hold at most `limit` bytes; frees it otherwise.
+    fn give_back(&self, slot: Slot, buf: Vec<f32>, limit: usize) {
+        let mut slots = self.lock();
+        let other = slots[1 - slot as usize].capacity() * size_of::<f32>();
+        if buf.capacity() > slots[slot as usize].capacity() && buf.capacity() * size_of::<f32>() + other <= limit {
+            let old = std::mem::replace(&mut slots[slot as usize], buf);
+            drop(slots);
+            drop(old);
+        }
+    }
+
+    /// Frees both buffers; returns the bytes they held.
+    fn release(&self) -> usize {
+        let freed = std::mem::take(&mut *self.lock());
+        freed.iter().map(|b| b.capacity() * size_of::<f32>()).sum()
+    }
+}
+
+/// A `Vec<f32>` taken from a [`Pool`] slot and given back on drop, seen as `len` floats
+/// from its first 64-byte line boundary.
+struct PooledBuffer {
+    buf: Vec<f32>,
+    start: usize,
+    len: usize,
+    pool: &'static Pool,
+    slot: Slot,
+}
+
+/// Floats in a 64-byte cache line.
+const LINE_FLOATS: usize = 16;
+
+impl PooledBuffer {
+    /// Floats that a previous call left are not cleared: the callers write every float
+    /// they read.
+    fn take(pool: &'static Pool, slot: Slot, len: usize) -> Self {
+        let mut buf = pool.take_vec(slot);
+        buf.truncate(len + LINE_FLOATS);
+        buf.resize(len + LINE_FLOATS, 0.0);
+        // At most 15 floats: the allocation is 4-byte aligned.
+        let start = buf.as_ptr().align_offset(4 * LINE_FLOATS);
+        Self { buf, start, len, pool, slot }
+    }
+}
+
+impl Drop for PooledBuffer {
+    fn drop(&mut self) {
+        // `forward` read the limit before any buffer was taken, so it is valid here.
+        let limit = keep_limit_bytes().unwrap_or(0);
+        self.pool.give_back(self.slot, std::mem::take(&mut self.buf), limit);
+    }
+}
+
+impl std::ops::Deref for PooledBuffer {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        &self.buf[self.start..][..self.len]
+    }
+}
+
+impl std::ops::DerefMut for PooledBuffer {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        &mut self.buf[self.start..][..self.len]
+    }
+}
+
+impl SharedKv {
+    pub fn new<T: Element>(p: &Problem, k: &Input<'_, T>, v: &Input<'_, T>) -> Self {
+        let (sk, d, hkv) = (p.seq_k, p.head_dim, p.kv_heads);
+        let (n_tiles, v_ld) = (sk.div_ceil(KEYS_PER_TILE), padded_stride(d));
+        let (kt_block, v_block) = (d * KT_LD, KEYS_PER_TILE * v_ld);
+        let mut kt = PooledBuffer::take(&POOL, Slot::Kt, p.batch * n_tiles * hkv * kt_block);
+        let mut vf = PooledBuffer::take(&POOL, Slot::V, p.batch * n_tiles * hkv * v_block);
+        let tiles = kt.par_chunks_mut(hkv * kt_block).zip(vf.par_chunks_mut(hkv * v_block));
+        tiles.enumerate().for_each(|(bt, (kt, vf))| {
+            let (b, j0) = (bt / n_tiles, (bt % n_tiles) * KEYS_PER_TILE);
+            let jb = KEYS_PER_TILE.min(sk - j0);
+            let mut rows = [[0f32; crate::problem::MAX_HEAD_DIM]; TRANSPOSE_KEYS];
+            for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
+                let keys = TRANSPOSE_KEYS.min(jb - g0);
+                for (kvh, (kt, vf)) in kt.chunks_exact_mut(kt_block).zip(vf.chunks_exact_mut(v_block)).enumerate() {
+                    for (jj, row) in (g0..g0 + keys).zip(&mut rows) {
+                        T::to_f32(k.row(b, j0 + jj, kvh, d), &mut row[..d]);
+                        T::to_f32(v.row(b, j0 + jj, kvh, d), &mut vf[jj * v_ld..][..d]);
+                    }
+                    for (t, dst) in kt.chunks_exact_mut(KT_LD).enumerate() {
+                        for (x, row) in dst[g0..g0 + keys].iter_mut().zip(&rows) {
+                            *x = row[t];
+                        }
+                    }
+                }
+            }
+            // The last tile's missing keys, which the score kernel's last 16-key block reads.
+            kt.chunks_exact_mut(KT_LD).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
+        });
+        Self { kt, v: vf, v_ld, kv_heads: hkv, n_tiles, head_dim: d }
+    }
+
+    /// The index of the block of keys `j0..` (a multiple of KEYS_PER_TILE) of kv head `kvh`.
+    fn block(&self, b: usize, kvh: usize, j0: usize) -> usize {
+        (b * self.n_tiles + j0 / KEYS_PER_TILE) * self.kv_heads + kvh
+    }
+
+    /// Kᵀ of keys `j0..`: `d` rows of KEYS_PER_TILE keys at stride KT_LD.
+    pub fn kt_tile(&self, b: usize, kvh: usize, j0: usize) -> *const f32 {
+        self.kt[self.block(b, kvh, j0) * self.head_dim * KT_LD..].as_ptr()
+    }
+
+    /// V of keys `j0..`: KEYS_PER_TILE rows of `d` at stride `v_ld`.
+    pub fn v_tile(&self, b: usize, kvh: usize, j0: usize) -> *const f32 {
+        self.v[self.block(b, kvh, j0) * KEYS_PER_TILE * self.v_ld..].as_ptr()
+    }
+}
+
+/// The K or V tile of keys `j0..j0 + jb` of kv head `kvh` as f32 rows of `d` at the
+/// returned stride: in place for f32 inputs, else converted into `buf`.
+#[inline(always)]
+pub(super) fn kv_tile<T: Element>(
+    x: &Input<'_, T>,
+    b: usize,
+    j0: usize,
+    jb: usize,
+    kvh: usize,
+    d: usize,
+    buf: &mut Vec<f32>,
+) -> (*const f32, usize) {
+    if let Some(data) = T::as_f32(x.data) {
+        return (data[x.start(b, j0, kvh)..].as_ptr(), x.st.seq);
+    }
+    buf.resize(jb * d, 0.0);
+    for (jj, dst) in buf.chunks_exact_mut(d).enumerate() {
+        T::to_f32(x.row(b, j0 + jj, kvh, d), dst);
+    }
+    (buf.as_ptr(), d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+
+    #[test]
+    fn pool_keeps_the_largest_buffers_within_the_limit_and_releases_them() {
+        static P: Pool = Pool::new();
+        let floats = |mib: usize| vec![0f32; mib * MIB / 4];
+        P.give_back(Slot::Kt, floats(3), 10 * MIB);
+        P.give_back(Slot::V, floats(4), 10 * MIB);
+        assert_eq!(P.take_vec(Slot::Kt).capacity(), 3 * MIB / 4);
+        P.give_back(Slot::Kt, floats(3), 10 * MIB);
+        // Smaller than the kept one: freed.
+        P.give_back(Slot::V, floats(2), 10 * MIB);
+        assert_eq!(P.lock()[Slot::V as usize].capacity(), 4 * MIB / 4);
+        // Larger, but 7 + 3 MiB would pass the 9 MiB limit: freed, the kept one stays.
+        P.give_back(Slot::V, floats(7), 9 * MIB);
+        assert_eq!(P.lock()[Slot::V as usize].capacity(), 4 * MIB / 4);
+        // Within the limit: replaces the kept one.
+        P.give_back(Slot::V, floats(6), 9 * MIB);
+        assert_eq!(P.release(), 9 * MIB);
+        assert_eq!(P.release(), 0);
+        // A limit of 0 keeps nothing.
+        P.give_back(Slot::Kt, floats(1), 0);
+        assert_eq!(P.release(), 0);
+    }
+}
