@@ -263,6 +263,7 @@ __device__ __forceinline__ void combine_if_last(const FattnParams& p, int b, int
             m = m_new;
         }
         if (valid && sub == 0) {
+            if (p.lse != nullptr && c4 == 0) *fattn::lse_slot(p, b, h, i) = fattn::row_lse(m, l);
             const float inv = inv_row_sum(l);  // no visible key: zeros
             T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + i * p.o_seq_stride + h * p.o_head_stride;
             const float os[4] = {o.x * inv, o.y * inv, o.z * inv, o.w * inv};
@@ -296,6 +297,7 @@ __device__ __forceinline__ void store_block_rows(const FattnParams& p, const flo
             o[x] = v;
         }
         if (p.num_splits == 1) {
+            if (p.lse != nullptr && part == 0) *fattn::lse_slot(p, b, h, i) = fattn::row_lse(m, l);
             const float inv = inv_row_sum(l);  // no visible key: zeros
             T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + i * p.o_seq_stride + h * p.o_head_stride;
 #pragma unroll

@@ -477,8 +477,14 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
-            const float inv = inv_row_sum(quad_sum(row_sum[mt][hf]));
+            const float l = quad_sum(row_sum[mt][hf]);
+            const float inv = inv_row_sum(l);
             const int r = warp_row0 + mt * 16 + g + hf * 8;
+            if (p.lse != nullptr && t == 0 && m0 + r < p.seq_q) {
+                // (batch, head) read again here, only when the LSE is wanted (see below).
+                const QueryBlock ql = query_block(p, BM, ctaid_x());
+                *lse_slot(p, ql.batch, ql.head, m0 + r) = row_lse(row_max[mt][hf] * exp_scale, l);
+            }
 #pragma unroll
             for (int dt = 0; dt < D / 8; ++dt) {
                 const uint32_t packed = E::pack(o[mt][dt][2 * hf] * inv, o[mt][dt][2 * hf + 1] * inv);
@@ -623,6 +629,7 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
         const float inv = inv_row_sum(l);
         const int row = m0 + warp * kRowsPerWarp + rr;
         if (row >= p.seq_q) continue;
+        if (p.lse != nullptr && lane == 0) *lse_slot(p, b, h, row) = row_lse(row_max[rr], l);
 #pragma unroll
         for (int u = 0; u < kMaxColsPerLane; ++u) {
             const int c = lane + 32 * u;

@@ -41,9 +41,11 @@ struct FattnParams {
     float scale;
     float softcap;
 
-    // ---- reserved: no kernel reads these yet; the host passes zero --------------------------
-    // (batch, heads, seq_q) f32 output: each row's log-sum-exp of its scores.
+    // (batch, heads, seq_q) f32 output, natural log: each row's log-sum-exp of its final
+    // scores (-inf for a row that sees no key); null when the caller does not want it.
     float* lse;
+
+    // ---- reserved: no kernel reads these yet; the host passes zero --------------------------
     // (batch + 1) cumulative sequence lengths of packed (varlen) q and k/v.
     const int32_t* cu_seqlens_q;
     const int32_t* cu_seqlens_k;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <math_constants.h>
+#include <stdint.h>
 
 namespace fattn {
 
@@ -25,5 +26,17 @@ __device__ __forceinline__ float max_ref(float m) { return m == -CUDART_INF_F ? 
 
 // 1 / l for the final normalization, or 0 for a row that saw no key: it outputs zeros.
 __device__ __forceinline__ float inv_row_sum(float l) { return l > 0.f ? 1.f / l : 0.f; }
+
+// A row's log-sum-exp in natural units, ln Σ e^s, from its max m in log2 units and its sum
+// l = Σ 2^(x - m): (m + log2 l)·ln 2. -inf for a row that saw no key (l = 0); NaN stays NaN.
+__device__ __forceinline__ float row_lse(float m_log2, float l) {
+    return l == 0.f ? -CUDART_INF_F : (m_log2 + log2f(l)) * CUDART_LN2_F;
+}
+
+// Where row `row` of (batch b, head h) keeps its log-sum-exp: p.lse is (batch, heads, seq_q).
+template <class Params>
+__device__ __forceinline__ float* lse_slot(const Params& p, int b, int h, int row) {
+    return p.lse + (static_cast<int64_t>(b) * p.heads + h) * p.seq_q + row;
+}
 
 }  // namespace fattn

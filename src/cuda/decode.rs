@@ -115,7 +115,7 @@ pub(super) fn forward<T: KernelDtype>(
     (k, kl): (&CudaStorage, &Layout),
     (v, vl): (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
-) -> Result<CudaStorage> {
+) -> Result<(CudaStorage, Option<CudaStorage>)> {
     let dev = &q.device;
     let stream = dev.cuda_stream();
     // The decode kernels compute any scale in their plain instances; `_mod` adds softcap/ALiBi.
@@ -158,6 +158,9 @@ pub(super) fn forward<T: KernelDtype>(
     // by the one block that owns it (one split) or by the last split block of its tile
     // (several), zeros for rows that see no key.
     let mut out = unsafe { dev.alloc::<T>(rows_total * p.head_dim) }?;
+    // SAFETY: as `out`: the block or last split block that writes a row's output also writes
+    // its log-sum-exp, every (batch, head, query) once.
+    let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(rows_total) }?) } else { None };
     // Partials of a split launch: [splits][rows_total][d_inst] acc, then [splits][rows_total][2].
     let partial_acc_words = num_splits * rows_total * d_inst;
     let partial_words = partial_acc_words + num_splits * rows_total * 2;
@@ -167,8 +170,10 @@ pub(super) fn forward<T: KernelDtype>(
 
     {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
+        let lse_ptr = lse.as_mut().map(|l| l.device_ptr_mut(&stream));
         let alibi = alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr);
         let params = FattnParams {
+            lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
             row_groups: to_i32(row_groups, "row groups")?,
             key_begin: to_i32(key_begin, "first visible key")?,
             key_end: to_i32(key_end, "last visible key")?,
@@ -210,5 +215,6 @@ pub(super) fn forward<T: KernelDtype>(
     }
     drop(alibi_ptr);
     drop((qt, kt, vt));
-    Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
+    let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
+    Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), lse))
 }

@@ -132,14 +132,15 @@ fn to_i64(x: usize) -> i64 {
     x as i64
 }
 
-/// The CUDA forward. `alibi` is `(batch, heads)` f32, contiguous, on q's device.
+/// The CUDA forward: the output, and the `(batch, heads, seq_q)` f32 log-sum-exp when
+/// `problem.want_lse`. `alibi` is `(batch, heads)` f32, contiguous, on q's device.
 pub(crate) fn forward(
     problem: &Problem,
     q: (&CudaStorage, &Layout),
     k: (&CudaStorage, &Layout),
     v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
-) -> Result<CudaStorage> {
+) -> Result<(CudaStorage, Option<CudaStorage>)> {
     let dtype = q.0.dtype();
     let decode = kernel_dtype(dtype).is_some_and(|dt| heuristics::use_decode(problem, dt));
     match (dtype, decode) {

@@ -87,9 +87,10 @@ ffi_struct! {
         scale: f32 = 192,
         /// The softcap; 0 = off.
         softcap: f32 = 196,
-        // ---- reserved: no kernel reads these yet; always zero ----
-        /// `(batch, heads, seq_q)` f32 log-sum-exp output.
+        /// `(batch, heads, seq_q)` f32 log-sum-exp output (natural log, -inf for a row that
+        /// sees no key); 0 when not wanted.
         lse: u64 = 200,
+        // ---- reserved: no kernel reads these yet; always zero ----
         /// `(batch + 1)` i32 cumulative sequence lengths of packed (varlen) q and k/v.
         cu_seqlens_q: u64 = 208,
         cu_seqlens_k: u64 = 216,

@@ -30,7 +30,7 @@ pub(super) fn forward<T: KernelDtype>(
     (k, kl): (&CudaStorage, &Layout),
     (v, vl): (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
-) -> Result<CudaStorage> {
+) -> Result<(CudaStorage, Option<CudaStorage>)> {
     let dev = &q.device;
     let stream = dev.cuda_stream();
     let inst = instance::<T>(p)?;
@@ -46,6 +46,8 @@ pub(super) fn forward<T: KernelDtype>(
     // the grid covers every (batch, head, query block), and each block stores all its rows
     // below seq_q and all columns below head_dim, zeros for rows that see no key.
     let mut out = unsafe { dev.alloc::<T>(out_len) }?;
+    // SAFETY: as `out`: the block that stores a row below seq_q also stores its log-sum-exp.
+    let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(p.batch * p.heads * p.seq_q) }?) } else { None };
 
     let alibi_storage = alibi.map(|t| t.storage_and_layout());
     let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
@@ -55,7 +57,9 @@ pub(super) fn forward<T: KernelDtype>(
     let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
     {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
+        let lse_ptr = lse.as_mut().map(|l| l.device_ptr_mut(&stream));
         let params = FattnParams {
+            lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
             vec_out: (o_ptr.is_multiple_of(16) && p.head_dim.is_multiple_of(16 / elem)) as i32,
             ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
         };
@@ -72,5 +76,6 @@ pub(super) fn forward<T: KernelDtype>(
     }
     drop(alibi_ptr);
     drop((qt, kt, vt));
-    Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
+    let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
+    Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), lse))
 }
