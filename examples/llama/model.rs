@@ -11,11 +11,16 @@
 //! * [`Attention::Fused`] is `candle_fused_attn::flash_attn` on the un-repeated K/V views of
 //!   the cache; its mask is bottom-right aligned, so a prefill and a decode step are the
 //!   same call.
+//!
+//! For training (examples/train.rs) the weights can also be trainable f32 `Var`s
+//! ([`TrainableWeights`]) and [`Llama::forward_train`] runs a full sequence, causal, with no
+//! KV cache and only differentiable ops.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::quantized::gguf_file;
-use candle_core::{bail, DType, Device, Module, Result, Tensor, D};
+use candle_core::{bail, DType, Device, Module, Result, Tensor, Var, D};
 use candle_nn::{Embedding, Linear};
 
 /// Which attention implementation the model runs.
@@ -232,9 +237,21 @@ impl Llama {
         let cfg = Config::from_gguf(content)?;
         // Dequantize on the CPU (every quantization type candle knows is supported there),
         // then convert and move: this runs once, and the run itself uses dense weights.
-        let mut weight = |name: &str| -> Result<Tensor> {
+        let weight = |name: &str| -> Result<Tensor> {
             content.tensor(file, name, &Device::Cpu)?.dequantize(&Device::Cpu)?.to_dtype(dtype)?.to_device(device)
         };
+        Self::from_named_weights(cfg, weight, device, dtype, max_positions)
+    }
+
+    /// Builds the model from its GGUF-named weights (see [`weight_names`]), each fetched once
+    /// by `weight`, already in `dtype` on `device`.
+    fn from_named_weights(
+        cfg: Config,
+        mut weight: impl FnMut(&str) -> Result<Tensor>,
+        device: &Device,
+        dtype: DType,
+        max_positions: usize,
+    ) -> Result<Self> {
         let embed_weight = weight("token_embd.weight")?;
         let mut blocks = Vec::with_capacity(cfg.num_layers);
         for i in 0..cfg.num_layers {
@@ -419,6 +436,140 @@ impl Llama {
         let x = (x + b.wo.forward(&y)?)?;
 
         let xn = rms_norm(&x, &b.ffn_norm, cfg.rms_norm_eps)?;
+        let gate = candle_nn::ops::silu(&b.w_gate.forward(&xn)?)?;
+        let mlp = b.w_down.forward(&(gate * b.w_up.forward(&xn)?)?)?;
+        x + mlp
+    }
+}
+
+/// Every weight of a GGUF model as a trainable f32 [`Var`] (dequantized), with its GGUF
+/// name, in [`weight_names`] order. With tied embeddings the output projection is the
+/// embedding's `Var`, so both of its uses add into one gradient.
+#[allow(dead_code)] // the training API: examples/train.rs uses it, examples/llama.rs does not
+pub struct TrainableWeights {
+    cfg: Config,
+    vars: Vec<(String, Var)>,
+    device: Device,
+}
+
+#[allow(dead_code)]
+impl TrainableWeights {
+    /// Dequantizes every weight of an opened GGUF (see [`open_gguf`]) to an f32 `Var` on `device`.
+    pub fn from_gguf(content: &gguf_file::Content, file: &mut std::fs::File, device: &Device) -> Result<Self> {
+        let cfg = Config::from_gguf(content)?;
+        let vars = weight_names(&cfg)
+            .into_iter()
+            .map(|name| {
+                let t = content.tensor(file, &name, &Device::Cpu)?.dequantize(&Device::Cpu)?.to_dtype(DType::F32)?;
+                let var = Var::from_tensor(&t.to_device(device)?)?;
+                Ok((name, var))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { cfg, vars, device: device.clone() })
+    }
+
+    /// The `Var`s with their GGUF names, each once.
+    pub fn vars(&self) -> &[(String, Var)] {
+        &self.vars
+    }
+
+    pub fn num_parameters(&self) -> usize {
+        self.vars.iter().map(|(_, v)| v.elem_count()).sum()
+    }
+}
+
+/// The GGUF names of a LLaMA model's weights, in the order the model uses them.
+#[allow(dead_code)]
+pub fn weight_names(cfg: &Config) -> Vec<String> {
+    let mut names = vec!["token_embd.weight".to_string()];
+    for i in 0..cfg.num_layers {
+        for suffix in
+            ["attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"]
+        {
+            names.push(format!("blk.{i}.{suffix}.weight"));
+        }
+    }
+    names.push("output_norm.weight".to_string());
+    if !cfg.tied_embeddings {
+        names.push("output.weight".to_string());
+    }
+    names
+}
+
+#[allow(dead_code)]
+impl Llama {
+    /// A model that computes in `dtype` from `weights`' current values. Each weight is
+    /// `var.to_dtype(dtype)`: the `Var` itself for f32, a tracked cast otherwise, so
+    /// gradients reach the f32 `Var`s either way. A cast is a snapshot: after the optimizer
+    /// updates the `Var`s, build the model again (cheap next to a training step).
+    pub fn from_trainable(weights: &TrainableWeights, dtype: DType, max_positions: usize) -> Result<Self> {
+        let by_name: HashMap<&str, &Var> = weights.vars.iter().map(|(n, v)| (n.as_str(), v)).collect();
+        let weight = |name: &str| -> Result<Tensor> {
+            match by_name.get(name) {
+                Some(var) => var.as_tensor().to_dtype(dtype),
+                None => bail!("the trainable weights have no tensor named {name:?}"),
+            }
+        };
+        Self::from_named_weights(weights.cfg.clone(), weight, &weights.device, dtype, max_positions)
+    }
+
+    /// The full-sequence causal forward pass for training: `tokens` `(batch, seq)` u32 at
+    /// positions `0..seq`, no KV cache. Returns the logits `(batch, seq, vocab)` in the
+    /// model dtype.
+    ///
+    /// Every op here is differentiable. candle-nn's fused `rms_norm` and `rope_i` kernels
+    /// have no backward (applied with `apply_op*_no_bwd`: their inputs would silently get no
+    /// gradient), so this path runs their plain-op versions, `rms_norm_slow` and `rope_i_slow`,
+    /// which compute the same functions.
+    ///
+    /// `attend(q, k, v, scale)` is the causal attention: q `(b, seq, heads, d)`, k and v
+    /// `(b, seq, kv_heads, d)` un-repeated (GQA); it returns `(b, seq, heads, d)`.
+    pub fn forward_train(
+        &self,
+        tokens: &Tensor,
+        attend: impl Fn(&Tensor, &Tensor, &Tensor, f32) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let (batch, seq_len) = tokens.dims2()?;
+        if seq_len == 0 || seq_len > self.max_positions() {
+            bail!("forward_train needs 1..={} tokens per sequence, got {seq_len}", self.max_positions())
+        }
+        // Activations are (batch · seq, hidden) matrices, so every projection is one plain
+        // matmul (and its backward two), with no broadcast of the weight over the batch.
+        let mut x = self.embed.forward(&tokens.flatten_all()?)?;
+        for block in &self.blocks {
+            x = self.block_forward_train(block, &x, (batch, seq_len), &attend)?;
+        }
+        let x = candle_nn::ops::rms_norm_slow(&x, &self.output_norm, self.cfg.rms_norm_eps)?;
+        self.lm_head.forward(&x)?.reshape((batch, seq_len, self.cfg.vocab_size))
+    }
+
+    /// One block on `x` `(batch · seq_len, hidden)`.
+    fn block_forward_train(
+        &self,
+        b: &Block,
+        x: &Tensor,
+        (batch, seq_len): (usize, usize),
+        attend: &impl Fn(&Tensor, &Tensor, &Tensor, f32) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let cfg = &self.cfg;
+        let (h, hkv, d) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let eps = cfg.rms_norm_eps;
+
+        let xn = candle_nn::ops::rms_norm_slow(x, &b.attn_norm, eps)?;
+        // RoPE (interleaved, as in `block_forward`) on (b, heads, seq, d); the attention gets
+        // (b, seq, heads, d) views of the result.
+        let rotated = |t: Tensor, n: usize| -> Result<Tensor> {
+            let t = t.reshape((batch, seq_len, n, d))?.transpose(1, 2)?.contiguous()?;
+            candle_nn::rotary_emb::rope_i_slow(&t, &self.cos, &self.sin)?.transpose(1, 2)
+        };
+        let q = rotated(b.wq.forward(&xn)?, h)?;
+        let k = rotated(b.wk.forward(&xn)?, hkv)?;
+        let v = b.wv.forward(&xn)?.reshape((batch, seq_len, hkv, d))?;
+        let scale = (1.0 / (d as f64).sqrt()) as f32;
+        let y = attend(&q, &k, &v, scale)?.reshape((batch * seq_len, h * d))?;
+        let x = (x + b.wo.forward(&y)?)?;
+
+        let xn = candle_nn::ops::rms_norm_slow(&x, &b.ffn_norm, eps)?;
         let gate = candle_nn::ops::silu(&b.w_gate.forward(&xn)?)?;
         let mlp = b.w_down.forward(&(gate * b.w_up.forward(&xn)?)?)?;
         x + mlp
