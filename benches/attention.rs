@@ -174,13 +174,96 @@ fn inputs(s: &Shape, dev: &Device, dtype: DType) -> candle_core::Result<(Tensor,
     Ok((randn(s.sq, s.h)?, randn(s.sk, s.hkv)?, randn(s.sk, s.hkv)?))
 }
 
+/// The training rows: `(B,H,S,D)`, causal and not (bf16 on CUDA).
+const CUDA_BWD_SHAPES: &[Shape] = &[
+    shape((16, 16, 16, 2048, 2048, 64), false),
+    shape((16, 16, 16, 2048, 2048, 64), true),
+    shape((16, 16, 16, 2048, 2048, 128), false),
+    shape((16, 16, 16, 2048, 2048, 128), true),
+    shape((4, 32, 32, 4096, 4096, 128), false),
+    shape((4, 32, 32, 4096, 4096, 128), true),
+    shape((1, 32, 32, 16384, 16384, 128), false),
+    shape((1, 32, 32, 16384, 16384, 128), true),
+    shape((4, 9, 9, 2048, 2048, 64), false),
+    shape((4, 9, 9, 2048, 2048, 64), true),
+];
+const CPU_BWD_SHAPES: &[Shape] = &[shape((1, 8, 8, 512, 512, 64), false), shape((1, 16, 16, 2048, 2048, 64), false)];
+
+/// Training benches. `{device}_bwd_{kind}_{dtype}` times the backward alone, `loss.backward()`
+/// on one forward's graph with `loss = Σ out ∘ G` (as PyTorch's `out.backward(G)` is timed by
+/// scripts/bench_torch_bwd.py), throughput 2.5 × the forward's FLOPs;
+/// `{device}_fwdbwd_{kind}_{dtype}` times forward plus backward, 3.5 ×. `kind` is `fused` or
+/// `naive` (`attention_ref` under autograd, with candle-nn's differentiable softmax).
+fn bench_backward(c: &mut Criterion, dev: &Device, dtype: DType, shapes: &[Shape], naive_max_scores: usize) {
+    let prefix = device_prefix(dev);
+    for (what, with_fwd) in [("bwd", false), ("fwdbwd", true)] {
+        for (kind, fused) in [("fused", true), ("naive", false)] {
+            let mut group = c.benchmark_group(format!("{prefix}_{what}_{kind}_{}", dtype_name(dtype)));
+            for s in shapes {
+                if !fused && s.b * s.h * s.sq * s.sk > naive_max_scores {
+                    continue;
+                }
+                let (q, k, v) = inputs(s, dev, dtype).expect("bench inputs");
+                let vars = [&q, &k, &v].map(|t| candle_core::Var::from_tensor(t).expect("var"));
+                let g =
+                    Tensor::randn(0f32, 1.0, (s.b, s.sq, s.h, s.d), dev).and_then(|t| t.to_dtype(dtype)).expect("g");
+                let params = AttnParams::new(1.0 / (s.d as f32).sqrt()).causal(s.causal);
+                let forward = || -> candle_core::Result<Tensor> {
+                    let [q, k, v] = [&vars[0], &vars[1], &vars[2]].map(|x| x.as_tensor());
+                    let out = if fused { attention(q, k, v, &params)? } else { attention_ref(q, k, v, &params)? };
+                    (out * &g)?.sum_all()
+                };
+                let loss = forward().expect("forward");
+                let run = || -> candle_core::Result<Tensor> {
+                    let loss = if with_fwd { forward()? } else { loss.clone() };
+                    let grads = loss.backward()?;
+                    match grads.get(vars[0].as_tensor()) {
+                        Some(dq) => Ok(dq.clone()),
+                        None => candle_core::bail!("no gradient for q"),
+                    }
+                };
+                let t0 = Instant::now();
+                black_box(run().expect("backward"));
+                dev.synchronize().expect("sync");
+                let once = t0.elapsed();
+                group.sample_size(10);
+                group.warm_up_time(Duration::from_secs(1));
+                group.measurement_time((once * 12).clamp(Duration::from_secs(2), Duration::from_secs(20)));
+                let factor = if with_fwd { 7 } else { 5 }; // 3.5× or 2.5× the forward, in halves
+                group.throughput(Throughput::Elements(s.flops() * factor / 2));
+                group.bench_function(BenchmarkId::from_parameter(s.label()), |bencher| {
+                    bencher.iter_custom(|iters| match dev {
+                        #[cfg(feature = "cuda")]
+                        Device::Cuda(cuda) => cuda_rep_times(cuda, iters, &run).expect("timed CUDA reps"),
+                        _ => {
+                            dev.synchronize().expect("sync");
+                            let start = Instant::now();
+                            for _ in 0..iters {
+                                black_box(run().expect("backward"));
+                            }
+                            dev.synchronize().expect("sync");
+                            start.elapsed()
+                        }
+                    })
+                });
+            }
+            group.finish();
+        }
+    }
+}
+
 fn benches(c: &mut Criterion) {
     // The naive path needs B·H·Sq·Sk f32 scores plus copies; all CPU rows fit in 24 GiB.
     bench_device(c, &Device::Cpu, &[DType::F32, DType::BF16], CPU_SHAPES, 1 << 27);
+    bench_backward(c, &Device::Cpu, DType::F32, CPU_BWD_SHAPES, 1 << 27);
     #[cfg(feature = "cuda")]
     match Device::new_cuda(0) {
         // The naive (16,16,16,2048,2048) row needs 4 GiB of scores; the 16k row would need 32 GiB.
-        Ok(dev) => bench_device(c, &dev, &[DType::BF16], CUDA_SHAPES, 1 << 30),
+        Ok(dev) => {
+            bench_device(c, &dev, &[DType::BF16], CUDA_SHAPES, 1 << 30);
+            // Naive autograd keeps several f32 copies of the scores: bound it lower.
+            bench_backward(c, &dev, DType::BF16, CUDA_BWD_SHAPES, 1 << 28);
+        }
         Err(e) => eprintln!("no CUDA device, cuda groups skipped: {e}"),
     }
 }

@@ -1568,7 +1568,7 @@ mod tests {
         let (qs, ks, vs, dos) = (st(&q), st(&k), st(&v), st(&d_o));
         let t = std::time::Instant::now();
         let o = if exact {
-            super::super::forward(&p, (&qs, &lay), (&ks, &lay), (&vs, &lay), None).unwrap()
+            super::super::forward(&p, (&qs, &lay), (&ks, &lay), (&vs, &lay), None).unwrap().0
         } else {
             st(&v)
         };
