@@ -4,13 +4,14 @@
 //!
 //! Generated C++, in `$OUT_DIR`:
 //! * `fattn_generated.cuh`: `static_assert`s of every field offset and the size of each params
-//!   struct of src/cuda/params.rs (`STRUCTS`); per kernel file, the list of its instances from
-//!   src/cuda/instances.rs as an X-macro (`FATTN_INSTANCES_<FILE>(X)`, X(DTYPE, NAME,
-//!   HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)), and the byte tables of instances whose
-//!   shared memory depends on the head dim.
-//! * `<file>.gen.cu`, the unit nvcc compiles: the kernel file, the header, and the list
-//!   expanded through the file's `FATTN_INSTANCE_<FAMILY>` macro into the `extern "C"` entry
-//!   points, each with the asserts that its launch numbers are the kernel's.
+//!   struct of src/cuda/params.rs (`STRUCTS`); per family and architecture, the list of its
+//!   instances from src/cuda/instances.rs as an X-macro (`FATTN_INSTANCES_<FAMILY>_<ARCH>(X)`,
+//!   X(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM), the backward's with
+//!   COL_SPLITS after SMEM), and the byte tables of instances whose shared memory depends on
+//!   the head dim.
+//! * `<file>.gen.cu`, the unit nvcc compiles: the kernel file, the header, and the list of
+//!   each family the file holds expanded through its `FATTN_INSTANCE_<FAMILY>` macro into the
+//!   `extern "C"` entry points, each with the asserts that its launch numbers are the kernel's.
 //!
 //! `build.rs --codegen DIR` (this file compiled alone with rustc) writes the same C++ into
 //! DIR without compiling it: the labs build from it (lab/README.md).
@@ -131,23 +132,32 @@ fn stem(src: &Source) -> &'static str {
     name.strip_suffix(".cu").unwrap_or_else(|| panic!("{} is not a .cu file", src.file))
 }
 
-fn family_tag(f: Family) -> &'static str {
-    match f {
-        Family::Fwd => "FWD",
-        Family::Decode => "DECODE",
+/// The generated X-macro list of `family`'s instances on `src`'s architecture.
+fn list_name(family: Family, src: &Source) -> String {
+    format!("FATTN_INSTANCES_{}_{}", family.cpp_tag(), src.arch.cpp_tag())
+}
+
+/// Arguments a family's X-macro takes after the common ones.
+fn extra_args(family: Family) -> &'static str {
+    match family {
+        Family::Bwd => ", COL_SPLITS",
+        Family::Fwd | Family::Decode | Family::BwdPreprocess | Family::BwdConvert => "",
     }
 }
 
-/// Whether `inst` is built from `src`.
-fn built_from(inst: &Instance, src: &Source) -> bool {
-    inst.family == src.family && inst.arch == src.arch
+/// Their values for `inst`.
+fn extra_values(inst: &Instance) -> String {
+    match inst.family {
+        Family::Bwd => format!(", {}", inst.col_splits),
+        Family::Fwd | Family::Decode | Family::BwdPreprocess | Family::BwdConvert => String::new(),
+    }
 }
 
 /// Writes `fattn_generated.cuh` and one `<stem>.gen.cu` per kernel file into `dir`.
 fn write_generated_cpp(dir: &Path) {
     for inst in INSTANCES {
         assert!(
-            SOURCES.iter().any(|src| built_from(inst, src)),
+            SOURCES.iter().any(|src| src.builds(inst)),
             "{}: no kernel file in SOURCES builds its family and architecture",
             inst.name
         );
@@ -190,50 +200,55 @@ fn write_generated_cpp(dir: &Path) {
     h.push_str("}  // namespace fattn_gen\n");
 
     for src in SOURCES {
-        writeln!(
-            h,
-            "\n// The instances of {} ({}): X(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM),\n\
-             // VARIANT 0 plain, 1 softcap/ALiBi, 2 both; SMEM 0: per head dim (fattn_gen::NAME_smem_bytes).\n\
-             #define FATTN_INSTANCES_{}(X) \\",
-            src.file,
-            src.arch.nvcc_arch(),
-            stem(src).to_uppercase()
-        )
-        .unwrap();
-        for inst in INSTANCES.iter().filter(|i| built_from(i, src)) {
-            let smem = match inst.smem {
-                Smem::Bytes(b) => b,
-                Smem::PerHeadDim(_) => 0,
-            };
+        for &family in src.families {
             writeln!(
                 h,
-                "    X({}, {}, {}, {}, {}, {}, {}, {}) \\",
-                inst.dtype.cpp_tag(),
-                inst.name,
-                inst.head_dim,
-                inst.variant.cpp_code(),
-                inst.threads,
-                inst.block_rows,
-                inst.key_block,
-                smem
+                "\n// The {:?} instances of {} ({}): X(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM{}),\n\
+                 // VARIANT 0 plain, 1 softcap/ALiBi, 2 both; SMEM 0: per head dim (fattn_gen::NAME_smem_bytes).\n\
+                 #define {}(X) \\",
+                family,
+                src.file,
+                src.arch.nvcc_arch(),
+                extra_args(family),
+                list_name(family, src)
             )
             .unwrap();
+            for inst in INSTANCES.iter().filter(|i| i.family == family && src.builds(i)) {
+                let smem = match inst.smem {
+                    Smem::Bytes(b) => b,
+                    Smem::PerHeadDim(_) => 0,
+                };
+                writeln!(
+                    h,
+                    "    X({}, {}, {}, {}, {}, {}, {}, {}{}) \\",
+                    inst.dtype.cpp_tag(),
+                    inst.name,
+                    inst.head_dim,
+                    inst.variant.cpp_code(),
+                    inst.threads,
+                    inst.block_rows,
+                    inst.key_block,
+                    smem,
+                    extra_values(inst)
+                )
+                .unwrap();
+            }
+            h.push_str("    /* end */\n");
         }
-        h.push_str("    /* end */\n");
     }
     write_if_changed(&dir.join("fattn_generated.cuh"), &h);
 
     for src in SOURCES {
         let stem = stem(src);
-        let unit = format!(
+        let mut unit = format!(
             "// Generated by build.rs: {file} with the entry points of its instances in \
              src/cuda/instances.rs.\n\
-             #include \"{stem}.cu\"\n#include \"fattn_generated.cuh\"\n\n\
-             FATTN_INSTANCES_{upper}(FATTN_INSTANCE_{family})\n",
+             #include \"{stem}.cu\"\n#include \"fattn_generated.cuh\"\n\n",
             file = src.file,
-            upper = stem.to_uppercase(),
-            family = family_tag(src.family),
         );
+        for &family in src.families {
+            writeln!(unit, "{}(FATTN_INSTANCE_{})", list_name(family, src), family.cpp_tag()).unwrap();
+        }
         write_if_changed(&dir.join(format!("{stem}.gen.cu")), &unit);
     }
 }

@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn instances_cover_every_head_dim() {
-        for family in [Family::Fwd, Family::Decode] {
+        for family in Family::ALL {
             for dtype in [Dtype::BF16, Dtype::F16, Dtype::F32] {
                 for mods in [false, true] {
                     let key = |head_dim| KernelKey { family, dtype, head_dim, mods };

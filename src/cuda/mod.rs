@@ -60,7 +60,7 @@ pub(super) fn kernel_dtype(dtype: DType) -> Option<Dtype> {
 /// Loads `inst` from the PTX of the kernel file that builds it (compiled by build.rs, cached
 /// by candle under the file's module name).
 pub(super) fn load_instance(dev: &CudaDevice, inst: &Instance) -> Result<CudaFunction> {
-    let Some(at) = SOURCES.iter().position(|s| s.family == inst.family && s.arch == inst.arch) else {
+    let Some(at) = SOURCES.iter().position(|s| s.builds(inst)) else {
         bail!("fused-attn cuda: {} has no kernel file (src/cuda/instances.rs)", inst.name)
     };
     Ok(dev.get_or_load_custom_func(inst.name, SOURCES[at].module, ptx::PTX[at])?.into_cuda_function())
