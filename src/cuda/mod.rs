@@ -3,7 +3,9 @@
 //!
 //! * prefill.rs: kernels/fwd_sm80.cu, FlashAttention-2 on mma.sync (f16/bf16) and a plain-FMA
 //!   f32 kernel with the same semantics;
-//! * decode.rs: kernels/decode_sm80.cu, split-key flash-decoding for few query rows.
+//! * decode.rs: kernels/decode_sm80.cu, split-key flash-decoding for few query rows;
+//! * backward.rs: kernels/bwd_sm80.cu, the FlashAttention-2 backward (preprocess, main kernel
+//!   on mma.sync for f16/bf16 and plain FMA for f32, convert).
 //!
 //! heuristics.rs decides which family, instance and split count run a problem, from device
 //! facts it reads once per device. instances.rs declares every kernel file and instance once
@@ -12,6 +14,11 @@
 //! comes from the Rust element type ([`KernelDtype`]). Every driver error becomes a candle
 //! `Error`.
 
+// Not called yet: op.rs applies the op without a backward until the forward returns the LSE.
+// Drop this allow (and the one on the re-export below) when `CustomOp3::bwd` calls
+// `cuda::backward`.
+#[allow(dead_code)]
+mod backward;
 mod decode;
 mod heuristics;
 mod instances;
@@ -25,6 +32,10 @@ use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
 use crate::problem::{Problem, Strides};
+
+// See `mod backward` above.
+#[allow(unused_imports)]
+pub(crate) use backward::backward;
 use instances::{Dtype, Instance, SOURCES};
 use params::FattnParams;
 
