@@ -1,8 +1,9 @@
-// The one parameter struct every kernel takes by value. src/cuda/params.rs declares the same
-// fields with their byte offsets; it asserts them on the Rust side, and build.rs writes the
-// same numbers as static_asserts on this struct into the header every kernel build includes
-// ($OUT_DIR/fattn_generated.cuh), so a field added, moved or retyped on one side only fails
-// to compile.
+// The parameter structs the kernels take by value: FattnParams (every forward kernel), and
+// the backward's FattnBwdParams (which embeds it) and FattnBwdConvertParams. src/cuda/params.rs
+// declares the same fields with their byte offsets; it asserts them on the Rust side, and
+// build.rs writes the same numbers as static_asserts on these structs into the header every
+// kernel build includes ($OUT_DIR/fattn_generated.cuh), so a field added, moved or retyped on
+// one side only fails to compile.
 //
 // Pointers are already offset to the tensors' start; strides are in elements; the head
 // dimension is contiguous (stride 1) for q, k, v and o. Fields a kernel does not read are
@@ -41,8 +42,9 @@ struct FattnParams {
     float scale;
     float softcap;
 
-    // (batch, heads, seq_q) f32 output, natural log: each row's log-sum-exp of its final
-    // scores (-inf for a row that sees no key); null when the caller does not want it.
+    // (batch, heads, seq_q) f32, natural log: each row's log-sum-exp of its final scores (-inf
+    // for a row that sees no key). The forward kernels write it when it is not null; the
+    // backward (FattnBwdParams::fwd) reads it.
     float* lse;
 
     // ---- reserved: no kernel reads these yet; the host passes zero --------------------------
@@ -70,4 +72,47 @@ struct FattnParams {
     int32_t key_begin;
     int32_t key_end;
     int32_t keys_per_split;
+};
+
+// The backward's parameters (kernels/bwd_sm80.cu): the forward's, whose fields keep their
+// meaning (`o` and its strides are the forward's output, read by the preprocess; `lse` is
+// read; `scale` multiplies dQ and dK), and the rest below. src/cuda/params.rs declares it
+// with the same offsets, asserted on both sides like FattnParams'.
+struct FattnBwdParams {
+    FattnParams fwd;
+    // dO: (batch, seq_q, heads, head_dim), head dim contiguous, input dtype.
+    const void* d_o;
+    int64_t do_batch_stride, do_seq_stride, do_head_stride;
+    // Workspaces written by the preprocess, (batch, heads, seq_q_pad) f32: D and lse·log2 e.
+    float* dsum;
+    float* lse_log2;
+    // (batch, heads, seq_q_pad, head_dim_inst) f32, zeroed before the main kernel.
+    float* dq_accum;
+    // (batch, kv_heads, seq_k_pad, head_dim_inst) f32, zeroed; null unless kv_splits > 1.
+    float* dk_accum;
+    float* dv_accum;
+    // (batch, seq_k, kv_heads, head_dim) contiguous outputs in the input dtype (kv_splits == 1).
+    void* dk;
+    void* dv;
+    // seq_q rounded up to a multiple of 128 (every instance's query block divides it).
+    int32_t seq_q_pad;
+    // Number of key blocks × kBlockN of the instance (rows of dk/dv_accum).
+    int32_t seq_k_pad;
+    // Row length of the accumulators: the instance's head dim (f32 kernel: head_dim).
+    int32_t head_dim_inst;
+    // CTAs per kv head along its group, and q heads per such CTA (kv_group / kv_splits).
+    int32_t kv_splits;
+    int32_t heads_per_split;
+    // 1 when every dO row start is 16-byte aligned and head_dim fills whole 16-byte chunks.
+    int32_t vec_do;
+};
+
+// The backward's convert kernel: an f32 accumulator (batch, heads, seq_pad, d_inst) × scale →
+// a (batch, seq, heads, head_dim) contiguous output in the input dtype.
+struct FattnBwdConvertParams {
+    const float* src;
+    void* dst;
+    int32_t batch, heads, seq, head_dim, seq_pad, d_inst;
+    float scale;
+    int32_t pad_;
 };

@@ -4,6 +4,7 @@
 //! * [`instance`]: which kernel instance (tile) runs a problem.
 //! * [`split_keys`]: how many blocks split a decode problem's keys, in units of the device's
 //!   SMs.
+//! * [`bwd_kv_splits`]: how many blocks of the backward share one kv head's group of q heads.
 //! * [`prepare`]: a kernel ready to launch, with the device's attributes (compute capability,
 //!   SM count, opt-in shared memory), the function's shared-memory attribute and occupancy read
 //!   or set once per device and function, not per launch.
@@ -126,6 +127,20 @@ pub(super) fn split_keys(
     let splits = splits.min(MAX_PARTIAL_ROWS / rows.clamp(1, DECODE_ROWS)).clamp(1, rounds);
     let keys_per_split = rounds.div_ceil(splits) * KEYS_PER_ROUND;
     (key_len.div_ceil(keys_per_split), keys_per_split)
+}
+
+// ---- backward splits --------------------------------------------------------------------
+
+/// CTAs of the backward per kv head along its group of q heads. One CTA per (key block, kv
+/// head) loops over the whole group and stores dK/dV directly; when that grid (`ctas`) is under
+/// two waves of `resident` CTAs, the group is split (the smallest divisor that reaches two
+/// waves, else the whole group) and dK/dV go through f32 accumulators. Not measured yet.
+pub(super) fn bwd_kv_splits(ctas: usize, group: usize, resident: usize) -> usize {
+    let target = 2 * resident;
+    if group <= 1 || ctas >= target {
+        return 1;
+    }
+    (2..=group).find(|s| group.is_multiple_of(*s) && ctas * s >= target).unwrap_or(group)
 }
 
 // ---- device facts, read once -------------------------------------------------------------
@@ -284,6 +299,20 @@ mod tests {
         assert!(splits <= MAX_PARTIAL_ROWS);
     }
 
+    #[test]
+    fn bwd_kv_splits_reach_two_waves_or_the_whole_group() {
+        // Enough CTAs: no split.
+        assert_eq!(bwd_kv_splits(4096, 4, 132), 1);
+        // No group to split.
+        assert_eq!(bwd_kv_splits(10, 1, 132), 1);
+        // (4, 9 heads, 3 kv heads, 2048, d64): 16 key blocks · 3 · 4 = 192 CTAs on 132 slots.
+        assert_eq!(bwd_kv_splits(192, 3, 132), 3);
+        // Group 4, 128 CTAs: 2 gives 256 < 264, 4 gives 512.
+        assert_eq!(bwd_kv_splits(128, 4, 132), 4);
+        // Group 6, 100 CTAs, 100 slots: 2 reaches 200.
+        assert_eq!(bwd_kv_splits(100, 6, 100), 2);
+    }
+
     fn problem(batch: usize, seq_q: usize, heads: usize, kv_heads: usize) -> Problem {
         Problem {
             batch,
@@ -317,7 +346,7 @@ mod tests {
 
     #[test]
     fn instances_cover_every_head_dim() {
-        for family in [Family::Fwd, Family::Decode] {
+        for family in Family::ALL {
             for dtype in [Dtype::BF16, Dtype::F16, Dtype::F32] {
                 for mods in [false, true] {
                     let key = |head_dim| KernelKey { family, dtype, head_dim, mods };

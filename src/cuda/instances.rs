@@ -17,6 +17,32 @@ pub enum Family {
     Fwd,
     /// Split-key flash-decoding: few query rows against many keys.
     Decode,
+    /// FlashAttention-2 backward, main kernel: one block per (key block, column split, kv
+    /// split, kv head, batch); dQ through an f32 accumulator.
+    Bwd,
+    /// Backward preprocess: D = rowsum(dO∘O) and lse·log2 e, one warp per query row.
+    BwdPreprocess,
+    /// Backward convert: an f32 accumulator (dQ, or split dK/dV) into the input dtype.
+    BwdConvert,
+}
+
+impl Family {
+    /// Every family, for the tests that walk them all.
+    #[cfg(test)]
+    pub const ALL: [Family; 5] = [Family::Fwd, Family::Decode, Family::Bwd, Family::BwdPreprocess, Family::BwdConvert];
+
+    /// The tag of the generated C++ names (`FATTN_INSTANCES_<FAMILY>_<ARCH>`,
+    /// `FATTN_INSTANCE_<FAMILY>`). Read by build.rs.
+    #[allow(dead_code)]
+    pub const fn cpp_tag(self) -> &'static str {
+        match self {
+            Family::Fwd => "FWD",
+            Family::Decode => "DECODE",
+            Family::Bwd => "BWD",
+            Family::BwdPreprocess => "BWD_PREPROCESS",
+            Family::BwdConvert => "BWD_CONVERT",
+        }
+    }
 }
 
 /// What a kernel file is compiled for.
@@ -33,6 +59,14 @@ impl Arch {
     pub const fn nvcc_arch(self) -> &'static str {
         match self {
             Arch::Sm80 => "compute_80",
+        }
+    }
+
+    /// The tag of the generated C++ names. Read by build.rs.
+    #[allow(dead_code)]
+    pub const fn cpp_tag(self) -> &'static str {
+        match self {
+            Arch::Sm80 => "SM80",
         }
     }
 
@@ -118,12 +152,17 @@ pub struct Instance {
     pub variant: Variant,
     /// Threads per block.
     pub threads: u32,
-    /// Query rows per block (prefill: `kBlockM`; decode: (q head, query) rows of one tile).
+    /// Query rows per block (prefill: `kBlockM`; decode: (q head, query) rows of one tile;
+    /// backward: query rows per work item; preprocess: rows per block, one per warp; convert:
+    /// output rows (batch, seq) per block).
     pub block_rows: u32,
     /// Keys a block advances per step (prefill: `kBlockN`; decode: 4 warps × 16 keys, the
-    /// unit of a split). Checked against the kernel by build.rs.
-    #[allow(dead_code)]
+    /// unit of a split; backward: the keys one block owns; 0 where a kernel reads no keys).
+    /// Checked against the kernel by build.rs.
     pub key_block: u32,
+    /// Blocks that split the head dim's columns between them (backward d256: 2); 1 elsewhere.
+    /// Checked against the kernel by build.rs (backward only; the others assert 1 in Rust).
+    pub col_splits: u32,
     pub smem: Smem,
 }
 
@@ -137,13 +176,13 @@ impl Instance {
     }
 }
 
-/// A kernel file, the family it holds and the architecture it is built for.
+/// A kernel file, the families it holds and the architecture it is built for.
 #[derive(Debug, Clone, Copy)]
 pub struct Source {
     /// Compiled by build.rs.
     #[allow(dead_code)]
     pub file: &'static str,
-    pub family: Family,
+    pub families: &'static [Family],
     pub arch: Arch,
     /// The name under which candle caches the loaded module.
     pub module: &'static str,
@@ -153,17 +192,30 @@ pub struct Source {
 pub const SOURCES: &[Source] = &[
     Source {
         file: "kernels/fwd_sm80.cu",
-        family: Family::Fwd,
+        families: &[Family::Fwd],
         arch: Arch::Sm80,
         module: "candle_fused_attn::fwd_sm80",
     },
     Source {
         file: "kernels/decode_sm80.cu",
-        family: Family::Decode,
+        families: &[Family::Decode],
         arch: Arch::Sm80,
         module: "candle_fused_attn::decode_sm80",
     },
+    Source {
+        file: "kernels/bwd_sm80.cu",
+        families: &[Family::Bwd, Family::BwdPreprocess, Family::BwdConvert],
+        arch: Arch::Sm80,
+        module: "candle_fused_attn::bwd_sm80",
+    },
 ];
+
+impl Source {
+    /// Whether this file builds `inst`.
+    pub fn builds(&self, inst: &Instance) -> bool {
+        self.arch == inst.arch && self.families.contains(&inst.family)
+    }
+}
 
 /// What a launch asks for: the instance is the smallest of its family, architecture, dtype and
 /// variant whose head dim holds `head_dim` (src/cuda/heuristics.rs).
@@ -200,6 +252,7 @@ macro_rules! fwd_tc {
             threads: $threads,
             block_rows: $rows,
             key_block: $keys,
+            col_splits: 1,
             smem: Smem::Bytes($smem),
         }
     };
@@ -227,7 +280,60 @@ macro_rules! decode {
             threads: DECODE_THREADS,
             block_rows: DECODE_BLOCK_ROWS,
             key_block: DECODE_KEYS_PER_ROUND,
+            col_splits: 1,
             smem: Smem::Bytes($smem),
+        }
+    };
+}
+
+/// Dynamic shared memory of the f32 backward kernel: K and V (16 rows padded to an odd
+/// stride), Q and dO (16 rows), P and dS (16 × 17), lse and D (16 each), f32; as
+/// `fattn::bwd::f32::smem_floats` in kernels/bwd_sm80.cu.
+pub const fn bwd_f32_smem_bytes(head_dim: u32) -> u32 {
+    let k_stride = if head_dim.is_multiple_of(2) { head_dim + 1 } else { head_dim };
+    (2 * 16 * k_stride + 2 * 16 * head_dim + 2 * 16 * 17 + 2 * 16) * 4
+}
+
+/// Backward f16/bf16 instances, `BwdTraits<D>` in kernels/bwd_sm80.cu: threads (warps · 32),
+/// query rows per item (kBlockM), keys per block (16 · warps), column splits, and
+/// (2·keys·D + 2·stages·rows·D + dS tile)·2 + 2·stages·rows·4 bytes.
+macro_rules! bwd_tc {
+    (
+        $name:literal, $dtype:ident, $d:literal, $variant:ident,
+        $threads:literal, $rows:literal, $keys:literal, $col_splits:literal, $smem:literal
+    ) => {
+        Instance {
+            name: $name,
+            family: Family::Bwd,
+            arch: Arch::Sm80,
+            dtype: Dtype::$dtype,
+            head_dim: $d,
+            variant: Variant::$variant,
+            threads: $threads,
+            block_rows: $rows,
+            key_block: $keys,
+            col_splits: $col_splits,
+            smem: Smem::Bytes($smem),
+        }
+    };
+}
+
+/// The backward's preprocess (8 warps, a query row each) and convert (128 threads per output
+/// row) in `$dtype`; both serve every head dim and read no keys.
+macro_rules! bwd_aux {
+    ($family:ident, $name:literal, $dtype:ident, $threads:literal, $rows:literal) => {
+        Instance {
+            name: $name,
+            family: Family::$family,
+            arch: Arch::Sm80,
+            dtype: Dtype::$dtype,
+            head_dim: 256,
+            variant: Variant::Both,
+            threads: $threads,
+            block_rows: $rows,
+            key_block: 0,
+            col_splits: 1,
+            smem: Smem::Bytes(0),
         }
     };
 }
@@ -265,6 +371,7 @@ pub const INSTANCES: &[Instance] = &[
         threads: 128,
         block_rows: 16,
         key_block: 32,
+        col_splits: 1,
         smem: Smem::PerHeadDim(fwd_f32_smem_bytes),
     },
     // kernels/decode_sm80.cu
@@ -286,6 +393,46 @@ pub const INSTANCES: &[Instance] = &[
     decode!("fattn_decode_f32_d128_mod", F32, 128, Mods, 79872),
     decode!("fattn_decode_f32_d256", F32, 256, Plain, 153600),
     decode!("fattn_decode_f32_d256_mod", F32, 256, Mods, 153600),
+    // kernels/bwd_sm80.cu
+    bwd_tc!("fattn_bwd_f16_d32", F16, 32, Plain, 256, 64, 128, 1, 50176),
+    bwd_tc!("fattn_bwd_f16_d32_mods", F16, 32, Mods, 256, 64, 128, 1, 50176),
+    bwd_tc!("fattn_bwd_f16_d64", F16, 64, Plain, 256, 64, 128, 1, 82944),
+    bwd_tc!("fattn_bwd_f16_d64_mods", F16, 64, Mods, 256, 64, 128, 1, 82944),
+    bwd_tc!("fattn_bwd_f16_d96", F16, 96, Plain, 256, 64, 128, 1, 90624),
+    bwd_tc!("fattn_bwd_f16_d96_mods", F16, 96, Mods, 256, 64, 128, 1, 90624),
+    bwd_tc!("fattn_bwd_f16_d128", F16, 128, Plain, 256, 64, 128, 1, 98816),
+    bwd_tc!("fattn_bwd_f16_d128_mods", F16, 128, Mods, 256, 64, 128, 1, 98816),
+    bwd_tc!("fattn_bwd_f16_d256", F16, 256, Plain, 128, 32, 64, 2, 98560),
+    bwd_tc!("fattn_bwd_f16_d256_mods", F16, 256, Mods, 128, 32, 64, 2, 98560),
+    bwd_tc!("fattn_bwd_bf16_d32", BF16, 32, Plain, 256, 64, 128, 1, 50176),
+    bwd_tc!("fattn_bwd_bf16_d32_mods", BF16, 32, Mods, 256, 64, 128, 1, 50176),
+    bwd_tc!("fattn_bwd_bf16_d64", BF16, 64, Plain, 256, 64, 128, 1, 82944),
+    bwd_tc!("fattn_bwd_bf16_d64_mods", BF16, 64, Mods, 256, 64, 128, 1, 82944),
+    bwd_tc!("fattn_bwd_bf16_d96", BF16, 96, Plain, 256, 64, 128, 1, 90624),
+    bwd_tc!("fattn_bwd_bf16_d96_mods", BF16, 96, Mods, 256, 64, 128, 1, 90624),
+    bwd_tc!("fattn_bwd_bf16_d128", BF16, 128, Plain, 256, 64, 128, 1, 98816),
+    bwd_tc!("fattn_bwd_bf16_d128_mods", BF16, 128, Mods, 256, 64, 128, 1, 98816),
+    bwd_tc!("fattn_bwd_bf16_d256", BF16, 256, Plain, 128, 32, 64, 2, 98560),
+    bwd_tc!("fattn_bwd_bf16_d256_mods", BF16, 256, Mods, 128, 32, 64, 2, 98560),
+    Instance {
+        name: "fattn_bwd_f32",
+        family: Family::Bwd,
+        arch: Arch::Sm80,
+        dtype: Dtype::F32,
+        head_dim: 256,
+        variant: Variant::Both,
+        threads: 256,
+        block_rows: 16,
+        key_block: 16,
+        col_splits: 1,
+        smem: Smem::PerHeadDim(bwd_f32_smem_bytes),
+    },
+    bwd_aux!(BwdPreprocess, "fattn_bwd_preprocess_f16", F16, 256, 8),
+    bwd_aux!(BwdPreprocess, "fattn_bwd_preprocess_bf16", BF16, 256, 8),
+    bwd_aux!(BwdPreprocess, "fattn_bwd_preprocess_f32", F32, 256, 8),
+    bwd_aux!(BwdConvert, "fattn_bwd_convert_f16", F16, 128, 1),
+    bwd_aux!(BwdConvert, "fattn_bwd_convert_bf16", BF16, 128, 1),
+    bwd_aux!(BwdConvert, "fattn_bwd_convert_f32", F32, 128, 1),
 ];
 
 #[cfg(test)]
@@ -317,21 +464,33 @@ mod tests {
                     inst.head_dim,
                     if v == Variant::Mods { "_mod" } else { "" }
                 ),
+                (Family::Bwd, Dtype::F32, _) => "fattn_bwd_f32".to_string(),
+                (Family::Bwd, d, v) => format!(
+                    "fattn_bwd_{}_d{}{}",
+                    dtype_name(d),
+                    inst.head_dim,
+                    if v == Variant::Mods { "_mods" } else { "" }
+                ),
+                (Family::BwdPreprocess, d, _) => format!("fattn_bwd_preprocess_{}", dtype_name(d)),
+                (Family::BwdConvert, d, _) => format!("fattn_bwd_convert_{}", dtype_name(d)),
             };
             assert_eq!(inst.name, expected);
             assert!(INSTANCES[..i].iter().all(|other| other.name != inst.name), "{} twice", inst.name);
             assert_eq!(
-                SOURCES.iter().filter(|s| s.family == inst.family && s.arch == inst.arch).count(),
+                SOURCES.iter().filter(|s| s.builds(inst)).count(),
                 1,
                 "{}: one kernel file builds it",
                 inst.name
             );
+            // Only the backward's generated entry points check a column split (build.rs).
+            assert!(inst.col_splits == 1 || inst.family == Family::Bwd, "{}: column split", inst.name);
+            assert!(inst.col_splits >= 1 && inst.head_dim % inst.col_splits == 0, "{}: column split", inst.name);
         }
     }
 
     #[test]
     fn every_variant_of_every_dtype_exists_up_to_the_largest_head_dim() {
-        for family in [Family::Fwd, Family::Decode] {
+        for family in Family::ALL {
             for dtype in [Dtype::F16, Dtype::BF16, Dtype::F32] {
                 for mods in [false, true] {
                     let max = INSTANCES
@@ -346,9 +505,9 @@ mod tests {
     }
 
     #[test]
-    fn prefill_tiles_fit_every_sm80_gpu() {
+    fn prefill_and_backward_tiles_fit_every_sm80_gpu() {
         // sm_86/sm_89 give a block at most 99 KiB; one build runs on every sm_80+ GPU.
-        for inst in INSTANCES.iter().filter(|i| i.family == Family::Fwd) {
+        for inst in INSTANCES.iter().filter(|i| matches!(i.family, Family::Fwd | Family::Bwd)) {
             for d in 1..=inst.head_dim {
                 assert!(inst.smem_bytes(d) <= 99 * 1024, "{} at head dim {d}", inst.name);
             }

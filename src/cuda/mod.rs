@@ -3,7 +3,9 @@
 //!
 //! * prefill.rs: kernels/fwd_sm80.cu, FlashAttention-2 on mma.sync (f16/bf16) and a plain-FMA
 //!   f32 kernel with the same semantics;
-//! * decode.rs: kernels/decode_sm80.cu, split-key flash-decoding for few query rows.
+//! * decode.rs: kernels/decode_sm80.cu, split-key flash-decoding for few query rows;
+//! * backward.rs: kernels/bwd_sm80.cu, the FlashAttention-2 backward (preprocess, main kernel
+//!   on mma.sync for f16/bf16 and plain FMA for f32, convert).
 //!
 //! heuristics.rs decides which family, instance and split count run a problem, from device
 //! facts it reads once per device. instances.rs declares every kernel file and instance once
@@ -12,6 +14,7 @@
 //! comes from the Rust element type ([`KernelDtype`]). Every driver error becomes a candle
 //! `Error`.
 
+mod backward;
 mod decode;
 mod heuristics;
 mod instances;
@@ -25,6 +28,8 @@ use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
 use crate::problem::{Problem, Strides};
+
+pub(crate) use backward::backward;
 use instances::{Dtype, Instance, SOURCES};
 use params::FattnParams;
 
@@ -60,7 +65,7 @@ pub(super) fn kernel_dtype(dtype: DType) -> Option<Dtype> {
 /// Loads `inst` from the PTX of the kernel file that builds it (compiled by build.rs, cached
 /// by candle under the file's module name).
 pub(super) fn load_instance(dev: &CudaDevice, inst: &Instance) -> Result<CudaFunction> {
-    let Some(at) = SOURCES.iter().position(|s| s.family == inst.family && s.arch == inst.arch) else {
+    let Some(at) = SOURCES.iter().position(|s| s.builds(inst)) else {
         bail!("fused-attn cuda: {} has no kernel file (src/cuda/instances.rs)", inst.name)
     };
     Ok(dev.get_or_load_custom_func(inst.name, SOURCES[at].module, ptx::PTX[at])?.into_cuda_function())

@@ -1,10 +1,12 @@
-//! The parameter struct every kernel takes by value, `FattnParams` in
-//! kernels/common/params.cuh, declared once as a list of fields with their byte offsets.
+//! The parameter structs the kernels take by value, in kernels/common/params.cuh, each
+//! declared once as a list of fields with their byte offsets: `FattnParams` (every forward
+//! kernel), and the backward's `FattnBwdParams` (which embeds `FattnParams`) and
+//! `FattnBwdConvertParams`.
 //!
-//! The list defines the Rust struct and asserts each offset (and the size) at compile time;
-//! build.rs includes this file and writes the same numbers as C++ `static_assert`s on the
-//! C++ struct into the header every kernel build includes. A field added, moved or retyped on
-//! one side only fails to compile on that side.
+//! Each list defines the Rust struct and asserts each offset (and the size) at compile time;
+//! build.rs includes this file and writes the same numbers ([`STRUCTS`]) as C++
+//! `static_assert`s on the C++ structs into the header every kernel build includes. A field
+//! added, moved or retyped on one side only fails to compile on that side.
 //!
 //! Plain data on purpose: build.rs `include!`s it, so it uses nothing but `core`.
 
@@ -87,8 +89,8 @@ ffi_struct! {
         scale: f32 = 192,
         /// The softcap; 0 = off.
         softcap: f32 = 196,
-        /// `(batch, heads, seq_q)` f32 log-sum-exp output (natural log, -inf for a row that
-        /// sees no key); 0 when not wanted.
+        /// `(batch, heads, seq_q)` f32 natural-log log-sum-exp per row (-inf: no visible key):
+        /// the forward writes it when not 0, the backward reads it.
         lse: u64 = 200,
         // ---- reserved: no kernel reads these yet; always zero ----
         /// `(batch + 1)` i32 cumulative sequence lengths of packed (varlen) q and k/v.
@@ -115,3 +117,69 @@ ffi_struct! {
         keys_per_split: i32 = 284,
     }
 }
+
+ffi_struct! {
+    /// The backward's parameters (kernels/bwd_sm80.cu): the forward's (`o` and its strides are
+    /// the forward's output, `lse` its log-sum-exp, `scale` multiplies dQ and dK), then the
+    /// backward's own. Workspaces are f32; `seq_q_pad` rows per (batch, head).
+    pub struct FattnBwdParams, size 400 {
+        fwd: FattnParams = 0,
+        /// dO, `(batch, seq_q, heads, head_dim)`, head dim contiguous, input dtype.
+        d_o: u64 = 288,
+        do_batch_stride: i64 = 296,
+        do_seq_stride: i64 = 304,
+        do_head_stride: i64 = 312,
+        /// `(batch, heads, seq_q_pad)` f32: D = rowsum(dO∘O) and lse·log2 e, written by the
+        /// preprocess.
+        dsum: u64 = 320,
+        lse_log2: u64 = 328,
+        /// `(batch, heads, seq_q_pad, head_dim_inst)` f32, zeroed before the main kernel.
+        dq_accum: u64 = 336,
+        /// `(batch, kv_heads, seq_k_pad, head_dim_inst)` f32, zeroed; 0 unless `kv_splits > 1`.
+        dk_accum: u64 = 344,
+        dv_accum: u64 = 352,
+        /// `(batch, seq_k, kv_heads, head_dim)` contiguous outputs (written when `kv_splits == 1`).
+        dk: u64 = 360,
+        dv: u64 = 368,
+        /// `seq_q` rounded up to a multiple of 128.
+        seq_q_pad: i32 = 376,
+        /// Key blocks × the instance's key block.
+        seq_k_pad: i32 = 380,
+        /// Row length of the accumulators: the instance's head dim (f32 kernel: head_dim).
+        head_dim_inst: i32 = 384,
+        /// CTAs per kv head along its group, and q heads per such CTA.
+        kv_splits: i32 = 388,
+        heads_per_split: i32 = 392,
+        /// 1 when every dO row start is 16-byte aligned and rows are whole 16-byte chunks.
+        vec_do: i32 = 396,
+    }
+}
+
+ffi_struct! {
+    /// The backward's convert kernel: `(batch, heads, seq_pad, d_inst)` f32 accumulator ×
+    /// `scale` → `(batch, seq, heads, head_dim)` contiguous output in the input dtype.
+    pub struct FattnBwdConvertParams, size 48 {
+        src: u64 = 0,
+        dst: u64 = 8,
+        batch: i32 = 16,
+        heads: i32 = 20,
+        seq: i32 = 24,
+        head_dim: i32 = 28,
+        seq_pad: i32 = 32,
+        d_inst: i32 = 36,
+        scale: f32 = 40,
+        /// Explicit tail padding, so that every byte passed to the kernel is initialized.
+        pad_: i32 = 44,
+    }
+}
+
+/// A struct's C++ name, its size and its fields' names and offsets.
+pub type StructLayout = (&'static str, usize, &'static [(&'static str, usize)]);
+
+/// Every struct of the family. Read by build.rs, which asserts them on the C++ structs.
+#[allow(dead_code)]
+pub const STRUCTS: &[StructLayout] = &[
+    ("FattnParams", FattnParams::SIZE, FattnParams::FIELDS),
+    ("FattnBwdParams", FattnBwdParams::SIZE, FattnBwdParams::FIELDS),
+    ("FattnBwdConvertParams", FattnBwdConvertParams::SIZE, FattnBwdConvertParams::FIELDS),
+];

@@ -1,0 +1,326 @@
+//! The backward (FlashAttention-2): kernels/bwd_sm80.cu, launched on candle's stream.
+//!
+//! In stream order: a memset zeroes the f32 dQ accumulator (and the dK/dV accumulators when
+//! the group of a kv head is split over CTAs); `fattn_bwd_preprocess_*` writes D = rowsum(dO∘O)
+//! and lse·log2 e per padded row; the main kernel (tensor cores for f16/bf16, one instance
+//! per head dim in src/cuda/instances.rs, smaller head dims zero-padded onto the next one;
+//! plain f32 FMA for f32) accumulates dQ with atomics and writes dK/dV; `fattn_bwd_convert_*`
+//! scales dQ into the input dtype (and dK/dV when they were accumulated).
+//!
+//! The parameters cross the FFI boundary as `FattnBwdParams` (which embeds the forward's
+//! `FattnParams`) and `FattnBwdConvertParams`, declared in src/cuda/params.rs.
+
+use std::sync::Arc;
+
+use candle_core::backend::BackendStorage;
+use candle_core::cuda_backend::cudarc::driver::{
+    CudaFunction, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
+use candle_core::cuda_backend::{CudaDevice, WrapErr};
+use candle_core::{bail, CudaStorage, DType, Layout, Result, Tensor};
+use half::{bf16, f16};
+
+use super::heuristics::{self, Prepared};
+use super::instances::{Arch, Dtype, Family, Instance, KernelKey};
+use super::params::{FattnBwdConvertParams, FattnBwdParams, FattnParams};
+use super::{alibi_slopes_ptr, common_params, dev_tensor, to_i32, KernelDtype};
+use crate::problem::Problem;
+
+/// Query rows are padded to a multiple of this in the f32 workspaces (every instance's
+/// query block divides it), so that the kernels read and add whole blocks without tests.
+const SEQ_Q_PAD: usize = 128;
+
+// SAFETY: `#[repr(C)]` plain data (integers, floats and the plain-data `FattnParams`, no
+// references) with the layout of the C++ struct, field by field (offsets and size asserted on
+// both sides, see params.rs); the kernels receive it by value.
+unsafe impl DeviceRepr for FattnBwdParams {}
+// SAFETY: as `FattnBwdParams`.
+unsafe impl DeviceRepr for FattnBwdConvertParams {}
+
+/// The instance of `family` that runs `p` in `T`. `_mods` instances apply softcap/ALiBi (the
+/// plain ones take any scale: they multiply by it before exp2, no row max); the f32 main
+/// kernel and the preprocess/convert kernels serve both.
+fn instance<T: KernelDtype>(p: &Problem, family: Family) -> Result<&'static Instance> {
+    let mods = p.softcap > 0.0 || p.has_alibi;
+    heuristics::instance(KernelKey { family, dtype: T::DTYPE, head_dim: p.head_dim, mods }, Arch::Sm80)
+}
+
+/// The CUDA backward (FlashAttention-2): dq, dk, dv, contiguous, in the input dtype.
+/// `lse` is f32, contiguous `(batch, heads, seq_q)`, natural log, `-inf` for rows without a
+/// visible key; `alibi` is `(batch, heads)` f32, contiguous, on q's device.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn backward(
+    p: &Problem,
+    q: (&CudaStorage, &Layout),
+    k: (&CudaStorage, &Layout),
+    v: (&CudaStorage, &Layout),
+    o: (&CudaStorage, &Layout),
+    d_o: (&CudaStorage, &Layout),
+    lse: (&CudaStorage, &Layout),
+    alibi: Option<&Tensor>,
+) -> Result<(CudaStorage, CudaStorage, CudaStorage)> {
+    let dtype = q.0.dtype();
+    for (name, s) in [("k", k.0), ("v", v.0), ("o", o.0), ("d_o", d_o.0)] {
+        if s.dtype() != dtype {
+            bail!("fused-attn cuda backward: {name} is {:?} but q is {dtype:?}", s.dtype())
+        }
+    }
+    if lse.0.dtype() != DType::F32 {
+        bail!("fused-attn cuda backward: lse must be f32, got {:?}", lse.0.dtype())
+    }
+    let lse_dims = [p.batch, p.heads, p.seq_q];
+    if lse.1.dims() != lse_dims || !lse.1.is_contiguous() {
+        bail!(
+            "fused-attn cuda backward: lse must be contiguous with shape {lse_dims:?}, got shape {:?} strides {:?}",
+            lse.1.dims(),
+            lse.1.stride()
+        )
+    }
+    match dtype {
+        DType::F16 => launch::<f16>(p, q, k, v, o, d_o, lse, alibi),
+        DType::BF16 => launch::<bf16>(p, q, k, v, o, d_o, lse, alibi),
+        DType::F32 => launch::<f32>(p, q, k, v, o, d_o, lse, alibi),
+        dt => bail!("fused-attn cuda backward: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
+    }
+}
+
+/// Launches one kernel whose single argument is `params`.
+///
+/// # Safety
+/// `params` must match the kernel's C++ parameter type, every device pointer in it must be
+/// live (its guard held by the caller) until the launch is enqueued, and `cfg` must be the
+/// geometry the kernel expects for those parameters.
+unsafe fn launch_one<P: DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    func: &CudaFunction,
+    cfg: LaunchConfig,
+    params: &P,
+) -> Result<()> {
+    let mut builder = stream.launch_builder(func);
+    builder.arg(params);
+    // SAFETY: forwarded from this function's contract.
+    unsafe { builder.launch(cfg) }.w()?;
+    Ok(())
+}
+
+/// A one-dimensional launch of `blocks` blocks of `inst`, with `smem_bytes` of dynamic shared
+/// memory.
+fn launch_config(inst: &Instance, blocks: i32, smem_bytes: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (inst.threads, 1, 1), shared_mem_bytes: smem_bytes }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch<T: KernelDtype + ValidAsZeroBits>(
+    p: &Problem,
+    (q, ql): (&CudaStorage, &Layout),
+    (k, kl): (&CudaStorage, &Layout),
+    (v, vl): (&CudaStorage, &Layout),
+    (o, ol): (&CudaStorage, &Layout),
+    (d_o, dol): (&CudaStorage, &Layout),
+    (lse, lsel): (&CudaStorage, &Layout),
+    alibi: Option<&Tensor>,
+) -> Result<(CudaStorage, CudaStorage, CudaStorage)> {
+    let dev: &CudaDevice = &q.device;
+    let stream = dev.cuda_stream();
+    let d = p.head_dim;
+    let q_len = p.batch * p.seq_q * p.heads * d;
+    let kv_len = p.batch * p.seq_k * p.kv_heads * d;
+    if p.batch == 0 || p.heads == 0 || d == 0 {
+        // Nothing to differentiate: empty (or zero-width) gradients.
+        let dq = dev.alloc_zeros::<T>(q_len)?;
+        let dk = dev.alloc_zeros::<T>(kv_len)?;
+        let dv = dev.alloc_zeros::<T>(kv_len)?;
+        return Ok((
+            CudaStorage::wrap_cuda_slice(dq, dev.clone()),
+            CudaStorage::wrap_cuda_slice(dk, dev.clone()),
+            CudaStorage::wrap_cuda_slice(dv, dev.clone()),
+        ));
+    }
+    // The kernels index rows and keys in i32, including row + seq_k - seq_q and the window
+    // bounds derived from it.
+    to_i32(p.seq_q + p.seq_k, "seq_q + seq_k")?;
+    let main_inst = instance::<T>(p, Family::Bwd)?;
+    let pre_inst = instance::<T>(p, Family::BwdPreprocess)?;
+    let convert_inst = instance::<T>(p, Family::BwdConvert)?;
+    let main: Prepared = heuristics::prepare(dev, main_inst)?;
+    let preprocess = heuristics::prepare(dev, pre_inst)?;
+    let convert = heuristics::prepare(dev, convert_inst)?;
+    let smem_bytes = main_inst.smem_bytes(to_i32(d, "head_dim")? as u32);
+    main.check_smem(smem_bytes)?;
+    if main.blocks_per_sm == 0 {
+        bail!(
+            "fused-attn cuda backward: {} cannot be resident ({} threads, {smem_bytes} bytes of shared memory)",
+            main_inst.name,
+            main_inst.threads
+        )
+    }
+    // Row length of the f32 accumulators: the tensor-core instances write whole tiles of
+    // their head dim, the f32 kernel only the problem's columns.
+    let d_inst = if T::DTYPE == Dtype::F32 { d } else { main_inst.head_dim as usize };
+
+    let group = p.group_size();
+    let key_blocks = p.seq_k.div_ceil(main_inst.key_block as usize);
+    let ctas = key_blocks * main_inst.col_splits as usize * p.kv_heads * p.batch;
+    let resident = main.device.sms as usize * main.blocks_per_sm as usize;
+    let splits = heuristics::bwd_kv_splits(ctas, group, resident);
+    let grid_main = to_i32(ctas * splits, "backward CTAs (key blocks · column splits · kv splits · kv heads · batch)")?;
+    let seq_q_pad = p.seq_q.div_ceil(SEQ_Q_PAD) * SEQ_Q_PAD;
+    let seq_k_pad = key_blocks * main_inst.key_block as usize;
+    let stat_rows = p.batch * p.heads * seq_q_pad;
+    let pre_blocks = to_i32(stat_rows.div_ceil(pre_inst.block_rows as usize), "preprocess blocks")?;
+    let q_rows = to_i32(p.batch * p.seq_q, "batch · seq_q")?;
+    let k_rows = to_i32(p.batch * p.seq_k, "batch · seq_k")?;
+
+    let elem = std::mem::size_of::<T>();
+    let qt = dev_tensor::<T>(q, ql, &stream)?;
+    let kt = dev_tensor::<T>(k, kl, &stream)?;
+    let vt = dev_tensor::<T>(v, vl, &stream)?;
+    let ot = dev_tensor::<T>(o, ol, &stream)?;
+    let dot = dev_tensor::<T>(d_o, dol, &stream)?;
+    let (lse_base, lse_guard) = lse.as_cuda_slice::<f32>()?.device_ptr(&stream);
+    let lse_ptr = lse_base + (lsel.start_offset() * std::mem::size_of::<f32>()) as u64;
+
+    // Workspaces. `stats` is fully written by the preprocess (D then lse·log2 e, every padded
+    // row); the accumulators start at zero (memset on the stream).
+    // SAFETY: the preprocess writes all `2 · stat_rows` words before the main kernel reads any.
+    let mut stats = unsafe { dev.alloc::<f32>(2 * stat_rows) }?;
+    let mut dq_accum = dev.alloc_zeros::<f32>(p.batch * p.heads * seq_q_pad * d_inst)?;
+    let dkv_words = p.batch * p.kv_heads * seq_k_pad * d_inst;
+    let mut dkv_accum = if splits > 1 { Some(dev.alloc_zeros::<f32>(2 * dkv_words)?) } else { None };
+    // SAFETY: dq is written in full by the convert kernel (one CTA per (batch, row), every
+    // head and column).
+    let mut dq = unsafe { dev.alloc::<T>(q_len) }?;
+    // SAFETY: dk is written in full either by the main kernel (kv_splits == 1: the CTA of
+    // each (key block, column split, kv head, batch) stores every key below seq_k and column
+    // below head_dim, zeros where no row sees the key) or by the convert kernel (kv_splits > 1).
+    let mut dk = unsafe { dev.alloc::<T>(kv_len) }?;
+    // SAFETY: as dk.
+    let mut dv = unsafe { dev.alloc::<T>(kv_len) }?;
+
+    let alibi_storage = alibi.map(|t| t.storage_and_layout());
+    let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
+
+    {
+        let (stats_ptr, _stats_guard) = stats.device_ptr_mut(&stream);
+        let (dq_accum_ptr, _dq_accum_guard) = dq_accum.device_ptr_mut(&stream);
+        let dkv = dkv_accum.as_mut().map(|s| s.device_ptr_mut(&stream));
+        let (dk_accum_ptr, dv_accum_ptr) = match &dkv {
+            Some((ptr, _)) => (*ptr, *ptr + (dkv_words * 4) as u64),
+            None => (0, 0),
+        };
+        let (dk_ptr, _dk_guard) = dk.device_ptr_mut(&stream);
+        let (dv_ptr, _dv_guard) = dv.device_ptr_mut(&stream);
+        let fwd = FattnParams {
+            // Here o is the forward's output, an input with its own strides, read by the
+            // preprocess (16-byte loads when its rows are aligned).
+            o_batch_stride: ot.strides.batch as i64,
+            o_seq_stride: ot.strides.seq as i64,
+            o_head_stride: ot.strides.head as i64,
+            vec_out: ot.rows_16b_aligned(d, elem) as i32,
+            lse: lse_ptr,
+            ..common_params(p, [&qt, &kt, &vt], ot.ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
+        };
+        let params = FattnBwdParams {
+            fwd,
+            d_o: dot.ptr,
+            do_batch_stride: dot.strides.batch as i64,
+            do_seq_stride: dot.strides.seq as i64,
+            do_head_stride: dot.strides.head as i64,
+            dsum: stats_ptr,
+            lse_log2: stats_ptr + (stat_rows * 4) as u64,
+            dq_accum: dq_accum_ptr,
+            dk_accum: dk_accum_ptr,
+            dv_accum: dv_accum_ptr,
+            dk: dk_ptr,
+            dv: dv_ptr,
+            seq_q_pad: to_i32(seq_q_pad, "padded seq_q")?,
+            seq_k_pad: to_i32(seq_k_pad, "padded seq_k")?,
+            head_dim_inst: to_i32(d_inst, "instance head_dim")?,
+            kv_splits: to_i32(splits, "kv splits")?,
+            heads_per_split: to_i32(group / splits, "heads per kv split")?,
+            vec_do: dot.rows_16b_aligned(d, elem) as i32,
+        };
+
+        if pre_blocks > 0 {
+            // SAFETY: `fattn_bwd_preprocess_*` takes `FattnBwdParams` by value. It reads o, dO
+            // (strided, inside the validated shapes) and lse ((batch, heads, seq_q), checked
+            // above), and writes one word per padded row into each half of `stats`
+            // (`2 · stat_rows` words); the grid has one warp per padded row.
+            unsafe { launch_one(&stream, &preprocess.func, launch_config(pre_inst, pre_blocks, 0), &params) }?;
+        }
+        if grid_main > 0 {
+            // SAFETY: the main kernel takes `FattnBwdParams` by value; the grid is (key blocks
+            // × column splits × kv splits × kv heads × batch) as `bwd_cta` decodes it, with
+            // the block size and shared memory of the instance (asserted against the kernel's
+            // traits at build time). It reads q, k, v, dO inside their shapes (zero-filling
+            // padding), `stats` rows below seq_q_pad, and adds into dq_accum rows below seq_q
+            // (of seq_q_pad) and columns below d_inst, into the dK/dV accumulators (rows below
+            // seq_k_pad, when split), or stores dk/dv keys below seq_k and columns below
+            // head_dim.
+            unsafe { launch_one(&stream, &main.func, launch_config(main_inst, grid_main, smem_bytes), &params) }?;
+        }
+        let base = FattnBwdConvertParams {
+            batch: params.fwd.batch,
+            head_dim: params.fwd.head_dim,
+            d_inst: params.head_dim_inst,
+            ..FattnBwdConvertParams::default()
+        };
+        if q_rows > 0 {
+            let (dq_ptr, _dq_guard) = dq.device_ptr_mut(&stream);
+            let c = FattnBwdConvertParams {
+                src: dq_accum_ptr,
+                dst: dq_ptr,
+                heads: params.fwd.heads,
+                seq: params.fwd.seq_q,
+                seq_pad: params.seq_q_pad,
+                scale: p.scale,
+                ..base
+            };
+            // SAFETY: `fattn_bwd_convert_*` takes `FattnBwdConvertParams` by value; one CTA per
+            // (batch, row) reads dq_accum at (b, h, row < seq_q_pad, col < d_inst) and writes
+            // dq's (batch, seq_q, heads, head_dim) elements, all of them.
+            unsafe { launch_one(&stream, &convert.func, launch_config(convert_inst, q_rows, 0), &c) }?;
+        }
+        if splits > 1 && k_rows > 0 {
+            for (src, dst) in [(dk_accum_ptr, dk_ptr), (dv_accum_ptr, dv_ptr)] {
+                let c = FattnBwdConvertParams {
+                    src,
+                    dst,
+                    heads: params.fwd.kv_heads,
+                    seq: params.fwd.seq_k,
+                    seq_pad: params.seq_k_pad,
+                    scale: 1.0,
+                    ..base
+                };
+                // SAFETY: as for dq: the accumulator is (batch, kv_heads, seq_k_pad, d_inst)
+                // (dK already scaled by the main kernel), the output (batch, seq_k, kv_heads,
+                // head_dim), every element written.
+                unsafe { launch_one(&stream, &convert.func, launch_config(convert_inst, k_rows, 0), &c) }?;
+            }
+        }
+    }
+    drop(alibi_ptr);
+    drop(lse_guard);
+    drop((qt, kt, vt, ot, dot));
+    // The workspaces are freed in stream order (after the kernels that use them).
+    drop((stats, dq_accum, dkv_accum));
+    Ok((
+        CudaStorage::wrap_cuda_slice(dq, dev.clone()),
+        CudaStorage::wrap_cuda_slice(dk, dev.clone()),
+        CudaStorage::wrap_cuda_slice(dv, dev.clone()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::instances::INSTANCES;
+
+    #[test]
+    fn padded_rows_hold_whole_query_blocks() {
+        // The kernels read and add whole query blocks of the padded workspaces.
+        for inst in INSTANCES.iter().filter(|i| i.family == Family::Bwd) {
+            assert!(SEQ_Q_PAD.is_multiple_of(inst.block_rows as usize), "{}", inst.name);
+        }
+    }
+}
