@@ -86,7 +86,6 @@ const T_LD: usize = padded_stride(KEYS_PER_ITEM);
 /// Head dims are padded with zeros to a multiple of this inside the tiles.
 const D_ALIGN: usize = 16;
 
-#[allow(dead_code)] // until the op's backward calls it
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn backward(
     p: &Problem,
