@@ -7,6 +7,8 @@
 //! cargo run --release --example train -- --attn compare --steps 10
 //! cargo run --release --features cuda --example train -- --device cuda --dtype bf16 \
 //!     --attn compare --seq-len 2048 --batch 4
+//! cargo run --release --features cuda --example train -- --device cuda --dtype bf16 \
+//!     --synthetic smollm2-135m --attn compare --seq-len 4096 --steps 4
 //! ```
 //!
 //! The model is examples/llama/model.rs, shared with the llama example and tests/llama.rs:
@@ -57,7 +59,18 @@
 //!   memory the first freed (it is asked to give it back), so for CPU memory figures run
 //!   each back end on its own.
 //! * The run fails unless the loss fell: the mean of the last 3 steps' losses must be below
-//!   the first step's.
+//!   the first step's (real weights only; see `--synthetic`).
+//! * `--synthetic smollm2-135m|llama3-8b|llama2-7b` needs no GGUF and no tokenizer (for
+//!   machines the 98 MB file cannot reach): random f32 `Var`s at that model's shapes
+//!   (`TrainableWeights::synthetic`: uniform with variance 1/fan_in, norms ones, seeded by
+//!   `--seed`, the same for both back ends of a compare run), and `--windows` sequences of
+//!   random token ids drawn uniformly from the vocabulary by a generator seeded by `--seed`.
+//!   There is nothing to learn in such data beyond memorising the few sequences, so the
+//!   loss (near ln(vocab) and above, as the random weights' logits are not calibrated) need
+//!   not fall much: such a run is a throughput and memory check, its losses are printed,
+//!   the loss-fell check is skipped (with a note), and the compare check of the first
+//!   step's losses still applies. Any `--seq-len` and `--batch` may be asked for; memory is
+//!   the limit (the naive back end keeps `batch × heads × seq_len²` scores per layer).
 
 // The llama example's modules; much of them (the KV cache, generation) is not used here.
 #[path = "llama/fetch.rs"]
@@ -98,6 +111,33 @@ enum DTypeArg {
     Bf16,
 }
 
+/// The model shapes `--synthetic` builds random weights at.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum SyntheticArg {
+    #[value(name = "smollm2-135m")]
+    Smollm2_135m,
+    #[value(name = "llama3-8b")]
+    Llama3_8b,
+    #[value(name = "llama2-7b")]
+    Llama2_7b,
+}
+
+impl SyntheticArg {
+    fn config(self) -> (model::Config, &'static str) {
+        match self {
+            SyntheticArg::Smollm2_135m => (model::Config::smollm2_135m(), "synthetic smollm2-135m"),
+            SyntheticArg::Llama3_8b => (model::Config::llama3_8b(), "synthetic llama3-8b"),
+            SyntheticArg::Llama2_7b => (model::Config::llama2_7b(), "synthetic llama2-7b"),
+        }
+    }
+}
+
+/// Where a back end's trainable weights come from.
+enum WeightSource {
+    Gguf(PathBuf),
+    Synthetic(model::Config),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum AttnArg {
     Fused,
@@ -129,8 +169,8 @@ impl Backend {
     }
 }
 
-/// Fine-tunes SmolLM2-135M on a shipped text with fused or naive attention, reporting loss,
-/// tokens/s and peak memory per step.
+/// Fine-tunes SmolLM2-135M on a shipped text (or random weights on random token ids, with
+/// --synthetic) with fused or naive attention, reporting loss, tokens/s and peak memory per step.
 #[derive(Parser, Debug)]
 #[command(name = "train", version)]
 struct Args {
@@ -171,18 +211,23 @@ struct Args {
     #[arg(long, default_value_t = 4)]
     windows: usize,
 
-    /// Seed of the data order.
+    /// Seed of the data order (and, with --synthetic, of the weights and token ids).
     #[arg(long, default_value_t = 299_792_458)]
     seed: u64,
 
     /// A LLaMA-architecture GGUF file; the default is SmolLM2-135M-Instruct Q4_1,
     /// downloaded on first use by scripts/fetch-model.sh.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "synthetic")]
     model: Option<PathBuf>,
 
     /// A UTF-8 text file to train on instead of the shipped corpus (examples/data/train.txt).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "synthetic")]
     data: Option<PathBuf>,
+
+    /// Random weights at these shapes and random token ids instead of a GGUF and text: a
+    /// throughput and memory run (the loss need not fall, and is not checked to).
+    #[arg(long, value_enum)]
+    synthetic: Option<SyntheticArg>,
 }
 
 /// Prints a clap-style usage error (no backtrace) and exits with status 2.
@@ -230,34 +275,59 @@ fn run() -> Result<Vec<String>> {
         DTypeArg::Bf16 => DType::BF16,
     };
 
-    let (model_path, model_name) = match &args.model {
-        Some(p) => (p.clone(), p.display().to_string()),
-        None => (fetch::default_model_path()?, fetch::DEFAULT_MODEL.to_string()),
+    let (source, cfg, model_name, batches) = match args.synthetic {
+        Some(which) => {
+            let (cfg, name) = which.config();
+            let batches = Batches::synthetic(cfg.vocab_size, &args)?;
+            println!(
+                "data: {} windows of {} + 1 random token ids (seed {}); {} steps of {} × {} tokens ({:.1} epochs)",
+                batches.windows.len(),
+                args.seq_len,
+                args.seed,
+                args.steps,
+                args.batch,
+                args.seq_len,
+                (args.steps * args.batch) as f64 / batches.windows.len() as f64
+            );
+            let params = cfg.num_parameters();
+            println!(
+                "{name}: {params} parameters; f32 weights, gradients and AdamW moments take {} before activations",
+                gib(16 * params as u64)
+            );
+            (WeightSource::Synthetic(cfg.clone()), cfg, name.to_string(), batches)
+        }
+        None => {
+            let (model_path, model_name) = match &args.model {
+                Some(p) => (p.clone(), p.display().to_string()),
+                None => (fetch::default_model_path()?, fetch::DEFAULT_MODEL.to_string()),
+            };
+            let (content, _) = model::open_gguf(&model_path)?;
+            let tokenizer = GgufTokenizer::from_gguf(&content)?;
+            let (text, text_name) = match &args.data {
+                Some(p) => (
+                    std::fs::read_to_string(p)
+                        .map_err(|e| candle_core::Error::Msg(format!("cannot read --data {}: {e}", p.display())))?,
+                    p.display().to_string(),
+                ),
+                None => (CORPUS.to_string(), CORPUS_NAME.to_string()),
+            };
+            // A blank line after the text separates its repeats.
+            let tokens = tokenizer.encode(&format!("{}\n\n", strip_header(&text).trim_end()))?;
+            let batches = Batches::new(&tokens, args.seq_len, args.batch, args.windows, args.seed)?;
+            println!(
+                "data: {text_name}: {} tokens; {} windows of {} + 1 tokens; {} steps of {} × {} tokens ({:.1} epochs)",
+                tokens.len(),
+                batches.windows.len(),
+                args.seq_len,
+                args.steps,
+                args.batch,
+                args.seq_len,
+                (args.steps * args.batch) as f64 / batches.windows.len() as f64
+            );
+            let cfg = model::Config::from_gguf(&content)?;
+            (WeightSource::Gguf(model_path), cfg, model_name, batches)
+        }
     };
-    let (content, _) = model::open_gguf(&model_path)?;
-    let tokenizer = GgufTokenizer::from_gguf(&content)?;
-    let (text, text_name) = match &args.data {
-        Some(p) => (
-            std::fs::read_to_string(p)
-                .map_err(|e| candle_core::Error::Msg(format!("cannot read --data {}: {e}", p.display())))?,
-            p.display().to_string(),
-        ),
-        None => (CORPUS.to_string(), CORPUS_NAME.to_string()),
-    };
-    // A blank line after the text separates its repeats.
-    let tokens = tokenizer.encode(&format!("{}\n\n", strip_header(&text).trim_end()))?;
-    let batches = Batches::new(&tokens, args.seq_len, args.batch, args.windows, args.seed)?;
-    println!(
-        "data: {text_name}: {} tokens; {} windows of {} + 1 tokens; {} steps of {} × {} tokens ({:.1} epochs)",
-        tokens.len(),
-        batches.windows.len(),
-        args.seq_len,
-        args.steps,
-        args.batch,
-        args.seq_len,
-        (args.steps * args.batch) as f64 / batches.windows.len() as f64
-    );
-    let cfg = model::Config::from_gguf(&content)?;
     println!(
         "model: {model_name}: {} layers, hidden {}, {} heads / {} kv heads, head dim {}; device {}, dtype {:?}, AdamW lr {}",
         cfg.num_layers,
@@ -281,7 +351,7 @@ fn run() -> Result<Vec<String>> {
     let mut runs = Vec::new();
     for backend in backends {
         println!("--- {} attention ---", backend.name());
-        let job = Job { backend, args: &args, device: &device, dtype, model_path: &model_path, batches: &batches };
+        let job = Job { backend, args: &args, device: &device, dtype, source: &source, batches: &batches };
         match train(&job) {
             Ok(r) => runs.push((backend, Ok(r))),
             Err(e) if args.attn == AttnArg::Compare => {
@@ -299,7 +369,12 @@ fn run() -> Result<Vec<String>> {
             Ok(r) => {
                 let losses = r.losses();
                 let (first, (tail, n)) = (losses[0], tail_mean(&losses));
-                if tail < first {
+                if args.synthetic.is_some() {
+                    println!(
+                        "{}: loss {first:.4} at step 1, {tail:.4} over the last {n} steps (not checked: random weights and token ids need not learn)",
+                        backend.name()
+                    );
+                } else if tail < first {
                     println!(
                         "{}: the loss fell: {first:.4} at step 1, {tail:.4} over the last {n} steps",
                         backend.name()
@@ -359,6 +434,16 @@ impl Batches {
         Ok(Self { windows, seq_len, batch, seed })
     }
 
+    /// `--windows` sequences (at least `--batch`) of `seq_len + 1` token ids drawn uniformly
+    /// from `0..vocab` by a generator seeded with `--seed`: the data of a `--synthetic` run.
+    fn synthetic(vocab: usize, args: &Args) -> Result<Self> {
+        use rand::Rng;
+        let count = args.windows.max(args.batch);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
+        let tokens: Vec<u32> = (0..count * args.seq_len + 1).map(|_| rng.random_range(0..vocab as u32)).collect();
+        Self::new(&tokens, args.seq_len, args.batch, count, args.seed)
+    }
+
     /// The window order of the whole run: `batch` windows per step, epoch after epoch.
     fn order(&self, steps: usize) -> Vec<usize> {
         let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed);
@@ -388,7 +473,7 @@ struct Job<'a> {
     args: &'a Args,
     device: &'a Device,
     dtype: DType,
-    model_path: &'a PathBuf,
+    source: &'a WeightSource,
     batches: &'a Batches,
 }
 
@@ -430,16 +515,20 @@ impl RunResult {
 
 /// Loads fresh trainable weights and trains them for `--steps` steps with one back end.
 fn train(job: &Job<'_>) -> Result<RunResult> {
-    let Job { backend, args, device, dtype, model_path, batches } = *job;
+    let Job { backend, args, device, dtype, source, batches } = *job;
     let load_start = Instant::now();
-    let (content, mut file) = model::open_gguf(model_path)?;
-    let weights = TrainableWeights::from_gguf(&content, &mut file, device)?;
-    drop(content);
+    let weights = match source {
+        WeightSource::Gguf(path) => {
+            let (content, mut file) = model::open_gguf(path)?;
+            TrainableWeights::from_gguf(&content, &mut file, device)?
+        }
+        WeightSource::Synthetic(cfg) => TrainableWeights::synthetic(cfg.clone(), args.seed, device)?,
+    };
     let vars: Vec<Var> = weights.vars().iter().map(|(_, v)| v.clone()).collect();
     let mut optimizer = AdamW::new(vars, ParamsAdamW { lr: args.lr, ..ParamsAdamW::default() })?;
     device.synchronize()?;
     println!(
-        "{} trainable f32 parameters in {} tensors (loaded in {:.1} s)",
+        "{} trainable f32 parameters in {} tensors (loaded or generated in {:.1} s)",
         weights.num_parameters(),
         weights.vars().len(),
         load_start.elapsed().as_secs_f64()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the GPU binaries here (no GPU needed) and packs them for the GPU machine, which has
 # no Rust: the GPU test binary (tests/gpu.rs), the bench binary (benches/attention.rs) and
-# the llama example, stripped, with the scripts they need, as one .tar.xz in device-pack/
+# the llama and train examples, stripped, with the scripts they need, as one .tar.xz in device-pack/
 # (git-ignored; it travels to the device through `carry`). Prints what to send.
 #
 #   scripts/device-pack.sh
@@ -26,6 +26,7 @@ targets=()
 [ -f tests/gpu.rs ] && targets+=(--test gpu)
 [ -f benches/attention.rs ] && targets+=(--bench attention)
 { [ -f examples/llama.rs ] || [ -f examples/llama/main.rs ]; } && targets+=(--example llama)
+[ -f examples/train.rs ] && targets+=(--example train)
 if [ ${#targets[@]} -eq 0 ]; then
   echo "device-pack: nothing to build (no tests/gpu.rs, benches/attention.rs or examples/llama.rs)" >&2
   exit 1
@@ -46,6 +47,7 @@ while read -r kind name exe; do
     test/gpu) dest=gpu ;;
     bench/attention) dest=bench ;;
     example/llama) dest=llama ;;
+    example/train) dest=train ;;
     *) continue ;;
   esac
   strip -o "$STAGE/bin/$dest" "$exe"
@@ -53,8 +55,8 @@ while read -r kind name exe; do
 done <<<"$artifacts"
 
 cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch.py "$STAGE/scripts/"
-# The llama helper's device runs: one line of `llama` arguments per run.
-cp scripts/llama-device*.txt "$STAGE/" 2>/dev/null || true
+# The llama and train examples' device runs: one line of arguments per run.
+cp scripts/llama-device*.txt scripts/train-device.txt "$STAGE/" 2>/dev/null || true
 {
   echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src kernels build.rs Cargo.toml tests benches examples || echo '+dirty')"
   echo "built $(date -u '+%Y-%m-%d %H:%M UTC') CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP"
@@ -79,5 +81,5 @@ cat <<EOF
 Send to the GPU machine (device tool \`run\`):
   carry:   ["device-pack"]
   command: bash scripts/device-run.sh device-pack/fused-attn-device.tar.xz \$OUT all
-Stages instead of \`all\`: tests oracle sanitize bench torch llama. The table comes back in summary.md.
+Stages instead of \`all\`: tests oracle sanitize bench torch llama; train (not in \`all\`). The table comes back in summary.md.
 EOF

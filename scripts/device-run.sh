@@ -15,17 +15,23 @@
 #   llama     the example: `llama <args>` for each line of llama-device.txt in the pack
 #             (LLAMA_LIST=llama-device-gguf.txt picks that list instead: the real SmolLM2
 #             GGUF at the path LLAMA_MODEL, which the caller brings; see docs/device-loop.md)
+#   train     not in `all`: the training example, `train <args>` for each line of
+#             train-device.txt in the pack. A line that starts with `expect-oom ` (stripped
+#             before the run) passes only if the run exits nonzero with an out-of-memory error
+#             in its output (CUDA_ERROR_OUT_OF_MEMORY or "out of memory"): the naive back end
+#             at a context where it is expected not to fit. Its log is train.log.
 #
 # OUT_DIR gets summary.md (environment, one row per stage, pass/fail, bench tables), one log
-# per stage (tests, oracle, sanitize, bench, llama) and the torch bench's json/md: at most 8
-# files, the most the device tool brings back. Exits nonzero if
-# any stage failed. A stage whose test binary printed SKIPPED on this machine failed: here
-# there is a GPU, so a skip means the environment is broken.
+# per stage (tests, oracle, sanitize, bench, llama, train) and the torch bench's json/md: at
+# most 8 files, the most the device tool brings back (every stage in one call would be 9, so
+# run train in a call of its own). Exits nonzero if any stage failed. A stage whose test
+# binary printed SKIPPED on this machine failed: here there is a GPU, so a skip means the
+# environment is broken.
 set -uo pipefail
 shopt -s nullglob # an empty bin/ (a scripts-only pack) lists nothing
 
 if [ $# -lt 2 ]; then
-  sed -n '2,22p' "$0" >&2
+  sed -n '2,29p' "$0" >&2
   exit 2
 fi
 PACK="$1"
@@ -37,7 +43,7 @@ if [ "${STAGES[*]}" = "all" ]; then
   STAGES=(tests oracle sanitize bench llama)
 fi
 # Per-stage time limits (s); `all` stays well inside one 10-minute device command.
-: "${LIMIT_TESTS:=300}" "${LIMIT_ORACLE:=120}" "${LIMIT_SANITIZE:=150}" "${LIMIT_BENCH:=200}" "${LIMIT_LLAMA:=90}"
+: "${LIMIT_TESTS:=300}" "${LIMIT_ORACLE:=120}" "${LIMIT_SANITIZE:=150}" "${LIMIT_BENCH:=200}" "${LIMIT_LLAMA:=90}" "${LIMIT_TRAIN:=150}"
 : "${BENCH_FILTER:=cuda}"   # criterion filter for the bench stage
 # TESTS_FILTER (default: all) selects GPU tests by name for the tests stage.
 
@@ -220,10 +226,47 @@ stage_llama() {
   done <"$list"
 }
 
+stage_train() {
+  local log="$OUT/train.log" t0 n=0 line rc expect_oom line_log
+  have_bin train train || return
+  local list="$WORK/train-device.txt"
+  if [ ! -s "$list" ]; then
+    ROWS+=("| train | SKIP | 0 | no scripts/train-device.txt in the pack (one line of train arguments per run) |")
+    echo "== train: SKIP (no train-device.txt)"
+    return
+  fi
+  while IFS= read -r line; do
+    case "$line" in '' | '#'*) continue ;; esac
+    n=$((n + 1))
+    t0=$SECONDS
+    expect_oom=0
+    case "$line" in 'expect-oom '*) expect_oom=1 line="${line#expect-oom }" ;; esac
+    eval "set -- $line"
+    # Each run logs on its own first, so that the out-of-memory check reads only its output.
+    line_log="$WORK/train-$n.log"
+    : >"$line_log"
+    timed "$LIMIT_TRAIN" "$line_log" "$BIN/train" "$@"
+    rc=$?
+    cat "$line_log" >>"$log"
+    if [ "$expect_oom" -eq 0 ]; then
+      if [ "$rc" -eq 0 ]; then
+        record "train #$n" PASS $((SECONDS - t0)) "\`$line\`"
+      else
+        record "train #$n" FAIL $((SECONDS - t0)) "exit $rc: \`$line\` (see train.log)"
+      fi
+    elif [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] \
+      && grep -qiE 'CUDA_ERROR_OUT_OF_MEMORY|out of memory' "$line_log"; then
+      record "train #$n" PASS $((SECONDS - t0)) "ran out of memory, as expected: \`$line\`"
+    else
+      record "train #$n" FAIL $((SECONDS - t0)) "expected an out-of-memory failure, got exit $rc without one: \`$line\` (see train.log)"
+    fi
+  done <"$list"
+}
+
 for stage in "${STAGES[@]}"; do
   case "$stage" in
-    tests | oracle | sanitize | bench | torch | llama) "stage_$stage" ;;
-    *) record "$stage" FAIL 0 "unknown stage (tests oracle sanitize bench torch llama all)" ;;
+    tests | oracle | sanitize | bench | torch | llama | train) "stage_$stage" ;;
+    *) record "$stage" FAIL 0 "unknown stage (tests oracle sanitize bench torch llama train all)" ;;
   esac
 done
 

@@ -277,21 +277,8 @@ impl Llama {
     /// stay O(1) through every layer; norms are ones. For throughput only (no text). A seed
     /// gives the same weights on the same kind of device (the CPU and CUDA generators differ).
     pub fn synthetic(cfg: Config, seed: u64, device: &Device, dtype: DType, max_positions: usize) -> Result<Self> {
-        if device.is_cuda() {
-            device.set_seed(seed)?;
-        }
-        let mut tensor_index = 0u64;
-        let mut random = |rows: usize, cols: usize| -> Result<Tensor> {
-            tensor_index += 1;
-            let bound = (3.0 / cols as f64).sqrt();
-            let t = if device.is_cpu() {
-                cpu_uniform(rows * cols, bound, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ tensor_index)?
-                    .reshape((rows, cols))?
-            } else {
-                Tensor::rand(-bound as f32, bound as f32, (rows, cols), device)?
-            };
-            t.to_dtype(dtype)
-        };
+        let mut uniform = synthetic_init(seed, device)?;
+        let mut random = |rows: usize, cols: usize| -> Result<Tensor> { uniform(rows, cols)?.to_dtype(dtype) };
         let ones = |n: usize| Tensor::ones(n, dtype, device);
         let (h, kv) = (cfg.hidden_size, cfg.num_kv_heads * cfg.head_dim);
         let embed_weight = random(cfg.vocab_size, h)?;
@@ -466,6 +453,36 @@ impl TrainableWeights {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self { cfg, vars, device: device.clone() })
+    }
+
+    /// Random f32 weights at `cfg`'s shapes, initialised as [`Llama::synthetic`] does
+    /// (uniform with variance `1 / fan_in`, norms ones; the same values for the same seed on
+    /// the CPU): for throughput and memory runs where no GGUF can travel.
+    pub fn synthetic(cfg: Config, seed: u64, device: &Device) -> Result<Self> {
+        let mut uniform = synthetic_init(seed, device)?;
+        let (h, kv, ffn) = (cfg.hidden_size, cfg.num_kv_heads * cfg.head_dim, cfg.intermediate_size);
+        let vars = weight_names(&cfg)
+            .into_iter()
+            .map(|name| {
+                let base = name.strip_suffix(".weight").unwrap_or(&name);
+                let kind = base.rsplit('.').next().unwrap_or(base);
+                let t = match kind {
+                    "token_embd" | "output" => uniform(cfg.vocab_size, h)?,
+                    "attn_q" | "attn_output" => uniform(h, h)?,
+                    "attn_k" | "attn_v" => uniform(kv, h)?,
+                    "ffn_gate" | "ffn_up" => uniform(ffn, h)?,
+                    "ffn_down" => uniform(h, ffn)?,
+                    "attn_norm" | "ffn_norm" | "output_norm" => Tensor::ones(h, DType::F32, device)?,
+                    _ => bail!("no synthetic shape for the weight {name:?}"),
+                };
+                Ok((name, Var::from_tensor(&t)?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { cfg, vars, device: device.clone() })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
     }
 
     /// The `Var`s with their GGUF names, each once.
@@ -643,6 +660,27 @@ fn rope_tables(cfg: &Config, max_positions: usize, device: &Device, dtype: DType
         Tensor::arange(0u32, max_positions as u32, device)?.to_dtype(DType::F32)?.reshape((max_positions, 1))?;
     let angles = positions.broadcast_mul(&inv_freq)?;
     Ok((angles.cos()?.to_dtype(dtype)?, angles.sin()?.to_dtype(dtype)?))
+}
+
+/// The generator of [`Llama::synthetic`] and [`TrainableWeights::synthetic`]: each call
+/// gives the next f32 `(rows, cols)` matrix, uniform in `±√(3 / cols)` (variance `1 / fan_in`).
+/// On the CPU each matrix has its own seed derived from `seed` and its index; on CUDA the
+/// device generator is seeded once, here, and draws the matrices in call order.
+fn synthetic_init(seed: u64, device: &Device) -> Result<impl FnMut(usize, usize) -> Result<Tensor> + '_> {
+    if device.is_cuda() {
+        device.set_seed(seed)?;
+    }
+    let mut tensor_index = 0u64;
+    Ok(move |rows: usize, cols: usize| -> Result<Tensor> {
+        tensor_index += 1;
+        let bound = (3.0 / cols as f64).sqrt();
+        if device.is_cpu() {
+            cpu_uniform(rows * cols, bound, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ tensor_index)?
+                .reshape((rows, cols))
+        } else {
+            Tensor::rand(-bound as f32, bound as f32, (rows, cols), device)
+        }
+    })
 }
 
 /// `n` uniform values in `[-bound, bound)` from a seeded generator, as an f32 tensor.
