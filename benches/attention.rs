@@ -175,6 +175,7 @@ fn inputs(s: &Shape, dev: &Device, dtype: DType) -> candle_core::Result<(Tensor,
 }
 
 /// The training rows: `(B,H,S,D)`, causal and not (bf16 on CUDA).
+#[cfg(feature = "cuda")]
 const CUDA_BWD_SHAPES: &[Shape] = &[
     shape((16, 16, 16, 2048, 2048, 64), false),
     shape((16, 16, 16, 2048, 2048, 64), true),

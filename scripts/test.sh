@@ -4,11 +4,12 @@
 #   scripts/test.sh
 #
 # 1. fetches the llama example's model (scripts/fetch-model.sh; cached),
-# 2. `cargo test --release`: unit, integration, example builds and doc tests on the CPU,
+# 2. `cargo fmt --check` and `cargo clippy --all-targets -D warnings` (CPU), then
+#    `cargo test --release`: unit, integration, example builds and doc tests on the CPU,
 # 3. the GPU test binary again with --nocapture, so that its SKIPPED lines show,
 # 4. installs the CUDA toolkit from pinned wheels (scripts/cuda-toolkit.sh; cached) and runs
-#    `cargo build --release --features cuda --all-targets`, so a kernel that does not
-#    compile fails here, on a machine with no GPU,
+#    `cargo build --release --features cuda --all-targets` (and clippy with the feature), so a
+#    kernel that does not compile fails here, on a machine with no GPU,
 # 5. runs that build's unit tests and GPU test binary: without a GPU they print SKIPPED
 #    (the libcuda stub answers "no device"); the GPU checks proper run on the GPU machine
 #    (scripts/device-pack.sh, docs/device-loop.md).
@@ -37,6 +38,12 @@ if [ -x scripts/fetch-model.sh ]; then
   scripts/fetch-model.sh
 fi
 
+step "formatting: cargo fmt --check (rustfmt.toml)"
+cargo fmt --check
+
+step "lints: cargo clippy --release --all-targets -D warnings (target $CPU_TARGET)"
+CARGO_TARGET_DIR="$CPU_TARGET" cargo clippy --release --all-targets -- -D warnings
+
 step "CPU: cargo test --release (target $CPU_TARGET)"
 CARGO_TARGET_DIR="$CPU_TARGET" cargo test --release
 
@@ -53,6 +60,8 @@ else
   nvcc --version | tail -2
   step "CUDA: cargo build --release --features cuda --all-targets (target $CUDA_TARGET)"
   CARGO_TARGET_DIR="$CUDA_TARGET" cargo build --release --features cuda --all-targets
+  step "lints with the cuda feature: cargo clippy --release --features cuda --all-targets -D warnings"
+  CARGO_TARGET_DIR="$CUDA_TARGET" cargo clippy --release --features cuda --all-targets -- -D warnings
 
   # The CUDA build's own unit tests (pure host code) and the GPU binary. Without a driver,
   # the toolkit's libcuda stub answers CUDA_ERROR_NO_DEVICE and every GPU test prints

@@ -253,10 +253,10 @@ fn merge_splits<T: Element>(
                 }
             }
             if let Some(lse_b) = lse_b.as_deref_mut() {
-                for r in 0..rows {
+                for (r, &lr) in l.iter().enumerate() {
                     let m_max = splits.iter().fold(f32::NEG_INFINITY, |a, s| a.max(s.m[r]));
                     let (i, hq) = (q0 + r / g, kvh * g + r % g);
-                    lse_b[hq * p.seq_q + i] = row_lse(if m_max == f32::NEG_INFINITY { 0.0 } else { m_max }, l[r]);
+                    lse_b[hq * p.seq_q + i] = row_lse(if m_max == f32::NEG_INFINITY { 0.0 } else { m_max }, lr);
                 }
             }
             let mut buf = vec![0f32; g * d];

@@ -76,10 +76,7 @@ impl Trainable {
             InputLayout::HeadDimStrided => g.transpose(2, 3)?.contiguous(),
             InputLayout::Narrowed => g.narrow(1, 2, s)?.narrow(2, 1, h)?.narrow(3, 3, d)?.contiguous(),
         }
-        .map(|g| {
-            debug_assert_eq!(g.dims(), &[b, s, h, d]);
-            g
-        })
+        .inspect(|g| debug_assert_eq!(g.dims(), &[b, s, h, d]))
     }
 }
 
