@@ -214,11 +214,12 @@ fn has_feature(feature: &str) -> bool {
 /// The paths this CPU can run, widest instruction set first.
 #[doc(hidden)]
 pub fn cpu_paths() -> Vec<CpuPath> {
-    supported_paths().to_vec()
+    detect().to_vec()
 }
 
-/// [`cpu_paths`], detected once; never empty (`portable-gemm` runs everywhere).
-fn supported_paths() -> &'static [CpuPath] {
+/// The paths this CPU supports, widest first, detected once; never empty (`portable-gemm`
+/// runs everywhere).
+fn detect() -> &'static [CpuPath] {
     static PATHS: std::sync::OnceLock<Vec<CpuPath>> = std::sync::OnceLock::new();
     PATHS.get_or_init(|| CpuPath::ALL.into_iter().filter(|p| p.missing_features().is_empty()).collect())
 }
@@ -301,7 +302,7 @@ fn path_for(p: &Problem) -> Result<CpuPath> {
 /// measured case where this choice costs (force `avx512-gemm` there). Criterion rows and
 /// the whole record: `lab/cpu-history.md`.
 fn auto_path(p: &Problem) -> CpuPath {
-    let paths = supported_paths();
+    let paths = detect();
     if forward::packs_kv(p) && p.head_dim.is_multiple_of(8) && paths.contains(&CpuPath::Avx2Kernels) {
         return CpuPath::Avx2Kernels;
     }
