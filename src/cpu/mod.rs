@@ -8,7 +8,7 @@
 //! `2^x`. f16/bf16 inputs are converted to f32 per tile; all arithmetic is f32.
 //!
 //! **Files.**
-//! - `mod.rs` (here): the entry [`forward`], the kernel paths ([`CpuPath`]) and the
+//! - `mod.rs` (here): the entry [`forward()`], the kernel paths ([`CpuPath`]) and the
 //!   dispatch table ([`kernel`]).
 //! - `forward.rs`: work items on rayon; per item the loop over key tiles (scores, online
 //!   softmax step, `P V`) in one of four product strategies; the merge of key splits.
@@ -24,7 +24,7 @@
 //! Calls with `sq ≤ 16` and too few items for the threads also split the keys (split-KV):
 //! each split returns its partial `(m, l, acc)` and a merge rescales and adds them.
 //!
-//! **Dispatch.** One table, dtype × instruction set × product strategy: [`forward`] matches
+//! **Dispatch.** One table, dtype × instruction set × product strategy: [`forward()`] matches
 //! the dtype (f32, f16, bf16) once, and [`kernel`] gives the `attend` loop compiled for a
 //! [`CpuPath`]:
 //!
@@ -215,11 +215,12 @@ fn has_feature(feature: &str) -> bool {
 /// The paths this CPU can run, widest instruction set first.
 #[doc(hidden)]
 pub fn cpu_paths() -> Vec<CpuPath> {
-    supported_paths().to_vec()
+    detect().to_vec()
 }
 
-/// [`cpu_paths`], detected once; never empty (`portable-gemm` runs everywhere).
-fn supported_paths() -> &'static [CpuPath] {
+/// The paths this CPU supports, widest first, detected once; never empty (`portable-gemm`
+/// runs everywhere).
+fn detect() -> &'static [CpuPath] {
     static PATHS: std::sync::OnceLock<Vec<CpuPath>> = std::sync::OnceLock::new();
     PATHS.get_or_init(|| CpuPath::ALL.into_iter().filter(|p| p.missing_features().is_empty()).collect())
 }
@@ -280,29 +281,32 @@ fn path_for(p: &Problem) -> Result<CpuPath> {
 ///
 /// Measured on an AVX-512 Xeon (KVM guest of 2 vCPUs, `lscpu`: "Intel(R) Xeon(R)
 /// Processor", family 6 model 167; avx512f/bw/vl, avx512_bf16, avx512_fp16, amx, avx2,
-/// fma), 2 rayon threads, the host loaded 5–10 by other jobs: process CPU time per call,
-/// min over 10 calls (2048 rows) or 80, the two paths alternating call by call, 3 runs:
+/// fma), 2 rayon threads. Criterion medians (`cargo bench --bench attention --
+/// cpu_fused_attn`, the path forced through `FUSED_ATTN_CPU_PATH`), two runs of each,
+/// alternating, while the host's load stayed under 2:
 ///
-/// | row (B,H,Hkv,Sq,Sk,D)      | dtype | `avx2-kernels` | `avx512-gemm`  |
-/// |----------------------------|-------|----------------|----------------|
-/// | 1,8,8,512,512,64           | f32   | 6.74–6.77 ms   | 6.96–7.13 ms   |
-/// | 1,16,16,2048,2048,64       | f32   | 218–224 ms     | 228–233 ms     |
-/// | same, causal               | f32   | 120–123 ms     | 124–129 ms     |
-/// | 1,32,8,1,4096,128 (decode) | f32   | 3.43–3.88 ms   | 3.40–3.76 ms   |
-/// | 1,8,8,512,512,64           | bf16  | 6.50–6.66 ms   | 6.82–7.04 ms   |
-/// | 1,16,16,2048,2048,64       | bf16  | 214–218 ms     | 225–228 ms     |
-/// | same, causal               | bf16  | 117–119 ms     | 121–123 ms     |
-/// | 1,32,8,1,4096,128 (decode) | bf16  | 3.66–3.91 ms   | 3.62–3.87 ms   |
+/// | row (B,H,Hkv,Sq,Sk,D)      | dtype | `avx2-kernels` | `avx512-gemm` |
+/// |----------------------------|-------|----------------|---------------|
+/// | 1,8,8,512,512,64           | f32   | 3.40–3.56 ms   | 3.88–3.96 ms  |
+/// | 1,16,16,2048,2048,64       | f32   | 105–106 ms     | 114–115 ms    |
+/// | same, causal               | f32   | 53.6–59.7 ms   | 62.5–63.7 ms  |
+/// | 1,32,8,1,4096,128 (decode) | f32   | 1.87–1.91 ms   | 1.75–1.84 ms  |
+/// | 1,8,8,512,512,64           | bf16  | 3.45–3.49 ms   | 3.79–3.82 ms  |
+/// | 1,16,16,2048,2048,64       | bf16  | 105 ms         | 108 ms        |
+/// | same, causal               | bf16  | 56.6–57.2 ms   | 59.8–61.3 ms  |
+/// | 1,32,8,1,4096,128 (decode) | bf16  | 1.86–1.92 ms   | 1.99 ms       |
 ///
-/// Prefill at d = 96, 128 and 256, GQA, f32 and f16 (one run): `avx2-kernels` 1–11% less.
-/// Decode runs the same loops on both paths, compiled for AVX2 or AVX-512: level, so it
-/// keeps the widest. On other machines (wall time, 2 threads): a Sapphire Rapids host,
-/// `avx2-kernels` 208 ms against 229 ms at the f32 2048 row and 5.97 against 14.1 ms at
-/// the 512 row; a Zen 5, `avx512-gemm` 88 ms against 93 ms at the 2048 row, the one
-/// measured case where this choice costs (force `avx512-gemm` there). Criterion rows and
-/// the whole record: `lab/cpu-history.md`.
+/// Process CPU time per call, the two paths alternating call by call (3 runs, the host
+/// loaded 5–10), agreed: `avx2-kernels` 3–7% less on every prefill row, decode level.
+/// Prefill at d = 96, 128 and 256, GQA, f32 and f16 (CPU time, one run): 1–11% less.
+/// Decode runs the same loops on both paths, compiled for AVX2 or AVX-512: level (±5%
+/// either way by dtype), so it keeps the widest. On other machines (wall time, 2 threads):
+/// a Sapphire Rapids host, `avx2-kernels` 208 ms against 229 ms at the f32 2048 row and
+/// 5.97 against 14.1 ms at the 512 row; a Zen 5, `avx512-gemm` 88 ms against 93 ms at the
+/// 2048 row, the one measured case where this choice costs (force `avx512-gemm` there).
+/// Before and after this choice, and the whole record: `lab/cpu-history.md`.
 fn auto_path(p: &Problem) -> CpuPath {
-    let paths = supported_paths();
+    let paths = detect();
     if forward::packs_kv(p) && p.head_dim.is_multiple_of(8) && paths.contains(&CpuPath::Avx2Kernels) {
         return CpuPath::Avx2Kernels;
     }

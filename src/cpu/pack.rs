@@ -100,7 +100,7 @@ impl<'a, T> Input<'a, T> {
     }
 }
 
-/// K transposed and V, in f32, laid out for gemm and the [`avx2`] kernels, one block per
+/// K transposed and V, in f32, laid out for gemm and the `avx2.rs` kernels, one block per
 /// (batch, key tile of KEYS_PER_TILE keys, kv head), in that order. A block of Kᵀ holds
 /// `kt[t·KT_LD + jj] = k[b, j0 + jj, kvh, t]`, a block of V `v[jj·v_ld + c] = v[b, j0 + jj,
 /// kvh, c]`: the `d` rows of one tile's Kᵀ lie together (68 KiB at d = 64) instead of `d`
