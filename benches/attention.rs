@@ -17,7 +17,7 @@
 use std::time::{Duration, Instant};
 
 use candle_core::{DType, Device, Tensor};
-use candle_fused_attn::{attention, attention_ref, AttnParams};
+use candle_fused_attn::{attention, attention_backward, attention_ref, attention_with_lse, AttnParams};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 /// One bench row, written (B,H,Hkv,Sq,Sk,D) + causal.
@@ -190,11 +190,14 @@ const CUDA_BWD_SHAPES: &[Shape] = &[
 ];
 const CPU_BWD_SHAPES: &[Shape] = &[shape((1, 8, 8, 512, 512, 64), false), shape((1, 16, 16, 2048, 2048, 64), false)];
 
-/// Training benches. `{device}_bwd_{kind}_{dtype}` times the backward alone, `loss.backward()`
-/// on one forward's graph with `loss = Σ out ∘ G` (as PyTorch's `out.backward(G)` is timed by
-/// scripts/bench_torch_bwd.py), throughput 2.5 × the forward's FLOPs;
-/// `{device}_fwdbwd_{kind}_{dtype}` times forward plus backward, 3.5 ×. `kind` is `fused` or
-/// `naive` (`attention_ref` under autograd, with candle-nn's differentiable softmax).
+/// Training benches. `{device}_bwd_{kind}_{dtype}` times the backward alone: for `fused`,
+/// `attention_backward` from the forward's output and LSE (what PyTorch's
+/// `out.backward(G)` runs, as scripts/bench_torch_bwd.py times it); for `naive`,
+/// `loss.backward()` on one forward's graph with `loss = Σ out ∘ G`; throughput 2.5 × the
+/// forward's FLOPs. `{device}_fwdbwd_{kind}_{dtype}` times forward plus `loss.backward()`
+/// through candle's autograd, 3.5 ×, which adds candle's gradient bookkeeping (zeros and an
+/// add per tracked tensor, the product's own backward). `kind` is `fused` or `naive`
+/// (`attention_ref` under autograd, with candle-nn's differentiable softmax).
 fn bench_backward(c: &mut Criterion, dev: &Device, dtype: DType, shapes: &[Shape], naive_max_scores: usize) {
     let prefix = device_prefix(dev);
     for (what, with_fwd) in [("bwd", false), ("fwdbwd", true)] {
@@ -215,7 +218,12 @@ fn bench_backward(c: &mut Criterion, dev: &Device, dtype: DType, shapes: &[Shape
                     (out * &g)?.sum_all()
                 };
                 let loss = forward().expect("forward");
+                let [qt, kt, vt] = [&vars[0], &vars[1], &vars[2]].map(|x| x.as_tensor().detach());
+                let (out, lse) = attention_with_lse(&qt, &kt, &vt, &params).expect("forward with lse");
                 let run = || -> candle_core::Result<Tensor> {
+                    if fused && !with_fwd {
+                        return Ok(attention_backward(&qt, &kt, &vt, &out, &g, &lse, &params)?.0);
+                    }
                     let loss = if with_fwd { forward()? } else { loss.clone() };
                     let grads = loss.backward()?;
                     match grads.get(vars[0].as_tensor()) {

@@ -75,6 +75,72 @@ pub fn attention_with_lse(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParam
     }
 }
 
+/// The backward of [`attention`] as a plain function: `(dq, dk, dv)` from q, k, v, the
+/// forward's output `out`, its gradient `grad_out` and the LSE that [`attention_with_lse`]
+/// returned, with the same `params`.
+///
+/// Autograd already calls this when q, k or v are variables; use it directly in a training
+/// loop of your own, or to time the backward alone. The gradients have the inputs' dtype,
+/// contiguous; dk and dv are summed over each kv head's group of q heads (GQA); ALiBi slopes
+/// get no gradient. Memory is O(S·D): the `Sq×Sk` scores are recomputed from the LSE.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// use candle_fused_attn::{attention_backward, attention_with_lse, AttnParams};
+/// # fn main() -> candle_core::Result<()> {
+/// let dev = Device::Cpu;
+/// let q = Tensor::randn(0f32, 1., (1, 6, 4, 16), &dev)?;
+/// let kv = Tensor::randn(0f32, 1., (1, 9, 2, 16), &dev)?;
+/// let p = AttnParams::new(0.25).causal(true);
+/// let (out, lse) = attention_with_lse(&q, &kv, &kv, &p)?;
+/// let grad_out = Tensor::ones_like(&out)?;
+/// let (dq, dk, dv) = attention_backward(&q, &kv, &kv, &out, &grad_out, &lse, &p)?;
+/// assert_eq!((dq.dims(), dk.dims(), dv.dims()), (q.dims(), kv.dims(), kv.dims()));
+/// # Ok(()) }
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    out: &Tensor,
+    grad_out: &Tensor,
+    lse: &Tensor,
+    params: &AttnParams,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let problem = validate(q, k, v, params)?;
+    let (b, sq, h, d) = (problem.batch, problem.seq_q, problem.heads, problem.head_dim);
+    for (name, t) in [("out", out), ("grad_out", grad_out)] {
+        if t.dims() != q.dims() {
+            bail!("fused-attn: {name} must have q's shape {:?}, got {:?}", q.dims(), t.dims())
+        }
+        if !t.device().same_device(q.device()) {
+            bail!("fused-attn: {name} is on {:?} but q is on {:?}", t.device().location(), q.device().location())
+        }
+    }
+    if out.dtype() != q.dtype() {
+        bail!("fused-attn: out must have q's dtype {:?}, got {:?}", q.dtype(), out.dtype())
+    }
+    if lse.dims() != [b, h, sq] || lse.dtype() != candle_core::DType::F32 || !lse.device().same_device(q.device()) {
+        bail!(
+            "fused-attn: lse must be f32 of shape ({b}, {h}, {sq}) on q's device, got {:?} of shape {:?} on {:?}",
+            lse.dtype(),
+            lse.dims(),
+            lse.device().location()
+        )
+    }
+    if b * sq * h * d == 0 || problem.seq_k == 0 {
+        // No dot products: every gradient is zero.
+        return Ok((q.zeros_like()?, k.zeros_like()?, v.zeros_like()?));
+    }
+    let alibi = match &params.alibi_slopes {
+        None => None,
+        Some(s) => Some(s.broadcast_as((b, h))?.contiguous()?),
+    };
+    let (q, k, v) = (head_dim_contiguous(q)?, head_dim_contiguous(k)?, head_dim_contiguous(v)?);
+    crate::op::backward(&problem, alibi.as_ref(), &q, &k, &v, out, grad_out, lse)
+}
+
 /// Validates, applies the op, and returns the LSE when `want_lse`.
 fn run(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams, want_lse: bool) -> Result<(Tensor, Option<Tensor>)> {
     let mut problem = validate(q, k, v, params)?;

@@ -56,7 +56,7 @@ mod problem;
 mod reference;
 
 pub use api::{
-    attention, attention_with_lse, flash_attn, flash_attn_alibi, flash_attn_alibi_windowed,
+    attention, attention_backward, attention_with_lse, flash_attn, flash_attn_alibi, flash_attn_alibi_windowed,
     flash_attn_alibi_windowed_softcap, flash_attn_windowed,
 };
 pub use problem::{AttnParams, MAX_HEAD_DIM};

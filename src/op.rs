@@ -109,8 +109,30 @@ impl candle_core::CustomOp3 for FusedAttention {
         out: &Tensor,
         grad_out: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let p = &self.problem;
         let lse = FusedAttention::kept_lse(&self.lse)?;
+        let (dq, dk, dv) = backward(&self.problem, self.alibi.as_ref(), q, k, v, out, grad_out, &lse)?;
+        Ok((Some(dq), Some(dk), Some(dv)))
+    }
+}
+
+/// The back ends' backward on tensors: dq, dk, dv (input dtype, contiguous, no gradient
+/// graph) of the attention `p` from q, k, v, the output, its gradient and the forward's LSE
+/// `(batch, heads, seq_q)` f32. `alibi` is `(batch, heads)` f32, contiguous, on q's device.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn backward(
+    p: &Problem,
+    alibi: Option<&Tensor>,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    out: &Tensor,
+    grad_out: &Tensor,
+    lse: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    {
+        // The back ends read the LSE as a plain (batch, heads, seq_q) buffer from its start.
+        let lse =
+            if lse.is_contiguous() && lse.layout().start_offset() == 0 { lse.clone() } else { lse.affine(1.0, 0.0)? };
         let grad_out = if grad_out.dtype() == q.dtype() { grad_out.clone() } else { grad_out.to_dtype(q.dtype())? };
         let grad_out = head_dim_contiguous(&grad_out)?;
         let out = head_dim_contiguous(out)?;
@@ -127,7 +149,7 @@ impl candle_core::CustomOp3 for FusedAttention {
         let (ls, _) = lse.storage_and_layout();
         let grads: [Storage; 3] = match (&*qs, &*ks, &*vs, &*os, &*gs, &*ls) {
             (Storage::Cpu(q), Storage::Cpu(k), Storage::Cpu(v), Storage::Cpu(o), Storage::Cpu(g), Storage::Cpu(l)) => {
-                let alibi = match &self.alibi {
+                let alibi = match alibi {
                     None => None,
                     Some(t) => Some(t.flatten_all()?.to_vec1::<f32>()?),
                 };
@@ -146,16 +168,8 @@ impl candle_core::CustomOp3 for FusedAttention {
                 Storage::Cuda(l),
             ) => {
                 let lse_layout = Layout::contiguous((p.batch, p.heads, p.seq_q));
-                let (dq, dk, dv) = cuda::backward(
-                    p,
-                    (q, ql),
-                    (k, kl),
-                    (v, vl),
-                    (o, ol),
-                    (g, gl),
-                    (l, &lse_layout),
-                    self.alibi.as_ref(),
-                )?;
+                let (dq, dk, dv) =
+                    cuda::backward(p, (q, ql), (k, kl), (v, vl), (o, ol), (g, gl), (l, &lse_layout), alibi)?;
                 [Storage::Cuda(dq), Storage::Cuda(dk), Storage::Cuda(dv)]
             }
             _ => bail!(
@@ -167,6 +181,6 @@ impl candle_core::CustomOp3 for FusedAttention {
         let [sq, sk, sv] = shapes;
         let wrap =
             |s: Storage, shape: (usize, usize, usize, usize)| Tensor::from_storage(s, shape, BackpropOp::none(), false);
-        Ok((Some(wrap(dq, sq)), Some(wrap(dk, sk)), Some(wrap(dv, sv))))
+        Ok((wrap(dq, sq), wrap(dk, sk), wrap(dv, sv)))
     }
 }

@@ -163,3 +163,33 @@ fn lse_matches_the_oracle() -> Result<()> {
     assert_eq!(failures, 0, "{failures} LSE cases failed (printed above)");
     Ok(())
 }
+
+/// `attention_backward` is the backward autograd runs: the same gradients, bit for bit, and
+/// its argument checks name the problem.
+#[test]
+fn attention_backward_equals_autograd() -> Result<()> {
+    let dev = Device::Cpu;
+    let slopes = Tensor::new(&[0.5f32, 0.25, 0.125, 0.0625], &dev)?;
+    let p = AttnParams::new(0.3).window(Some(5), Some(0)).softcap(7.0).alibi_slopes(&slopes);
+    for dtype in [DType::F32, DType::BF16] {
+        let mk = |s: (usize, usize, usize, usize)| Tensor::randn(0f32, 1., s, &dev)?.to_dtype(dtype);
+        let (q, k, v) =
+            (Var::from_tensor(&mk((2, 7, 4, 24))?)?, Var::from_tensor(&mk((2, 11, 2, 24))?)?, mk((2, 11, 2, 24))?);
+        let v = Var::from_tensor(&v)?;
+        let g = mk((2, 7, 4, 24))?;
+        let out = attention(q.as_tensor(), k.as_tensor(), v.as_tensor(), &p)?;
+        let grads = (out.to_dtype(DType::F32)? * g.to_dtype(DType::F32)?)?.sum_all()?.backward()?;
+        let [qd, kd, vd] = [&q, &k, &v].map(|x| x.as_tensor().detach());
+        let (out2, lse) = attention_with_lse(&qd, &kd, &vd, &p)?;
+        let (dq, dk, dv) = candle_fused_attn::attention_backward(&qd, &kd, &vd, &out2, &g, &lse, &p)?;
+        for (mine, var) in [(&dq, &q), (&dk, &k), (&dv, &v)] {
+            let auto = grads.get(var.as_tensor()).expect("autograd gradient");
+            let diff =
+                (mine.to_dtype(DType::F64)? - auto.to_dtype(DType::F64)?)?.abs()?.max_all()?.to_scalar::<f64>()?;
+            assert_eq!(diff, 0.0, "{dtype:?}: attention_backward differs from autograd by {diff}");
+        }
+        let err = candle_fused_attn::attention_backward(&qd, &kd, &vd, &out2, &g, &lse.narrow(2, 0, 3)?, &p);
+        assert!(err.unwrap_err().to_string().contains("lse must be f32 of shape (2, 4, 7)"));
+    }
+    Ok(())
+}
