@@ -47,7 +47,7 @@ impl Shape {
     }
 }
 
-/// The CPU table of issue 2.
+/// The CPU rows: a short prefill, the 2048 row causal and not, a GQA decode step.
 const CPU_SHAPES: &[Shape] = &[
     shape((1, 8, 8, 512, 512, 64), false),
     shape((1, 16, 16, 2048, 2048, 64), false),
@@ -55,7 +55,7 @@ const CPU_SHAPES: &[Shape] = &[
     shape((1, 32, 8, 1, 4096, 128), false), // decode
 ];
 
-/// The bf16 tables of issue 4 (prefill) and issue 5 (decode).
+/// The bf16 GPU rows: prefill, then decode (few queries against long caches).
 #[cfg(feature = "cuda")]
 const CUDA_SHAPES: &[Shape] = &[
     shape((1, 8, 8, 512, 512, 64), false),

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Times PyTorch SDPA, pinned to its FlashAttention-2 and cuDNN backends, on the bf16 rows
-of the prefill (issue 4) and decode (issue 5) bench tables: the peers our kernels are
+of the prefill and decode bench tables (README): the peers our kernels are
 measured against, in the same run on the GPU machine.
 
 Method: `triton.testing.do_bench(..., return_mode="median")`: CUDA events around each rep,
@@ -35,7 +35,7 @@ import triton
 import triton.testing
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-# (B, H, Hkv, Sq, Sk, D, causal): the rows of issue 4 (prefill) and issue 5 (decode).
+# (B, H, Hkv, Sq, Sk, D, causal): the prefill rows, then the decode rows.
 PREFILL = [
     (1, 8, 8, 512, 512, 64, False),
     (16, 16, 16, 2048, 2048, 64, False),

@@ -1,7 +1,7 @@
 //! The llama example's model and tokenizer on the CPU, with the real SmolLM2-135M weights
 //! (fetched into the cache by scripts/fetch-model.sh on first use, as the example does).
 //!
-//! Expected values come from REFERENCE.md's independent float64 NumPy forward pass of the
+//! Expected values come from an independent float64 NumPy forward pass of the
 //! same dequantized GGUF: "The capital of France is" encodes to [504, 3575, 282, 4649, 314]
 //! and its top-1 next token is " Paris" (id 7042).
 
@@ -127,7 +127,7 @@ fn greedy_decoding_agrees_between_fused_and_naive() -> Result<()> {
     assert_eq!(fused, naive, "fused: {:?}\nnaive: {:?}", tok.decode(&fused)?, tok.decode(&naive)?);
     assert_eq!(fused.len(), STEPS);
 
-    // The reference's greedy continuation of its prompt (REFERENCE.md), 6 tokens.
+    // The independent float64 pass's greedy continuation of its prompt, 6 tokens.
     for attention in [Attention::Fused, Attention::Naive] {
         let paris = tok.decode(&greedy(&model, &REFERENCE_IDS, 6, attention)?)?;
         assert_eq!(paris, " Paris.\n\nThe answer", "{attention:?}");
