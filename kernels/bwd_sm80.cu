@@ -51,8 +51,13 @@
 //         CTAs of 128 columns each (S and dP recomputed by both: 7/5 of the minimum work,
 //         which keeps dK+dV at 128 registers)
 //
-// Measured: not yet run on a GPU; performance unknown. Correctness of the layouts, masks and
-// pipeline so far only from lab/bwd/bwd_selfcheck.cu (a host replay, see there).
+// Measured (H100 80GB HBM3, 2026-11-23; lab/README.md "Backward kernels", v1): correct on the
+// first GPU run (200 random cases per dtype against the f64 autograd oracle, memcheck and
+// racecheck clean). Speed, `attention_backward` alone in criterion against PyTorch 2.11 SDPA's
+// backward in the same run, bf16: 0.64–0.79× FA2, 0.36–0.50× cuDNN, e.g. (16,16,2048,128)
+// 7445 µs against FA2's 5118; the main kernel is the gap (1.98 ms of the 2.25 ms call at
+// (16,16,2048,64) causal, where FA2's whole backward takes 1.78 ms). Before the GPU, the
+// layouts, masks and pipeline were checked by lab/bwd/bwd_selfcheck.cu (a host replay).
 // ptxas 13.0 on this file's compute_80 PTX (bf16; f16 identical), registers / spill bytes
 // stored+loaded, per thread:
 //   instance      sm_90          sm_80       _mods sm_90    _mods sm_80
