@@ -116,22 +116,32 @@ fn bench_device(c: &mut Criterion, dev: &Device, dtypes: &[DType], shapes: &[Sha
                 group.measurement_time((once * 12).clamp(Duration::from_secs(2), Duration::from_secs(20)));
                 group.throughput(Throughput::Elements(s.flops()));
                 group.bench_function(BenchmarkId::from_parameter(s.label()), |bencher| {
-                    bencher.iter_custom(|iters| match dev {
-                        #[cfg(feature = "cuda")]
-                        Device::Cuda(cuda) => cuda_rep_times(cuda, iters, &run).expect("timed CUDA reps"),
-                        _ => {
-                            dev.synchronize().expect("sync");
-                            let start = Instant::now();
-                            for _ in 0..iters {
-                                black_box(run().expect("attention"));
-                            }
-                            dev.synchronize().expect("sync");
-                            start.elapsed()
-                        }
-                    })
+                    bencher.iter_custom(|iters| rep_times(dev, iters, &run).expect("timed reps"))
                 });
             }
             group.finish();
+        }
+    }
+}
+
+/// The time of `iters` reps of `run` on `dev`: the wall clock around them on the CPU (the
+/// device synchronized first and last), [`cuda_rep_times`] on CUDA.
+fn rep_times(
+    dev: &Device,
+    iters: u64,
+    run: &impl Fn() -> candle_core::Result<Tensor>,
+) -> candle_core::Result<Duration> {
+    match dev {
+        #[cfg(feature = "cuda")]
+        Device::Cuda(cuda) => cuda_rep_times(cuda, iters, run),
+        _ => {
+            dev.synchronize()?;
+            let start = Instant::now();
+            for _ in 0..iters {
+                black_box(run()?);
+            }
+            dev.synchronize()?;
+            Ok(start.elapsed())
         }
     }
 }
@@ -241,19 +251,7 @@ fn bench_backward(c: &mut Criterion, dev: &Device, dtype: DType, shapes: &[Shape
                 let factor = if with_fwd { 7 } else { 5 }; // 3.5× or 2.5× the forward, in halves
                 group.throughput(Throughput::Elements(s.flops() * factor / 2));
                 group.bench_function(BenchmarkId::from_parameter(s.label()), |bencher| {
-                    bencher.iter_custom(|iters| match dev {
-                        #[cfg(feature = "cuda")]
-                        Device::Cuda(cuda) => cuda_rep_times(cuda, iters, &run).expect("timed CUDA reps"),
-                        _ => {
-                            dev.synchronize().expect("sync");
-                            let start = Instant::now();
-                            for _ in 0..iters {
-                                black_box(run().expect("backward"));
-                            }
-                            dev.synchronize().expect("sync");
-                            start.elapsed()
-                        }
-                    })
+                    bencher.iter_custom(|iters| rep_times(dev, iters, &run).expect("timed reps"))
                 });
             }
             group.finish();
