@@ -1,10 +1,12 @@
-//! The public functions: the general entry [`attention`] and the drop-ins for
-//! `candle-flash-attn` 0.11's dense functions, and [`attention_with_lse`]. Each validates,
-//! then applies the op, which is differentiable (see `op.rs`).
+//! The general entries: [`attention`] (dense), [`attention_varlen`] (packed and paged), the
+//! same with the log-sum-exp, and [`attention_backward`]. Each validates, then applies the
+//! op, which is differentiable (see `op.rs`). The candle-flash-attn drop-ins in `dropin.rs`
+//! wrap them.
 
 use candle_core::{bail, Result, Tensor};
 
 use crate::op::FusedAttention;
+use crate::packed::{validate_packed, Varlen};
 #[allow(unused_imports)] // named by the docs
 use crate::problem::MAX_HEAD_DIM;
 use crate::problem::{head_dim_contiguous, validate, AttnParams, Problem};
@@ -141,9 +143,99 @@ pub fn attention_backward(
     crate::op::backward(&problem, alibi.as_ref(), &q, &k, &v, out, grad_out, lse)
 }
 
+/// Fused attention over a packed batch of sequences of different lengths, its K/V
+/// optionally a paged cache: the general entry that the `flash_attn_varlen*` drop-ins wrap.
+///
+/// q is `(total_q, heads, head_dim)`, k and v `(total_k, kv_heads, head_dim)` or, paged,
+/// `(num_blocks, page_block_size, kv_heads, head_dim)`; [`Varlen`] says which rows belong to
+/// which sequence. Each sequence is attended as a dense call on it alone would be: every
+/// [`AttnParams`] feature, masks aligned bottom-right per sequence, ALiBi slopes of shape
+/// `(heads)` or `(batch, heads)`, GQA without copies; multimodal prefix ranges on top. A row
+/// with no visible key (a sequence with no keys, say) outputs zeros. The output has q's
+/// shape and dtype. Differentiable unless the K/V are paged.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// use candle_fused_attn::{attention_varlen, AttnParams, Varlen};
+/// # fn main() -> candle_core::Result<()> {
+/// let dev = Device::Cpu;
+/// // Two sequences, 2 and 1 new tokens, against cached contexts of 40 and 7 keys, in a paged
+/// // cache of 16-key blocks shared by both (blocks listed in any order).
+/// let q = Tensor::randn(0f32, 1., (3, 8, 64), &dev)?;
+/// let cache_k = Tensor::randn(0f32, 1., (6, 16, 2, 64), &dev)?;
+/// let cache_v = Tensor::randn(0f32, 1., (6, 16, 2, 64), &dev)?;
+/// let table = Tensor::new(&[[4u32, 0, 2], [5, 0, 0]], &dev)?;
+/// let vl = Varlen::new(&Tensor::new(&[0u32, 2, 3], &dev)?, &Tensor::new(&[0u32, 40, 47], &dev)?, 2, 40)
+///     .paged(&table, 16);
+/// let out = attention_varlen(&q, &cache_k, &cache_v, &vl, &AttnParams::new(0.125).causal(true))?;
+/// assert_eq!(out.dims(), &[3, 8, 64]);
+/// # Ok(()) }
+/// ```
+pub fn attention_varlen(q: &Tensor, k: &Tensor, v: &Tensor, varlen: &Varlen, params: &AttnParams) -> Result<Tensor> {
+    Ok(run_packed(q, k, v, varlen, params, false)?.0)
+}
+
+/// [`attention_varlen`] that also returns the per-row log-sum-exp, `(heads, total_q)` f32
+/// (the packed form of [`attention_with_lse`]'s; the same merge formula applies per row).
+pub fn attention_varlen_with_lse(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    varlen: &Varlen,
+    params: &AttnParams,
+) -> Result<(Tensor, Tensor)> {
+    let (out, lse) = run_packed(q, k, v, varlen, params, true)?;
+    match lse {
+        Some(lse) => Ok((out, lse)),
+        None => bail!("fused-attn internal: no log-sum-exp came back"),
+    }
+}
+
+fn run_packed(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    varlen: &Varlen,
+    params: &AttnParams,
+    want_lse: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
+    let problem = validate_packed(q, k, v, varlen, params)?;
+    let packed = problem.packed().cloned().expect("validate_packed returns a packed problem");
+    if packed.pages.is_some() && (q.track_op() || k.track_op() || v.track_op()) {
+        bail!(
+            "fused-attn: attention over a paged KV cache has no backward; detach q, k and v (paged caches serve inference), or pass k and v packed"
+        )
+    }
+    if packed.total_q() * problem.heads * problem.head_dim == 0 {
+        let out = Tensor::zeros(q.shape(), q.dtype(), q.device())?;
+        let lse = if want_lse {
+            let mut rows = Vec::with_capacity(packed.batch());
+            for b in 0..packed.batch() {
+                let seq = problem.sequence(b);
+                let slopes = match &params.alibi_slopes {
+                    Some(s) if s.rank() == 2 => Some(s.narrow(0, b, 1)?),
+                    s => s.clone(),
+                };
+                let sp = AttnParams { alibi_slopes: slopes, ..params.clone() };
+                rows.push(lse_without_products(&seq, &sp, q.device())?.squeeze(0)?);
+                // (h, sq_b)
+            }
+            Some(if rows.is_empty() {
+                Tensor::zeros((problem.heads, 0), candle_core::DType::F32, q.device())?
+            } else {
+                Tensor::cat(&rows, 1)?
+            })
+        } else {
+            None
+        };
+        return Ok((out, lse));
+    }
+    apply(q, k, v, problem, params, want_lse)
+}
+
 /// Validates, applies the op, and returns the LSE when `want_lse`.
 fn run(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams, want_lse: bool) -> Result<(Tensor, Option<Tensor>)> {
-    let mut problem = validate(q, k, v, params)?;
+    let problem = validate(q, k, v, params)?;
     let (b, sq, h, d) = (problem.batch, problem.seq_q, problem.heads, problem.head_dim);
     if b * sq * h * d == 0 || problem.seq_k == 0 {
         // Nothing to compute, or no row sees a key: zeros by definition. These outputs do not
@@ -152,6 +244,19 @@ fn run(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams, want_lse: bool) 
         let lse = if want_lse { Some(lse_without_products(&problem, params, q.device())?) } else { None };
         return Ok((out, lse));
     }
+    apply(q, k, v, problem, params, want_lse)
+}
+
+/// Applies the op to a validated problem with work to do; returns the LSE when `want_lse`.
+fn apply(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mut problem: Problem,
+    params: &AttnParams,
+    want_lse: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
+    let (b, h) = (problem.batch, problem.heads);
     let alibi = match &params.alibi_slopes {
         None => None,
         Some(s) => Some(s.broadcast_as((b, h))?.contiguous()?),
@@ -186,115 +291,4 @@ fn lse_without_products(p: &Problem, params: &AttnParams, dev: &candle_core::Dev
         }
     }
     Tensor::from_vec(lse, (p.batch, p.heads, p.seq_q), dev)
-}
-
-/// Drop-in for `candle_flash_attn::flash_attn`: scaled dot-product attention, optionally
-/// causal (bottom-right aligned).
-///
-/// ```
-/// # use candle_core::{Device, Tensor};
-/// # fn main() -> candle_core::Result<()> {
-/// let q = Tensor::randn(0f32, 1., (1, 4, 2, 16), &Device::Cpu)?;
-/// let out = candle_fused_attn::flash_attn(&q, &q, &q, 0.25, true)?;
-/// assert_eq!(out.dims(), q.dims());
-/// # Ok(()) }
-/// ```
-pub fn flash_attn(q: &Tensor, k: &Tensor, v: &Tensor, softmax_scale: f32, causal: bool) -> Result<Tensor> {
-    attention(q, k, v, &AttnParams::new(softmax_scale).causal(causal))
-}
-
-/// Drop-in for `candle_flash_attn::flash_attn_windowed`: sliding-window attention.
-/// `(None, Some(0))` is causal.
-///
-/// ```
-/// # use candle_core::{Device, Tensor};
-/// # fn main() -> candle_core::Result<()> {
-/// let q = Tensor::randn(0f32, 1., (1, 6, 2, 16), &Device::Cpu)?;
-/// let out = candle_fused_attn::flash_attn_windowed(&q, &q, &q, 0.25, Some(2), Some(0))?;
-/// assert_eq!(out.dims(), q.dims());
-/// # Ok(()) }
-/// ```
-pub fn flash_attn_windowed(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    softmax_scale: f32,
-    window_size_left: Option<usize>,
-    window_size_right: Option<usize>,
-) -> Result<Tensor> {
-    attention(q, k, v, &AttnParams::new(softmax_scale).window(window_size_left, window_size_right))
-}
-
-/// Drop-in for `candle_flash_attn::flash_attn_alibi`: attention with ALiBi slopes
-/// (f32, shape `(heads)` or `(batch, heads)`).
-///
-/// ```
-/// # use candle_core::{Device, Tensor};
-/// # fn main() -> candle_core::Result<()> {
-/// let q = Tensor::randn(0f32, 1., (1, 6, 2, 16), &Device::Cpu)?;
-/// let slopes = Tensor::new(&[0.5f32, 0.25], &Device::Cpu)?;
-/// let out = candle_fused_attn::flash_attn_alibi(&q, &q, &q, &slopes, 0.25, true)?;
-/// assert_eq!(out.dims(), q.dims());
-/// # Ok(()) }
-/// ```
-pub fn flash_attn_alibi(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    alibi_slopes: &Tensor,
-    softmax_scale: f32,
-    causal: bool,
-) -> Result<Tensor> {
-    attention(q, k, v, &AttnParams::new(softmax_scale).causal(causal).alibi_slopes(alibi_slopes))
-}
-
-/// Drop-in for `candle_flash_attn::flash_attn_alibi_windowed`.
-///
-/// ```
-/// # use candle_core::{Device, Tensor};
-/// # fn main() -> candle_core::Result<()> {
-/// let q = Tensor::randn(0f32, 1., (1, 6, 2, 16), &Device::Cpu)?;
-/// let slopes = Tensor::new(&[0.5f32, 0.25], &Device::Cpu)?;
-/// let out = candle_fused_attn::flash_attn_alibi_windowed(&q, &q, &q, &slopes, 0.25, Some(3), None)?;
-/// assert_eq!(out.dims(), q.dims());
-/// # Ok(()) }
-/// ```
-pub fn flash_attn_alibi_windowed(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    alibi_slopes: &Tensor,
-    softmax_scale: f32,
-    window_size_left: Option<usize>,
-    window_size_right: Option<usize>,
-) -> Result<Tensor> {
-    let p = AttnParams::new(softmax_scale).window(window_size_left, window_size_right).alibi_slopes(alibi_slopes);
-    attention(q, k, v, &p)
-}
-
-/// Drop-in for `candle_flash_attn::flash_attn_alibi_windowed_softcap`. A `softcap` of 0
-/// means none.
-///
-/// ```
-/// # use candle_core::{Device, Tensor};
-/// # fn main() -> candle_core::Result<()> {
-/// let q = Tensor::randn(0f32, 1., (1, 6, 2, 16), &Device::Cpu)?;
-/// let out = candle_fused_attn::flash_attn_alibi_windowed_softcap(&q, &q, &q, None, 0.25, None, Some(0), 30.0)?;
-/// assert_eq!(out.dims(), q.dims());
-/// # Ok(()) }
-/// ```
-#[allow(clippy::too_many_arguments)]
-pub fn flash_attn_alibi_windowed_softcap(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    alibi_slopes: Option<&Tensor>,
-    softmax_scale: f32,
-    window_size_left: Option<usize>,
-    window_size_right: Option<usize>,
-    softcap: f32,
-) -> Result<Tensor> {
-    let mut p = AttnParams::new(softmax_scale).window(window_size_left, window_size_right).softcap(softcap);
-    p.alibi_slopes = alibi_slopes.cloned();
-    attention(q, k, v, &p)
 }

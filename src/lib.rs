@@ -51,18 +51,23 @@ mod api;
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod dropin;
 mod op;
+mod packed;
 mod problem;
 mod reference;
 
-pub use api::{
-    attention, attention_backward, attention_with_lse, flash_attn, flash_attn_alibi, flash_attn_alibi_windowed,
-    flash_attn_alibi_windowed_softcap, flash_attn_windowed,
+pub use api::{attention, attention_backward, attention_varlen, attention_varlen_with_lse, attention_with_lse};
+pub use dropin::{
+    flash_attn, flash_attn_alibi, flash_attn_alibi_windowed, flash_attn_alibi_windowed_softcap, flash_attn_varlen,
+    flash_attn_varlen_alibi, flash_attn_varlen_alibi_windowed, flash_attn_varlen_alibi_windowed_softcap,
+    flash_attn_varlen_paged_windowed, flash_attn_varlen_windowed, flash_attn_windowed, FlashAttn,
 };
+pub use packed::Varlen;
 pub use problem::{AttnParams, MAX_HEAD_DIM};
-pub use reference::attention_ref;
+pub use reference::{attention_ref, attention_ref_varlen};
 #[doc(hidden)]
-pub use reference::{attention_ref_lse, attention_ref_probs};
+pub use reference::{attention_ref_lse, attention_ref_probs, attention_ref_varlen_lse};
 
 pub use cpu::release_cpu_buffers;
 // Test and measurement hooks that force a CPU kernel path (`src/cpu/mod.rs`).

@@ -46,7 +46,7 @@ impl FusedAttention {
         match (p.want_lse, lse) {
             (false, _) => Ok(()),
             (true, Some(lse)) => {
-                let t = Tensor::from_storage(lse, (p.batch, p.heads, p.seq_q), BackpropOp::none(), false);
+                let t = Tensor::from_storage(lse, p.lse_shape(), BackpropOp::none(), false);
                 *self.lse.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
                 Ok(())
             }
@@ -54,7 +54,8 @@ impl FusedAttention {
         }
     }
 
-    /// The kept LSE: `(batch, heads, seq_q)` f32, no gradient graph.
+    /// The kept LSE: `(batch, heads, seq_q)` f32 (packed: `(heads, total_q)`), no gradient
+    /// graph.
     pub fn kept_lse(slot: &LseSlot) -> Result<Tensor> {
         match &*slot.lock().unwrap_or_else(|e| e.into_inner()) {
             Some(t) => Ok(t.clone()),
@@ -117,7 +118,8 @@ impl candle_core::CustomOp3 for FusedAttention {
 
 /// The back ends' backward on tensors: dq, dk, dv (input dtype, contiguous, no gradient
 /// graph) of the attention `p` from q, k, v, the output, its gradient and the forward's LSE
-/// `(batch, heads, seq_q)` f32. `alibi` is `(batch, heads)` f32, contiguous, on q's device.
+/// (`p.lse_shape()`, f32). `alibi` is `(batch, heads)` f32, contiguous, on q's device. The
+/// gradients have q's, k's and v's shapes.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn backward(
     p: &Problem,
@@ -136,11 +138,7 @@ pub(crate) fn backward(
         let grad_out = if grad_out.dtype() == q.dtype() { grad_out.clone() } else { grad_out.to_dtype(q.dtype())? };
         let grad_out = head_dim_contiguous(&grad_out)?;
         let out = head_dim_contiguous(out)?;
-        let shapes = [
-            (p.batch, p.seq_q, p.heads, p.head_dim),
-            (p.batch, p.seq_k, p.kv_heads, p.head_dim),
-            (p.batch, p.seq_k, p.kv_heads, p.head_dim),
-        ];
+        let shapes = [q.shape().clone(), k.shape().clone(), v.shape().clone()];
         let (qs, ql) = q.storage_and_layout();
         let (ks, kl) = k.storage_and_layout();
         let (vs, vl) = v.storage_and_layout();
@@ -167,7 +165,7 @@ pub(crate) fn backward(
                 Storage::Cuda(g),
                 Storage::Cuda(l),
             ) => {
-                let lse_layout = Layout::contiguous((p.batch, p.heads, p.seq_q));
+                let lse_layout = Layout::contiguous(p.lse_shape());
                 let (dq, dk, dv) =
                     cuda::backward(p, (q, ql), (k, kl), (v, vl), (o, ol), (g, gl), (l, &lse_layout), alibi)?;
                 [Storage::Cuda(dq), Storage::Cuda(dk), Storage::Cuda(dv)]
@@ -179,8 +177,7 @@ pub(crate) fn backward(
         };
         let [dq, dk, dv] = grads;
         let [sq, sk, sv] = shapes;
-        let wrap =
-            |s: Storage, shape: (usize, usize, usize, usize)| Tensor::from_storage(s, shape, BackpropOp::none(), false);
+        let wrap = |s: Storage, shape: Shape| Tensor::from_storage(s, shape, BackpropOp::none(), false);
         Ok((wrap(dq, sq), wrap(dk, sk), wrap(dv, sv)))
     }
 }

@@ -9,6 +9,7 @@
 
 use candle_core::{DType, Device, Result, Tensor, D};
 
+use crate::packed::{validate_packed_shapes, Varlen};
 use crate::problem::{validate_shapes_and_params, AttnParams, Problem};
 
 /// Naive attention with exactly the semantics of [`crate::attention`].
@@ -28,14 +29,109 @@ use crate::problem::{validate_shapes_and_params, AttnParams, Problem};
 /// ```
 pub fn attention_ref(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) -> Result<Tensor> {
     let p = validate_shapes_and_params(q, k, v, params)?;
+    reference(&p, q, k, v, params)
+}
+
+fn reference(p: &Problem, q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) -> Result<Tensor> {
     let in_dtype = q.dtype();
     if p.batch * p.seq_q * p.heads * p.head_dim == 0 || p.seq_k == 0 {
         return Tensor::zeros(q.shape(), in_dtype, q.device());
     }
-    let probs = probs(&p, q, k, params)?;
+    let probs = probs(p, q, k, params)?;
     let v = repeat_kv(&v.transpose(1, 2)?, p.group_size())?; // (b, h, sk, d)
     let out = probs.to_dtype(in_dtype)?.matmul(&v)?; // (b, h, sq, d)
     out.transpose(1, 2)?.contiguous()
+}
+
+/// Naive attention over a packed (and possibly paged) batch, with exactly the semantics of
+/// [`crate::attention_varlen`]: each sequence is sliced out (its keys gathered from the
+/// pages) and attended by [`attention_ref`]'s computation with its own mask, multimodal
+/// ranges included; the outputs are concatenated. The oracle of the varlen tests (fed
+/// f64 inputs).
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// use candle_fused_attn::{attention_ref_varlen, AttnParams, Varlen};
+/// # fn main() -> candle_core::Result<()> {
+/// let q = Tensor::randn(0f64, 1., (5, 2, 8), &Device::Cpu)?;
+/// let cu = Tensor::new(&[0u32, 2, 5], &Device::Cpu)?;
+/// let out = attention_ref_varlen(&q, &q, &q, &Varlen::new(&cu, &cu, 3, 3), &AttnParams::new(0.3))?;
+/// assert_eq!(out.dims(), &[5, 2, 8]);
+/// # Ok(()) }
+/// ```
+pub fn attention_ref_varlen(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    varlen: &Varlen,
+    params: &AttnParams,
+) -> Result<Tensor> {
+    let parts = per_sequence(q, k, v, varlen, params, |p, q, k, v, params| reference(p, q, k, v, params))?;
+    let parts = parts.into_iter().map(|t| t.squeeze(0)).collect::<Result<Vec<_>>>()?;
+    if parts.is_empty() {
+        return Tensor::zeros(q.shape(), q.dtype(), q.device());
+    }
+    Tensor::cat(&parts, 0)
+}
+
+/// The per-row log-sum-exp `(heads, total_q)` of [`attention_ref_varlen`]; the oracle for
+/// `attention_varlen_with_lse`.
+#[doc(hidden)]
+pub fn attention_ref_varlen_lse(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    varlen: &Varlen,
+    params: &AttnParams,
+) -> Result<Tensor> {
+    let parts = per_sequence(q, k, v, varlen, params, |p, q, k, _, params| lse(p, q, k, params))?;
+    let parts = parts.into_iter().map(|t| t.squeeze(0)).collect::<Result<Vec<_>>>()?;
+    let dtype = if q.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
+    if parts.is_empty() {
+        return Tensor::zeros((q.dim(1)?, 0), dtype, q.device());
+    }
+    Tensor::cat(&parts, 1)
+}
+
+/// Runs `f` on each sequence of a packed batch as a dense batch-1 problem: q rows sliced
+/// out, keys sliced out or gathered from their pages, the sequence's ALiBi slopes.
+fn per_sequence(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    varlen: &Varlen,
+    params: &AttnParams,
+    f: impl Fn(&Problem, &Tensor, &Tensor, &Tensor, &AttnParams) -> Result<Tensor>,
+) -> Result<Vec<Tensor>> {
+    let problem = validate_packed_shapes(q, k, v, varlen, params)?;
+    let packed = problem.packed().cloned().expect("a packed problem");
+    let (hk, d) = (problem.kv_heads, problem.head_dim);
+    let mut parts = Vec::with_capacity(packed.batch());
+    for b in 0..packed.batch() {
+        let p = problem.sequence(b);
+        let qb = q.narrow(0, packed.cu_q[b], p.seq_q)?.unsqueeze(0)?;
+        let (kb, vb) = match &packed.pages {
+            None => (k.narrow(0, packed.cu_k[b], p.seq_k)?, v.narrow(0, packed.cu_k[b], p.seq_k)?),
+            Some(pg) => {
+                let rows: Vec<u32> = (0..p.seq_k)
+                    .map(|j| {
+                        (pg.table[b * pg.max_blocks + j / pg.page_size] as usize * pg.page_size + j % pg.page_size)
+                            as u32
+                    })
+                    .collect();
+                let idx = Tensor::from_vec(rows, p.seq_k, q.device())?;
+                let flat = |t: &Tensor| t.reshape((pg.num_blocks * pg.page_size, hk, d));
+                (flat(k)?.index_select(&idx, 0)?, flat(v)?.index_select(&idx, 0)?)
+            }
+        };
+        let slopes = match &params.alibi_slopes {
+            Some(s) if s.rank() == 2 => Some(s.narrow(0, b, 1)?),
+            s => s.clone(),
+        };
+        let pb = AttnParams { alibi_slopes: slopes, ..params.clone() };
+        parts.push(f(&p, &qb, &kb.unsqueeze(0)?, &vb.unsqueeze(0)?, &pb)?);
+    }
+    Ok(parts)
 }
 
 /// The attention probabilities `(batch, heads, seq_q, seq_k)` of [`attention_ref`], zero
@@ -53,11 +149,15 @@ pub fn attention_ref_probs(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnPara
 #[doc(hidden)]
 pub fn attention_ref_lse(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) -> Result<Tensor> {
     let p = validate_shapes_and_params(q, k, v, params)?;
+    lse(&p, q, k, params)
+}
+
+fn lse(p: &Problem, q: &Tensor, k: &Tensor, params: &AttnParams) -> Result<Tensor> {
     let dtype = if q.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
     if p.batch * p.heads * p.seq_q == 0 || p.seq_k == 0 {
         return Tensor::full(f64::NEG_INFINITY, (p.batch, p.heads, p.seq_q), q.device())?.to_dtype(dtype);
     }
-    let (s, _) = scores(&p, q, k, params)?;
+    let (s, _) = scores(p, q, k, params)?;
     let m = s.max_keepdim(3)?;
     // A row with no visible key has m = -inf: shift it by 0 instead, so it sums to 0 → -inf.
     let finite = m.ne(f64::NEG_INFINITY)?;

@@ -97,6 +97,9 @@ pub(crate) fn backward(
     lse: &[f32],
     alibi: Option<&[f32]>,
 ) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
+    if p.packed().is_some() {
+        candle_core::bail!("fused-attn: the backward of packed (varlen) batches is not implemented yet")
+    }
     backward_with(p, q, k, v, o, d_o, lse, alibi, Isa::detect())
 }
 
@@ -311,7 +314,7 @@ fn run<T: Element>(
         keys /= 2;
     }
     let ctx = Ctx {
-        p: *p,
+        p: p.clone(),
         k: Input::new(k, (b, sk, hkv), d, "k")?,
         v: Input::new(v, (b, sk, hkv), d, "v")?,
         q: qf,

@@ -120,7 +120,7 @@ pub(super) fn run<T: Element>(
         return Ok((T::to_cpu_storage_owned(out), lse));
     }
     let ctx = Ctx {
-        p: *p,
+        p: p.clone(),
         q: Input::new(q, (b, sq, h), d, "q")?,
         k: Input::new(k, (b, sk, hkv), d, "k")?,
         v: Input::new(v, (b, sk, hkv), d, "v")?,

@@ -87,6 +87,9 @@ pub(crate) fn forward(
     (v, vl): (&CpuStorage, &Layout),
     alibi: Option<&[f32]>,
 ) -> Result<(CpuStorage, Option<Vec<f32>>)> {
+    if p.packed().is_some() {
+        bail!("fused-attn cpu: packed (varlen) batches are not implemented yet")
+    }
     let (qs, ks, vs) = (Strides::from_layout(ql)?, Strides::from_layout(kl)?, Strides::from_layout(vl)?);
     if let Some(a) = alibi {
         if a.len() != p.batch * p.heads {

@@ -59,6 +59,9 @@ pub(crate) fn backward(
     lse: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
 ) -> Result<(CudaStorage, CudaStorage, CudaStorage)> {
+    if p.packed().is_some() {
+        candle_core::bail!("fused-attn: the backward of packed (varlen) batches is not implemented yet")
+    }
     let dtype = q.0.dtype();
     for (name, s) in [("k", k.0), ("v", v.0), ("o", o.0), ("d_o", d_o.0)] {
         if s.dtype() != dtype {

@@ -146,6 +146,9 @@ pub(crate) fn forward(
     v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
 ) -> Result<(CudaStorage, Option<CudaStorage>)> {
+    if problem.packed().is_some() {
+        bail!("fused-attn cuda: packed (varlen) batches are not implemented yet")
+    }
     let dtype = q.0.dtype();
     let decode = kernel_dtype(dtype).is_some_and(|dt| heuristics::use_decode(problem, dt));
     match (dtype, decode) {
