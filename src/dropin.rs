@@ -424,7 +424,7 @@ impl CustomOp3 for FlashAttn {
         use candle_core::backend::BackendStorage;
         let op = self.op(q.dtype(), ql, kl, vl)?;
         if op.problem.seq_k == 0 || ql.shape().elem_count() == 0 {
-            let zeros = q.device().zeros_impl(ql.shape(), q.dtype())?;
+            let zeros = candle_core::backend::BackendDevice::zeros_impl(q.device(), ql.shape(), q.dtype())?;
             return Ok((zeros, ql.shape().clone()));
         }
         op.cuda_fwd(q, ql, k, kl, v, vl)

@@ -1143,6 +1143,7 @@ mod tests {
             has_alibi,
             layout: SeqLayout::Dense,
             want_lse: false,
+            mm_ranges: None,
         }
     }
 
@@ -1365,7 +1366,7 @@ mod tests {
             let case = random_case(&mut StdRng::seed_from_u64(seed), n);
             let mut case = case.clone();
             case.p.scale = 0.2;
-            let wrong = Problem { scale: case.p.scale * 1.02, ..case.p };
+            let wrong = Problem { scale: case.p.scale * 1.02, ..case.p.clone() };
             let res = check_case::<f32>(&case, &wrong, seed);
             assert!(res.iter().any(|&(e, a)| e > a), "a 2% scale error passed: {res:?} {case:?}");
             let res = check_case::<f32>(&case, &case.p, seed);
@@ -1436,7 +1437,7 @@ mod tests {
                     x.k[((50 * 2) + 1) * 40] = f64::NAN; // key 50, kv head 1
                 }
                 let r = reference::<f64>(&p, None, &x, &|v| v);
-                let case = Case { p, alibi: None, lays: [Lay::Contiguous; 5], isa };
+                let case = Case { p: p.clone(), alibi: None, lays: [Lay::Contiguous; 5], isa };
                 let got = fused::<f32>(&case, &p, &x, &r);
                 for (name, got, want) in [("dq", &got[0], &r.dq), ("dk", &got[1], &r.dk), ("dv", &got[2], &r.dv)] {
                     let nan = |v: &[f64]| v.iter().map(|x| x.is_nan()).collect::<Vec<bool>>();
@@ -1460,7 +1461,7 @@ mod tests {
         let x = random_inputs(&mut rng, &p, DType::F32);
         let r = reference::<f64>(&p, None, &x, &|v| v);
         for isa in ISAS.into_iter().filter(|i| i.available()) {
-            let case = Case { p, alibi: None, lays: [Lay::Contiguous; 5], isa };
+            let case = Case { p: p.clone(), alibi: None, lays: [Lay::Contiguous; 5], isa };
             let got = fused::<f32>(&case, &p, &x, &r);
             for i in 0..30 {
                 assert!(got[0][i * 2 * 16..(i + 1) * 2 * 16].iter().all(|&v| v == 0.0), "row {i}");

@@ -391,15 +391,16 @@ mod tests {
             has_alibi: false,
             layout: Default::default(),
             want_lse: false,
+            mm_ranges: None,
         };
         let widest = cpu_paths()[0];
         let prefill_path = if cpu_paths().contains(&CpuPath::Avx2Kernels) { CpuPath::Avx2Kernels } else { widest };
         assert_eq!(auto_path(&prefill), prefill_path);
-        assert_eq!(auto_path(&Problem { seq_q: 1, ..prefill }), widest);
-        assert_eq!(auto_path(&Problem { head_dim: 100, ..prefill }), widest);
+        assert_eq!(auto_path(&Problem { seq_q: 1, ..prefill.clone() }), widest);
+        assert_eq!(auto_path(&Problem { head_dim: 100, ..prefill.clone() }), widest);
         // Zero-sized problems (the API returns before the back end) do not divide by zero.
-        assert_eq!(auto_path(&Problem { heads: 0, ..prefill }), widest);
-        assert_eq!(auto_path(&Problem { heads: 0, kv_heads: 0, ..prefill }), widest);
+        assert_eq!(auto_path(&Problem { heads: 0, ..prefill.clone() }), widest);
+        assert_eq!(auto_path(&Problem { heads: 0, kv_heads: 0, ..prefill.clone() }), widest);
     }
 
     #[test]

@@ -328,6 +328,7 @@ mod tests {
             has_alibi: false,
             layout: SeqLayout::Dense,
             want_lse: false,
+            mm_ranges: None,
         }
     }
 
