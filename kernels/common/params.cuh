@@ -47,7 +47,7 @@ struct FattnParams {
     // backward (FattnBwdParams::fwd) reads it.
     float* lse;
 
-    // ---- reserved: no kernel reads these yet; the host passes zero --------------------------
+    // ---- packed (varlen) batches and paged KV caches; zero/null when dense ---------------------
     // (batch + 1) cumulative sequence lengths of packed (varlen) q and k/v.
     const int32_t* cu_seqlens_q;
     const int32_t* cu_seqlens_k;
@@ -72,6 +72,13 @@ struct FattnParams {
     int32_t key_begin;
     int32_t key_end;
     int32_t keys_per_split;
+
+    // ---- packed batches: multimodal prefix ranges -----------------------------------------
+    // (batch, max_mm_ranges, 2) int32 [start, end) key positions of each sequence (start ==
+    // end: none), contiguous; null when there are none.
+    const int32_t* mm_ranges;
+    int32_t max_mm_ranges;
+    int32_t pad_mm_;
 };
 
 // The backward's parameters (kernels/bwd_sm80.cu): the forward's, whose fields keep their

@@ -44,7 +44,7 @@ ffi_struct! {
     /// The kernels' parameters. Device pointers are `u64` addresses with the tensors' start
     /// offsets already applied (0 = null); strides are in elements; the head dimension is
     /// contiguous. Fields a kernel does not read stay zero (`Default`).
-    pub struct FattnParams, size 288 {
+    pub struct FattnParams, size 304 {
         // ---- every kernel ----
         q: u64 = 0,
         k: u64 = 8,
@@ -92,7 +92,7 @@ ffi_struct! {
         /// `(batch, heads, seq_q)` f32 natural-log log-sum-exp per row (-inf: no visible key):
         /// the forward writes it when not 0, the backward reads it.
         lse: u64 = 200,
-        // ---- reserved: no kernel reads these yet; always zero ----
+        // ---- packed batches (0 when dense) ----
         /// `(batch + 1)` i32 cumulative sequence lengths of packed (varlen) q and k/v.
         cu_seqlens_q: u64 = 208,
         cu_seqlens_k: u64 = 216,
@@ -115,6 +115,13 @@ ffi_struct! {
         key_begin: i32 = 276,
         key_end: i32 = 280,
         keys_per_split: i32 = 284,
+        // ---- packed batches: multimodal prefix ranges ----
+        /// `(batch, max_mm_ranges, 2)` i32 `[start, end)` key positions of each sequence
+        /// (`start == end`: none), contiguous; 0 when there are none.
+        mm_ranges: u64 = 288,
+        max_mm_ranges: i32 = 296,
+        /// Explicit tail padding, so that every byte passed to the kernels is initialized.
+        pad_mm_: i32 = 300,
     }
 }
 
@@ -122,36 +129,36 @@ ffi_struct! {
     /// The backward's parameters (kernels/bwd_sm80.cu): the forward's (`o` and its strides are
     /// the forward's output, `lse` its log-sum-exp, `scale` multiplies dQ and dK), then the
     /// backward's own. Workspaces are f32; `seq_q_pad` rows per (batch, head).
-    pub struct FattnBwdParams, size 400 {
+    pub struct FattnBwdParams, size 416 {
         fwd: FattnParams = 0,
         /// dO, `(batch, seq_q, heads, head_dim)`, head dim contiguous, input dtype.
-        d_o: u64 = 288,
-        do_batch_stride: i64 = 296,
-        do_seq_stride: i64 = 304,
-        do_head_stride: i64 = 312,
+        d_o: u64 = 304,
+        do_batch_stride: i64 = 312,
+        do_seq_stride: i64 = 320,
+        do_head_stride: i64 = 328,
         /// `(batch, heads, seq_q_pad)` f32: D = rowsum(dO∘O) and lse·log2 e, written by the
         /// preprocess.
-        dsum: u64 = 320,
-        lse_log2: u64 = 328,
+        dsum: u64 = 336,
+        lse_log2: u64 = 344,
         /// `(batch, heads, seq_q_pad, head_dim_inst)` f32, zeroed before the main kernel.
-        dq_accum: u64 = 336,
+        dq_accum: u64 = 352,
         /// `(batch, kv_heads, seq_k_pad, head_dim_inst)` f32, zeroed; 0 unless `kv_splits > 1`.
-        dk_accum: u64 = 344,
-        dv_accum: u64 = 352,
+        dk_accum: u64 = 360,
+        dv_accum: u64 = 368,
         /// `(batch, seq_k, kv_heads, head_dim)` contiguous outputs (written when `kv_splits == 1`).
-        dk: u64 = 360,
-        dv: u64 = 368,
+        dk: u64 = 376,
+        dv: u64 = 384,
         /// `seq_q` rounded up to a multiple of 128.
-        seq_q_pad: i32 = 376,
+        seq_q_pad: i32 = 392,
         /// Key blocks × the instance's key block.
-        seq_k_pad: i32 = 380,
+        seq_k_pad: i32 = 396,
         /// Row length of the accumulators: the instance's head dim (f32 kernel: head_dim).
-        head_dim_inst: i32 = 384,
+        head_dim_inst: i32 = 400,
         /// CTAs per kv head along its group, and q heads per such CTA.
-        kv_splits: i32 = 388,
-        heads_per_split: i32 = 392,
+        kv_splits: i32 = 404,
+        heads_per_split: i32 = 408,
         /// 1 when every dO row start is 16-byte aligned and rows are whole 16-byte chunks.
-        vec_do: i32 = 396,
+        vec_do: i32 = 412,
     }
 }
 
