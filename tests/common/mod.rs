@@ -15,6 +15,7 @@ use candle_fused_attn::{attention, attention_ref, AttnParams};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 pub mod grad;
+pub mod varlen;
 
 /// How a `(batch, seq, heads, head_dim)` input is laid out in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -389,7 +390,7 @@ impl FloorInputs {
     pub fn new(q: &Tensor, k: &Tensor, v: &Tensor, oracle: &Tensor, scale: f32) -> Result<Self> {
         let max_abs = |t: &Tensor| -> Result<f64> { Ok(to_f64_vec(t)?.iter().fold(0f64, |a, x| a.max(x.abs()))) };
         let max_norm = |t: &Tensor| -> Result<f64> {
-            let d = t.dim(3)?.max(1);
+            let d = t.dims().last().copied().unwrap_or(1).max(1);
             Ok(to_f64_vec(t)?.chunks(d).fold(0f64, |a, row| a.max(row.iter().map(|x| x * x).sum::<f64>().sqrt())))
         };
         Ok(Self {
@@ -397,7 +398,7 @@ impl FloorInputs {
             max_abs_v: max_abs(v)?,
             max_norm_q: max_norm(q)?,
             max_norm_k: max_norm(k)?,
-            head_dim: q.dim(3)?,
+            head_dim: q.dims().last().copied().unwrap_or(0),
             scale: scale.abs() as f64,
         })
     }
