@@ -145,10 +145,10 @@ fn zero_kv_heads_for_nonzero_q_heads() {
 
 #[test]
 fn head_dim_above_maximum() {
-    let (q, kv) = (t(&[1, 2, 1, 257]), t(&[1, 2, 1, 257]));
-    expect_error(&q, &kv, &kv, &AttnParams::new(1.0), &["head_dim 257 is above the supported maximum 256"]);
-    // 256 itself is supported.
-    let (q, kv) = (t(&[1, 2, 1, 256]), t(&[1, 2, 1, 256]));
+    let (q, kv) = (t(&[1, 2, 1, 513]), t(&[1, 2, 1, 513]));
+    expect_error(&q, &kv, &kv, &AttnParams::new(1.0), &["head_dim 513 is above the supported maximum 512"]);
+    // 512 itself is supported.
+    let (q, kv) = (t(&[1, 2, 1, 512]), t(&[1, 2, 1, 512]));
     assert!(attention(&q, &kv, &kv, &AttnParams::new(1.0)).is_ok());
 }
 
