@@ -124,9 +124,9 @@ fn device_mix() -> Result<()> {
     };
     let q = t(&[1, 4, 2, 16]);
     let k = q.to_device(&gpu)?;
-    expect_error(&q, &k, &q, &AttnParams::new(1.0), &["must be on one device", "q on Cpu", "k on Cuda"]);
+    expect_error(&q, &k, &q, &AttnParams::new(1.0), &["must be on one device", "q is on Cpu", "k on Cuda"]);
     let slopes = Tensor::new(&[0.5f32, 0.25], &gpu)?;
-    expect_error(&q, &q, &q, &AttnParams::new(1.0).alibi_slopes(&slopes), &["alibi_slopes are on Cuda", "q is on Cpu"]);
+    expect_error(&q, &q, &q, &AttnParams::new(1.0).alibi_slopes(&slopes), &["alibi_slopes on Cuda", "q is on Cpu"]);
     Ok(())
 }
 
