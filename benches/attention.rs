@@ -259,7 +259,122 @@ fn bench_backward(c: &mut Criterion, dev: &Device, dtype: DType, shapes: &[Shape
     }
 }
 
+/// The varlen batch: 8 sequences of 64–2000 tokens (lengths from a fixed seed), h16/hkv4,
+/// d64, self-attention (len_q = len_k per sequence).
+fn varlen_lengths() -> Vec<usize> {
+    // A 64-bit LCG from a fixed seed, so the lengths never change between runs.
+    let mut x = 0x5eed_u64;
+    (0..8)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            64 + ((x >> 33) as usize) % (2000 - 64 + 1)
+        })
+        .collect()
+}
+
+/// `cpu_varlen_{what}_{dtype}`: the packed batch through `attention_varlen` against (a) the
+/// same sequences padded to the longest as one dense call, (b) a loop of dense calls, one
+/// per sequence, and candle-nn 0.11.1's `flash_attn_varlen_cpu` and
+/// `flash_attn_varlen_unfused` (which take per-sequence u32 lengths). Throughput: the
+/// packed batch's attention FLOPs.
+fn bench_varlen(c: &mut Criterion) {
+    use candle_fused_attn::{attention_varlen, Varlen};
+    let dev = Device::Cpu;
+    let lens = varlen_lengths();
+    let (h, hkv, d) = (16, 4, 64);
+    let total: usize = lens.iter().sum();
+    let max = *lens.iter().max().unwrap();
+    let label = |causal: bool| format!("n8_h{h}_kv{hkv}_d{d}_total{total}{}", if causal { "_causal" } else { "" });
+    for dtype in [DType::F32, DType::F16] {
+        let q = Tensor::randn(0f32, 1., (total, h, d), &dev).unwrap().to_dtype(dtype).unwrap();
+        let k = Tensor::randn(0f32, 1., (total, hkv, d), &dev).unwrap().to_dtype(dtype).unwrap();
+        let v = Tensor::randn(0f32, 1., (total, hkv, d), &dev).unwrap().to_dtype(dtype).unwrap();
+        let mut cu = vec![0u32];
+        for &l in &lens {
+            cu.push(cu[cu.len() - 1] + l as u32);
+        }
+        let cu = Tensor::new(cu, &dev).unwrap();
+        let per_seq = Tensor::new(lens.iter().map(|&l| l as u32).collect::<Vec<_>>(), &dev).unwrap();
+        let varlen = Varlen::new(&cu, &cu, max, max);
+        let mut off = 0;
+        let slices: Vec<(Tensor, Tensor, Tensor)> = lens
+            .iter()
+            .map(|&l| {
+                let s = |t: &Tensor| t.narrow(0, off, l).unwrap().unsqueeze(0).unwrap().contiguous().unwrap();
+                let r = (s(&q), s(&k), s(&v));
+                off += l;
+                r
+            })
+            .collect();
+        let pad = |t: &Tensor, heads: usize| {
+            let rows: Vec<Tensor> = {
+                let mut off = 0;
+                lens.iter()
+                    .map(|&l| {
+                        let x = t.narrow(0, off, l).unwrap();
+                        off += l;
+                        x.pad_with_zeros(0, 0, max - l).unwrap()
+                    })
+                    .collect()
+            };
+            Tensor::stack(&rows, 0).unwrap().reshape((lens.len(), max, heads, d)).unwrap()
+        };
+        let (qp, kp, vp) = (pad(&q, h), pad(&k, hkv), pad(&v, hkv));
+        for causal in [false, true] {
+            let scale = 1.0 / (d as f32).sqrt();
+            let params = AttnParams::new(scale).causal(causal);
+            let flops: usize = lens.iter().map(|&l| 4 * h * l * l * d / if causal { 2 } else { 1 }).sum();
+            type Run<'a> = Box<dyn Fn() -> candle_core::Result<Tensor> + 'a>;
+            let mut runs: Vec<(&str, Run)> = vec![
+                ("packed", Box::new(|| attention_varlen(&q, &k, &v, &varlen, &params))),
+                ("padded", Box::new(|| attention(&qp, &kp, &vp, &params))),
+                (
+                    "loop",
+                    Box::new(|| {
+                        let outs = slices
+                            .iter()
+                            .map(|(q, k, v)| attention(q, k, v, &params))
+                            .collect::<candle_core::Result<Vec<_>>>()?;
+                        Ok(outs.into_iter().next().unwrap())
+                    }),
+                ),
+                (
+                    "candle_flash_cpu",
+                    Box::new(|| {
+                        candle_nn::attention::flash_attn_varlen_cpu(
+                            &q, &k, &v, None, &per_seq, &per_seq, max, max, scale, causal, None, None,
+                        )
+                    }),
+                ),
+                (
+                    "candle_unfused",
+                    Box::new(|| {
+                        candle_nn::attention::flash_attn_varlen_unfused(
+                            &q, &k, &v, None, &per_seq, &per_seq, max, max, scale, causal, None, None,
+                        )
+                    }),
+                ),
+            ];
+            for (what, run) in runs.drain(..) {
+                let mut group = c.benchmark_group(format!("cpu_varlen_{what}_{}", dtype_name(dtype)));
+                let t0 = Instant::now();
+                black_box(run().expect("varlen bench"));
+                let once = t0.elapsed();
+                group.sample_size(10);
+                group.warm_up_time(Duration::from_millis(500));
+                group.measurement_time((once * 11).clamp(Duration::from_secs(2), Duration::from_secs(30)));
+                group.throughput(Throughput::Elements(flops as u64));
+                group.bench_function(BenchmarkId::from_parameter(label(causal)), |bencher| {
+                    bencher.iter_custom(|iters| rep_times(&dev, iters, &run).expect("timed reps"))
+                });
+                group.finish();
+            }
+        }
+    }
+}
+
 fn benches(c: &mut Criterion) {
+    bench_varlen(c);
     // The naive path needs B·H·Sq·Sk f32 scores plus copies; all CPU rows fit in 24 GiB.
     bench_device(c, &Device::Cpu, &[DType::F32, DType::BF16], CPU_SHAPES, 1 << 27);
     bench_backward(c, &Device::Cpu, DType::F32, CPU_BWD_SHAPES, 1 << 27);

@@ -14,23 +14,26 @@
 //! **Work split.** First one pass converts Q and dO to f32 rows (zero-padded to `dp`, at
 //! a padded stride) ordered (batch, kv head, position, q head of the group), computes
 //! `D = rowsum(dO∘O)` and `lse·log2 e` per row, and flags rows holding a non-finite value;
-//! O(S·D), like the inputs. Then one work item is (batch, kv head, key tile). It holds
-//! its tile's K (row-major and transposed) and Vᵀ in f32, and f32 dK/dV accumulators for
-//! the tile, and walks the query blocks whose key ranges touch the tile (the others are
-//! never visited); a block's rows are its query positions × the q heads of the group,
-//! consecutive in the converted buffers, so one K/V tile serves the whole group and the
-//! block is one strided operand. dK and dV of the tile are complete when the item ends
-//! and are written out directly. dQ gets contributions from every key tile of its
-//! (batch, kv head): an item adds them into an f32 buffer of that group's rows that it
-//! takes from the group's pool for its duration, so concurrent items never share one;
-//! each group's buffers are summed into dq at the end. Rayon splits the items into
-//! contiguous runs (a group's tiles are consecutive), so a group rarely needs a second
-//! buffer: about one copy of dQ in all (O(S·D)), plus one where two threads work in the
-//! same group at once (at most one per thread per group; at the shape measured below,
-//! the peak RSS on 2 threads equals the single-thread one). When there are fewer than
-//! `2 × threads` items,
-//! the key tiles shrink (down to 16 keys) so both cores have work for batch 1 and few
-//! heads.
+//! O(S·D), like the inputs. A call is a list of sequences: the batch entries of a dense
+//! call, or the sequences of a packed (varlen) one, each with its own batch-1 problem
+//! ([`Problem::sequence`]: lengths, windows, multimodal ranges) and plan, decided as a
+//! dense call on that sequence alone decides it, so a packed sequence's gradients are bit
+//! for bit the dense call's. The key tiles of a (sequence, kv head) are cut into chunks of
+//! about equal work (visible rows × keys, so causal masks balance), and one work item is
+//! (sequence, kv head, chunk); the items of all sequences run in one parallel loop. An item
+//! walks its chunk's key tiles in order. Per tile it holds the tile's K (row-major and
+//! transposed) and Vᵀ in f32, and f32 dK/dV accumulators, and walks the query blocks whose
+//! key ranges touch the tile (the others are never visited); a block's rows are its query
+//! positions × the q heads of the group, consecutive in the converted buffers, so one K/V
+//! tile serves the whole group and the block is one strided operand. dK and dV of the tile
+//! are complete when the tile ends and are written out directly. dQ gets contributions
+//! from every key tile: an item adds them, tile after tile, into an f32 buffer of its own
+//! (its group's rows), and dq is each group's chunk buffers summed in chunk order. The cut
+//! (tile size, chunks) depends only on the problem, never on the thread count, so every
+//! rounding, and the result, is the same on any pool: tiles shrink (down to 16 keys) and a
+//! group's tiles split into `⌈8 / (batch × kv heads)⌉` chunks until the call has 8 items
+//! (enough for both cores here and a few more), so dQ is held about once when there are 8
+//! or more (batch, kv head) groups and at most 8 times a group's rows otherwise (O(S·D)).
 //!
 //! **Per (query block, key tile).** `S = Q Kᵀ` and `dP = dO Vᵀ`, then one elementwise
 //! pass that turns S into P (softcap, ALiBi, mask, `2^(s·log2 e - lse·log2 e)`) and dP
@@ -69,7 +72,6 @@ use candle_core::{backend::BackendStorage, bail, CpuStorage, Layout, Result};
 use half::{bf16, f16};
 use rayon::prelude::*;
 use std::f32::consts::LOG2_E;
-use std::sync::Mutex;
 
 use super::pack::{padded_stride, Element, Input};
 use super::softmax::exp2_f32;
@@ -97,10 +99,7 @@ pub(crate) fn backward(
     lse: &[f32],
     alibi: Option<&[f32]>,
 ) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
-    if p.packed().is_some() {
-        candle_core::bail!("fused-attn: the backward of packed (varlen) batches is not implemented yet")
-    }
-    backward_with(p, q, k, v, o, d_o, lse, alibi, Isa::detect())
+    backward_with(p, q, k, v, o, d_o, lse, alibi, Isa::of_call())
 }
 
 /// [`backward`] with the instruction set chosen by the caller (the tests run each one).
@@ -116,15 +115,9 @@ fn backward_with(
     alibi: Option<&[f32]>,
     isa: Isa,
 ) -> Result<(CpuStorage, CpuStorage, CpuStorage)> {
-    if lse.len() != p.batch * p.heads * p.seq_q {
-        bail!(
-            "fused-attn cpu backward: expected {} lse values (batch {} × heads {} × seq_q {}), got {}",
-            p.batch * p.heads * p.seq_q,
-            p.batch,
-            p.heads,
-            p.seq_q,
-            lse.len()
-        )
+    let lse_len: usize = p.lse_shape().iter().product();
+    if lse.len() != lse_len {
+        bail!("fused-attn cpu backward: expected {lse_len} lse values {:?}, got {}", p.lse_shape(), lse.len())
     }
     if let Some(a) = alibi {
         if a.len() != p.batch * p.heads {
@@ -135,7 +128,17 @@ fn backward_with(
             )
         }
     }
-    let [qs, ks, vs, os, dos] = [ql, kl, vl, ol, dol].map(Strides::from_layout);
+    if p.packed().is_some_and(|pk| pk.pages.is_some()) {
+        bail!("fused-attn: attention over a paged KV cache has no backward")
+    }
+    let strides = |l: &Layout| {
+        if p.packed().is_some() {
+            super::packed_strides(l, "backward input")
+        } else {
+            Strides::from_layout(l)
+        }
+    };
+    let [qs, ks, vs, os, dos] = [ql, kl, vl, ol, dol].map(strides);
     let (qs, ks, vs, os, dos) = (qs?, ks?, vs?, os?, dos?);
     macro_rules! go {
         ($t:ty, $q:expr, $k:expr, $v:expr, $o:expr, $do:expr) => {{
@@ -172,6 +175,17 @@ enum Isa {
 }
 
 impl Isa {
+    /// The instruction set of a call: that of the CPU path forced on this thread or
+    /// process (`cpu/mod.rs`), else the widest the CPU has.
+    fn of_call() -> Self {
+        match super::forced_path() {
+            Some(super::CpuPath::Avx512Gemm) => Isa::Avx512,
+            Some(super::CpuPath::Avx2Kernels) => Isa::Avx2,
+            Some(super::CpuPath::PortableGemm) => Isa::Portable,
+            None => Isa::detect(),
+        }
+    }
+
     fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
@@ -199,21 +213,24 @@ impl Isa {
     }
 }
 
-/// What every work item shares. Rows are numbered in the order `(batch, kv head,
-/// position, q head of the group)`, so that the rows of one query block (its positions ×
-/// the group's heads) are consecutive in every per-row buffer.
+/// What every work item of one sequence shares. Rows are numbered in the order `(kv
+/// head, position, q head of the group)` within a sequence, so that the rows of one query
+/// block (its positions × the group's heads) are consecutive in every per-row buffer.
 struct Ctx<'a, T> {
+    /// The sequence's own problem, batch 1.
     p: Problem,
+    /// Row `(0, j, kvh)` is key `j` of the sequence.
     k: Input<'a, T>,
     v: Input<'a, T>,
-    /// Q and dO in f32, one row of `dld` per row (zeros past d).
-    q: Vec<f32>,
-    d_o: Vec<f32>,
+    /// Q and dO in f32, one row of `dld` per row (zeros past d), the sequence's rows.
+    q: &'a [f32],
+    d_o: &'a [f32],
     /// Per row: `lse·log2(e)`, `D = Σ dO∘O`, and bit 0 / bit 1 when its Q / dO row holds a
     /// non-finite value.
-    lse2: Vec<f32>,
-    delta: Vec<f32>,
-    bad: Vec<u8>,
+    lse2: &'a [f32],
+    delta: &'a [f32],
+    bad: &'a [u8],
+    /// The sequence's `heads` ALiBi slopes.
     alibi: Option<&'a [f32]>,
     /// Query positions per block; rows per block = `q_block × group`.
     q_block: usize,
@@ -257,6 +274,82 @@ impl<T> SharedOut<T> {
     }
 }
 
+/// One sequence of a backward call: one batch entry of a dense call, or one sequence of a
+/// packed one. Its q rows are rows `q_row0..q_row0 + p.seq_q` of the call's `(rows, heads,
+/// d)` q, out, dO and dq; its keys rows `k_row0..` of dk and dv.
+struct SeqIn<'a, T> {
+    p: Problem,
+    q: Input<'a, T>,
+    o: Input<'a, T>,
+    d_o: Input<'a, T>,
+    k: Input<'a, T>,
+    v: Input<'a, T>,
+    alibi: Option<&'a [f32]>,
+    q_row0: usize,
+    k_row0: usize,
+    /// The LSE of row `i`, head `h` is `lse[lse0 + h·lse_head + i]`.
+    lse0: usize,
+    lse_head: usize,
+}
+
+/// Items, at least, that a sequence's work is cut into (fewer only when it has fewer key
+/// tiles): a constant, not the thread count, so that the cut, and with it every rounding,
+/// is the same on any pool.
+const MIN_ITEMS: usize = 8;
+
+/// The key tiles of one sequence and their chunks: a chunk is a run of tiles that one item
+/// walks in order, adding into one dQ buffer of its own.
+struct Plan {
+    keys: usize,
+    /// Chunk `c` holds tiles `bounds[c]..bounds[c + 1]`.
+    bounds: Vec<usize>,
+}
+
+/// Cuts a sequence of `p.seq_k` keys into tiles and chunks. `batch` is the number of
+/// sequences the decision sees (a dense call's batch; 1 for each sequence of a packed call,
+/// decided as a dense call on it alone). Tiles shrink from KEYS_PER_ITEM (down to
+/// MIN_KEYS_PER_ITEM) until the call's kv heads have [`MIN_ITEMS`] tiles; each kv head's
+/// tiles then form `⌈MIN_ITEMS / (batch × kv heads)⌉` chunks of about equal work (visible
+/// query rows × keys), so that a causal mask does not leave one chunk most of the work.
+fn plan(p: &Problem, batch: usize) -> Plan {
+    let (sq, sk) = (p.seq_q, p.seq_k);
+    let groups = batch * p.kv_heads;
+    let mut keys = KEYS_PER_ITEM;
+    while keys > MIN_KEYS_PER_ITEM && groups * sk.div_ceil(keys) < MIN_ITEMS {
+        keys /= 2;
+    }
+    let n_tiles = sk.div_ceil(keys);
+    let n_chunks = MIN_ITEMS.div_ceil(groups.max(1)).min(n_tiles).max(1);
+    if n_chunks == 1 {
+        return Plan { keys, bounds: vec![0, n_tiles] };
+    }
+    let work: Vec<usize> = (0..n_tiles)
+        .map(|t| {
+            let (j0, j1) = (t * keys, ((t + 1) * keys).min(sk));
+            let i_start = partition_point(sq, |i| p.key_range(i).1 <= j0);
+            let i_end = partition_point(sq, |i| p.key_range(i).0 < j1);
+            (i_end.saturating_sub(i_start) + 1) * (j1 - j0)
+        })
+        .collect();
+    let total: usize = work.iter().sum();
+    let mut bounds = vec![0];
+    let mut before = 0;
+    for (t, &w) in work.iter().enumerate() {
+        // The chunk of tile t: where its middle falls in the cumulative work.
+        let chunk = ((2 * before + w) * n_chunks) / (2 * total);
+        while bounds.len() <= chunk {
+            if bounds.last() != Some(&t) {
+                bounds.push(t);
+            } else {
+                break;
+            }
+        }
+        before += w;
+    }
+    bounds.push(n_tiles);
+    Plan { keys, bounds }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run<T: Element>(
     p: &Problem,
@@ -269,24 +362,75 @@ fn run<T: Element>(
     alibi: Option<&[f32]>,
     isa: Isa,
 ) -> Result<(Vec<T>, Vec<T>, Vec<T>)> {
-    let (b, sq, sk, h, hkv, d) = (p.batch, p.seq_q, p.seq_k, p.heads, p.kv_heads, p.head_dim);
-    let mut dq = vec![T::zero(); b * sq * h * d];
-    let mut dk = vec![T::zero(); b * sk * hkv * d];
-    let mut dv = vec![T::zero(); b * sk * hkv * d];
+    let (h, hkv, d) = (p.heads, p.kv_heads, p.head_dim);
+    let slopes = |b: usize| alibi.map(|a| &a[b * h..][..h]);
+    let (rows_q, rows_k, batch) = match p.packed() {
+        None => (p.batch * p.seq_q, p.batch * p.seq_k, p.batch),
+        Some(pk) => (pk.total_q(), pk.cu_k[pk.batch()], 1),
+    };
+    let mut dq = vec![T::zero(); rows_q * h * d];
+    let mut dk = vec![T::zero(); rows_k * hkv * d];
+    let mut dv = vec![T::zero(); rows_k * hkv * d];
     if dq.is_empty() || dk.is_empty() {
         return Ok((dq, dk, dv));
     }
+    let seqs: Vec<SeqIn<'_, T>> = match p.packed() {
+        None => {
+            // Dense: batch entry b as a sequence, reached through the batch stride.
+            let dims_q = (p.batch, p.seq_q, h);
+            let dims_k = (p.batch, p.seq_k, hkv);
+            let (qi, oi) = (Input::new(q, dims_q, d, "q")?, Input::new(o, dims_q, d, "out")?);
+            let doi = Input::new(d_o, dims_q, d, "out gradient")?;
+            let (ki, vi) = (Input::new(k, dims_k, d, "k")?, Input::new(v, dims_k, d, "v")?);
+            let one = Problem { batch: 1, ..p.clone() };
+            (0..p.batch)
+                .map(|b| SeqIn {
+                    p: one.clone(),
+                    q: qi.shifted(b, 0),
+                    o: oi.shifted(b, 0),
+                    d_o: doi.shifted(b, 0),
+                    k: ki.shifted(b, 0),
+                    v: vi.shifted(b, 0),
+                    alibi: slopes(b),
+                    q_row0: b * p.seq_q,
+                    k_row0: b * p.seq_k,
+                    lse0: b * h * p.seq_q,
+                    lse_head: p.seq_q,
+                })
+                .collect()
+        }
+        Some(pk) => {
+            let (qi, oi) = (Input::new(q, (1, rows_q, h), d, "q")?, Input::new(o, (1, rows_q, h), d, "out")?);
+            let doi = Input::new(d_o, (1, rows_q, h), d, "out gradient")?;
+            let (ki, vi) = (Input::new(k, (1, rows_k, hkv), d, "k")?, Input::new(v, (1, rows_k, hkv), d, "v")?);
+            (0..pk.batch())
+                .filter(|&b| pk.len_q(b) > 0)
+                .map(|b| SeqIn {
+                    p: p.sequence(b),
+                    q: qi.shifted(0, pk.cu_q[b]),
+                    o: oi.shifted(0, pk.cu_q[b]),
+                    d_o: doi.shifted(0, pk.cu_q[b]),
+                    k: ki.shifted(0, pk.cu_k[b]),
+                    v: vi.shifted(0, pk.cu_k[b]),
+                    alibi: slopes(b),
+                    q_row0: pk.cu_q[b],
+                    k_row0: pk.cu_k[b],
+                    lse0: pk.cu_q[b],
+                    lse_head: rows_q,
+                })
+                .collect()
+        }
+    };
     let g = p.group_size();
     let dp = d.next_multiple_of(D_ALIGN);
     let dld = padded_stride(dp);
-    let (q, o) = (Input::new(q, (b, sq, h), d, "q")?, Input::new(o, (b, sq, h), d, "out")?);
-    let d_o = Input::new(d_o, (b, sq, h), d, "out gradient")?;
 
     // Q and dO in f32 in row order, D = rowsum(dO ∘ O), lse in base 2, finiteness flags:
-    // one pass, a position (g rows) at a time.
-    let n_rows = b * sq * h;
+    // one pass, a position (g rows) at a time. Sequence s's rows start at row q_row0·h.
+    let n_rows = rows_q * h;
     let (mut qf, mut dof) = (vec![0f32; n_rows * dld], vec![0f32; n_rows * dld]);
     let (mut lse2, mut delta, mut bad) = (vec![0f32; n_rows], vec![0f32; n_rows], vec![0u8; n_rows]);
+    let seq_of = |row: usize| seqs.partition_point(|s| s.q_row0 <= row) - 1;
     qf.par_chunks_mut(g * dld)
         .zip(dof.par_chunks_mut(g * dld))
         .zip(lse2.par_chunks_mut(g).zip(delta.par_chunks_mut(g)).zip(bad.par_chunks_mut(g)))
@@ -294,83 +438,108 @@ fn run<T: Element>(
         .for_each_init(
             || vec![0f32; d],
             |orow, (pos, ((qf, dof), ((lse2, delta), bad)))| {
-                let (bi, kvh, i) = (pos / (hkv * sq), (pos / sq) % hkv, pos % sq);
+                // pos = (q_row0 of the sequence)·hkv + kvh·sq + i
+                let s = &seqs[seq_of(pos / hkv)];
+                let (sq, local) = (s.p.seq_q, pos - s.q_row0 * hkv);
+                let (kvh, i) = (local / sq, local % sq);
                 for hh in 0..g {
                     let hq = kvh * g + hh;
                     let (qrow, dorow) = (&mut qf[hh * dld..][..d], &mut dof[hh * dld..][..d]);
-                    T::to_f32(q.row(bi, i, hq, d), qrow);
-                    T::to_f32(d_o.row(bi, i, hq, d), dorow);
-                    T::to_f32(o.row(bi, i, hq, d), orow);
+                    T::to_f32(s.q.row(0, i, hq, d), qrow);
+                    T::to_f32(s.d_o.row(0, i, hq, d), dorow);
+                    T::to_f32(s.o.row(0, i, hq, d), orow);
                     delta[hh] = dot(dorow, orow);
-                    lse2[hh] = lse[(bi * h + hq) * sq + i] * LOG2_E;
+                    lse2[hh] = lse[s.lse0 + hq * s.lse_head + i] * LOG2_E;
                     bad[hh] = u8::from(!all_finite(qrow)) | (u8::from(!all_finite(dorow)) << 1);
                 }
             },
         );
 
-    let threads = rayon::current_num_threads();
-    let mut keys = KEYS_PER_ITEM;
-    while keys > MIN_KEYS_PER_ITEM && b * hkv * sk.div_ceil(keys) < 2 * threads {
-        keys /= 2;
+    let ctxs: Vec<Ctx<'_, T>> = seqs
+        .iter()
+        .map(|s| {
+            let (r0, n) = (s.q_row0 * h, s.p.seq_q * h);
+            Ctx {
+                p: s.p.clone(),
+                k: s.k,
+                v: s.v,
+                q: &qf[r0 * dld..][..n * dld],
+                d_o: &dof[r0 * dld..][..n * dld],
+                lse2: &lse2[r0..][..n],
+                delta: &delta[r0..][..n],
+                bad: &bad[r0..][..n],
+                alibi: s.alibi,
+                q_block: (ROWS_PER_BLOCK / g).max(1),
+                dp,
+                dld,
+            }
+        })
+        .collect();
+    // The items: (sequence, kv head, chunk), in that order; a sequence without keys has none.
+    let plans: Vec<Plan> = ctxs.iter().map(|c| plan(&c.p, batch)).collect();
+    let mut first_item = Vec::with_capacity(ctxs.len());
+    let mut items = Vec::new();
+    for (si, (c, pl)) in ctxs.iter().zip(&plans).enumerate() {
+        first_item.push(items.len());
+        if c.p.seq_k == 0 {
+            continue;
+        }
+        for kvh in 0..hkv {
+            for ch in pl.bounds.windows(2) {
+                items.push((si, kvh, ch[0], ch[1]));
+            }
+        }
     }
-    let ctx = Ctx {
-        p: p.clone(),
-        k: Input::new(k, (b, sk, hkv), d, "k")?,
-        v: Input::new(v, (b, sk, hkv), d, "v")?,
-        q: qf,
-        d_o: dof,
-        lse2,
-        delta,
-        bad,
-        alibi,
-        q_block: (ROWS_PER_BLOCK / g).max(1),
-        dp,
-        dld,
-    };
-    let n_tiles = sk.div_ceil(keys);
-    // dQ buffers, per (batch, kv head) group: an item takes one of its group's (or a new
-    // one) for its duration, so concurrent items never share one.
-    let group_len = sq * g * dld;
-    let pools: Vec<Mutex<Vec<Vec<f32>>>> = (0..b * hkv).map(|_| Mutex::new(Vec::new())).collect();
     let (dk_out, dv_out) = (SharedOut(dk.as_mut_ptr()), SharedOut(dv.as_mut_ptr()));
     let item_fn = select_item::<T>(isa);
 
-    (0..b * hkv * n_tiles).into_par_iter().for_each_init(Scratch::default, |sc, idx| {
-        let (group, tile) = (idx / n_tiles, idx % n_tiles);
-        let (bi, kvh, j0) = (group / hkv, group % hkv, tile * keys);
-        let item = Item { b: bi, kvh, j0, j1: (j0 + keys).min(sk) };
-        let pool = &pools[group];
-        let mut dq_buf = pool.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_else(|| vec![0f32; group_len]);
-        // SAFETY: k and v passed `Input::new`; `item_fn` was chosen for an instruction set
-        // this CPU has; dq_buf holds a row of dld per row of the group.
-        unsafe { item_fn(&ctx, &item, sc, &mut dq_buf) };
-        pool.lock().unwrap_or_else(|e| e.into_inner()).push(dq_buf);
-        for jj in 0..item.j1 - item.j0 {
-            let start = ((bi * sk + j0 + jj) * hkv + kvh) * d;
-            // SAFETY: items partition the (batch, key, kv head) rows of dk and dv, so this
-            // in-bounds range (j0 + jj < sk, kvh < hkv) is written by this item only, and
-            // dk and dv outlive the parallel loop.
-            let (dk_row, dv_row) = unsafe {
-                (
-                    std::slice::from_raw_parts_mut(dk_out.ptr().add(start), d),
-                    std::slice::from_raw_parts_mut(dv_out.ptr().add(start), d),
-                )
-            };
-            T::from_f32(&sc.dk[jj * dld..][..d], dk_row);
-            T::from_f32(&sc.dv[jj * dld..][..d], dv_row);
-        }
-    });
+    // Each item walks its tiles in order and adds their dQ contributions into a buffer of
+    // its own (a row of dld per row of its (sequence, kv head) group, in row order).
+    let dq_bufs: Vec<Vec<f32>> = items
+        .par_iter()
+        .map_init(Scratch::default, |sc, &(si, kvh, t0, t1)| {
+            let (ctx, seq, keys) = (&ctxs[si], &seqs[si], plans[si].keys);
+            let sk = ctx.p.seq_k;
+            let mut dq_buf = vec![0f32; ctx.p.seq_q * g * dld];
+            for tile in t0..t1 {
+                let j0 = tile * keys;
+                let item = Item { kvh, j0, j1: (j0 + keys).min(sk) };
+                // SAFETY: k and v passed `Input::new`; `item_fn` was chosen for an
+                // instruction set this CPU has; dq_buf holds a row of dld per row of the group.
+                unsafe { item_fn(ctx, &item, sc, &mut dq_buf) };
+                for jj in 0..item.j1 - item.j0 {
+                    let start = ((seq.k_row0 + j0 + jj) * hkv + kvh) * d;
+                    // SAFETY: items partition the (sequence, key, kv head) rows of dk and dv,
+                    // and sequences own disjoint rows, so this in-bounds range is written by
+                    // this item only; dk and dv outlive the parallel loop.
+                    let (dk_row, dv_row) = unsafe {
+                        (
+                            std::slice::from_raw_parts_mut(dk_out.ptr().add(start), d),
+                            std::slice::from_raw_parts_mut(dv_out.ptr().add(start), d),
+                        )
+                    };
+                    T::from_f32(&sc.dk[jj * dld..][..d], dk_row);
+                    T::from_f32(&sc.dv[jj * dld..][..d], dv_row);
+                }
+            }
+            dq_buf
+        })
+        .collect();
 
-    // dq = the sum of each group's buffers (every group ran at least one item), one
-    // position (h rows) at a time.
-    let bufs: Vec<Vec<Vec<f32>>> =
-        pools.into_iter().map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner())).collect();
+    // dq = the sum of each group's chunk buffers in chunk order, one position (h rows) at a
+    // time; rows of sequences without keys stay zero.
     dq.par_chunks_mut(h * d).enumerate().for_each_init(
         || vec![0f32; d],
         |acc, (pos, dst)| {
-            let (bi, i) = (pos / sq, pos % sq);
+            let si = seq_of(pos);
+            if ctxs[si].p.seq_k == 0 {
+                return;
+            }
+            let i = pos - seqs[si].q_row0;
+            let n_chunks = plans[si].bounds.len() - 1;
             for (hq, dst) in dst.chunks_exact_mut(d).enumerate() {
-                let (group, row) = (&bufs[bi * hkv + hq / g], (i * g + hq % g) * dld);
+                let first = first_item[si] + (hq / g) * n_chunks;
+                let (group, row) = (&dq_bufs[first..][..n_chunks], (i * g + hq % g) * dld);
                 acc.copy_from_slice(&group[0][row..][..d]);
                 for buf in &group[1..] {
                     acc.iter_mut().zip(&buf[row..][..d]).for_each(|(a, x)| *a += x);
@@ -382,11 +551,10 @@ fn run<T: Element>(
     Ok((dq, dk, dv))
 }
 
-/// One unit of parallel work: keys `j0..j1` of kv head `kvh` in batch `b`, against every
-/// query row of the q heads of that kv head that sees one of them.
+/// One tile of an item: keys `j0..j1` of kv head `kvh`, against every query row of the q
+/// heads of that kv head that sees one of them.
 #[derive(Clone, Copy, Debug)]
 struct Item {
-    b: usize,
     kvh: usize,
     j0: usize,
     j1: usize,
@@ -466,11 +634,11 @@ unsafe fn process_item<T: Element, const ISA: u8>(ctx: &Ctx<'_, T>, it: &Item, s
     sc.row.resize(d, 0.0);
     for jj in 0..jb {
         let krow = &mut sc.k[jj * dld..][..d];
-        T::to_f32(ctx.k.row(it.b, j0 + jj, it.kvh, d), krow);
+        T::to_f32(ctx.k.row(0, j0 + jj, it.kvh, d), krow);
         for (t, &x) in krow.iter().enumerate() {
             sc.kt[t * T_LD + jj] = x;
         }
-        T::to_f32(ctx.v.row(it.b, j0 + jj, it.kvh, d), &mut sc.row);
+        T::to_f32(ctx.v.row(0, j0 + jj, it.kvh, d), &mut sc.row);
         for (t, &x) in sc.row.iter().enumerate() {
             sc.vt[t * T_LD + jj] = x;
         }
@@ -494,7 +662,7 @@ unsafe fn process_item<T: Element, const ISA: u8>(ctx: &Ctx<'_, T>, it: &Item, s
         let nq = ctx.q_block.min(i_end - i0);
         let rows = nq * g;
         // The block's rows: positions i0..i0 + nq × the group's heads, consecutive.
-        let r0 = ((it.b * p.kv_heads + it.kvh) * sq + i0) * g;
+        let r0 = (it.kvh * sq + i0) * g;
         let (q, d_o) = (&ctx.q[r0 * dld..][..rows * dld], &ctx.d_o[r0 * dld..][..rows * dld]);
         let (lse2, delta, bad) = (&ctx.lse2[r0..][..rows], &ctx.delta[r0..][..rows], &ctx.bad[r0..][..rows]);
         sc.s.resize(rows * T_LD, 0.0);
@@ -532,7 +700,7 @@ unsafe fn process_item<T: Element, const ISA: u8>(ctx: &Ctx<'_, T>, it: &Item, s
             let row = RowParams {
                 q_scale,
                 cap2,
-                slope2: ctx.alibi.map_or(0.0, |s| s[it.b * p.heads + hq] * LOG2_E),
+                slope2: ctx.alibi.map_or(0.0, |s| s[hq] * LOG2_E),
                 dist0: (p.diag(i) - (j0 + a) as i64) as f32,
                 lse2: lse2[r],
                 delta: delta[r],

@@ -16,7 +16,7 @@ use std::f32::consts::LOG2_E;
 use super::avx2;
 use super::pack::{kv_tile, Element, Input, SharedKv, KEYS_PER_TILE, KT_LD, S_LD};
 use super::softmax::{add_alibi, exp2_f32, exp2_sub_in_place, row_max, softcap_in_place, LANES};
-use crate::problem::{Problem, Strides};
+use crate::problem::Problem;
 
 /// Query rows per work item, counted over the q heads that share one kv head (a group of
 /// `g` heads takes `max(1, 48 / g)` positions). Measured: `lab/cpu-history.md`.
@@ -29,7 +29,27 @@ const DIRECT_MAX_ROWS: usize = 8;
 /// A key split is never shorter than this, so each split amortizes its merge.
 const MIN_KEYS_PER_SPLIT: usize = 256;
 
-/// What every work item shares.
+/// One sequence of a call: one batch entry of a dense call, or one sequence of a packed
+/// one, as `cpu/mod.rs` describes it to [`run`].
+pub(super) struct SeqIn<'a, T> {
+    /// The sequence's own problem, batch 1 ([`Problem::sequence`] for a packed call).
+    pub p: Problem,
+    /// Row `(0, i, h)` is the sequence's row `i` of head `h`.
+    pub q: Input<'a, T>,
+    pub k: Input<'a, T>,
+    pub v: Input<'a, T>,
+    /// The sequence's `heads` ALiBi slopes.
+    pub alibi: Option<&'a [f32]>,
+    /// Its first row in the `(rows, heads, d)` output.
+    pub out_row0: usize,
+    /// The LSE of its row `i`, head `h` is element `lse0 + h·lse_head + i`.
+    pub lse0: usize,
+    pub lse_head: usize,
+    /// The attend loop of the sequence's path.
+    pub attend: AttendFn<T>,
+}
+
+/// What every work item of one sequence shares.
 pub(super) struct Ctx<'a, T> {
     p: Problem,
     q: Input<'a, T>,
@@ -38,9 +58,17 @@ pub(super) struct Ctx<'a, T> {
     alibi: Option<&'a [f32]>,
     /// Query positions per item; rows per item = `q_block × group`.
     q_block: usize,
+    n_qblocks: usize,
+    /// Key splits per (kv head, query block) group.
+    n_splits: usize,
     /// When several query blocks reuse each key, K and V are prepared once per call
-    /// instead of once per tile and item.
-    shared: Option<SharedKv>,
+    /// instead of once per tile and item; the sequence's keys are slot `kv_slot`.
+    shared: Option<&'a SharedKv>,
+    kv_slot: usize,
+    out_row0: usize,
+    lse0: usize,
+    lse_head: usize,
+    attend: AttendFn<T>,
 }
 
 /// Whether a call has several query blocks per (batch, kv head), so that each key is
@@ -50,19 +78,20 @@ pub(super) fn packs_kv(p: &Problem) -> bool {
     p.heads > 0 && p.kv_heads > 0 && p.seq_q > (ROWS_PER_ITEM / p.group_size()).max(1)
 }
 
-/// A compiled instance of [`attend`] (`cpu/mod.rs` picks one per call).
+/// A compiled instance of [`attend`] (`cpu/mod.rs` picks one per sequence).
 pub(super) type AttendFn<T> = unsafe fn(&Ctx<'_, T>, &Item, &mut Scratch);
 
 /// One unit of parallel work: query positions `q0..q1` of all q heads of kv head `kvh` in
-/// batch `b`, against keys `k_lo..k_hi`.
+/// sequence `seq`, against keys `k_lo..k_hi`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Item {
-    b: usize,
+    seq: usize,
     kvh: usize,
     q0: usize,
     q1: usize,
     k_lo: usize,
     k_hi: usize,
+    split: usize,
 }
 
 /// Per-thread buffers, reused across items. Row `r` of an item is query position
@@ -104,107 +133,153 @@ struct Partial {
     acc: Vec<f32>,
 }
 
+/// The forward over `seqs`, all with the same heads, kv heads and head dim, into one
+/// `(rows, heads, d)` output and, when asked, one LSE of `heads × rows` values (every
+/// sequence's rows and LSE entries lie where its [`SeqIn`] says, disjoint from the
+/// others'). `batch` is how many sequences the per-call decisions (split-KV) see: the
+/// batch of a dense call, 1 for a packed call, whose sequences are each decided as a
+/// dense call on that sequence alone would be.
+///
+/// All items of all sequences run in one parallel loop, so the threads stay busy whatever
+/// the mix of lengths; each item computes exactly what the item of the same (kv head,
+/// query block, split) of a dense call on its sequence does.
 pub(super) fn run<T: Element>(
-    p: &Problem,
-    q: (&[T], Strides),
-    k: (&[T], Strides),
-    v: (&[T], Strides),
-    alibi: Option<&[f32]>,
-    attend: AttendFn<T>,
+    seqs: Vec<SeqIn<'_, T>>,
+    rows: usize,
+    batch: usize,
+    want_lse: bool,
+    (h, hkv, d): (usize, usize, usize),
 ) -> Result<(CpuStorage, Option<Vec<f32>>)> {
-    let (b, sq, sk, h, hkv, d) = (p.batch, p.seq_q, p.seq_k, p.heads, p.kv_heads, p.head_dim);
-    let mut out = vec![T::zero(); b * sq * h * d];
-    // (batch, heads, seq_q): each row's natural-log log-sum-exp, when asked for.
-    let mut lse = p.want_lse.then(|| vec![f32::NEG_INFINITY; b * h * sq]);
-    if out.is_empty() || sk == 0 {
+    let mut out = vec![T::zero(); rows * h * d];
+    // Each row's natural-log log-sum-exp, when asked for; -inf for rows no item writes.
+    let mut lse = want_lse.then(|| vec![f32::NEG_INFINITY; h * rows]);
+    if out.is_empty() || hkv == 0 {
         return Ok((T::to_cpu_storage_owned(out), lse));
     }
-    let ctx = Ctx {
-        p: p.clone(),
-        q: Input::new(q, (b, sq, h), d, "q")?,
-        k: Input::new(k, (b, sk, hkv), d, "k")?,
-        v: Input::new(v, (b, sk, hkv), d, "v")?,
-        alibi,
-        q_block: (ROWS_PER_ITEM / p.group_size()).clamp(1, sq),
-        shared: None,
-    };
-    let n_qblocks = sq.div_ceil(ctx.q_block);
-    debug_assert_eq!(n_qblocks > 1, packs_kv(p));
-    let ctx = Ctx { shared: (n_qblocks > 1).then(|| SharedKv::new(p, &ctx.k, &ctx.v)), ..ctx };
-    let n_groups = b * hkv * n_qblocks;
+    let g = h / hkv;
     let threads = rayon::current_num_threads();
-    let n_splits = if sq <= DECODE_MAX_SEQ_Q && n_groups < 4 * threads {
-        (4 * threads).div_ceil(n_groups).min(sk.div_ceil(MIN_KEYS_PER_SPLIT)).max(1)
-    } else {
-        1
-    };
-    let item = |idx: usize, split: usize| -> Item {
-        let (bi, rest) = (idx / (hkv * n_qblocks), idx % (hkv * n_qblocks));
-        let (kvh, qb) = (rest / n_qblocks, rest % n_qblocks);
-        let q0 = qb * ctx.q_block;
-        // Whole key tiles, so that a split's tiles are the stored Kᵀ tiles.
-        let per_split = sk.div_ceil(n_splits).next_multiple_of(KEYS_PER_TILE);
-        Item {
-            b: bi,
-            kvh,
-            q0,
-            q1: (q0 + ctx.q_block).min(sq),
-            k_lo: split * per_split,
-            k_hi: ((split + 1) * per_split).min(sk),
+    // The per-sequence decisions: query blocks, whether its keys are packed, key splits.
+    let q_block_of = |s: &SeqIn<'_, T>| (ROWS_PER_ITEM / g).clamp(1, s.p.seq_q.max(1));
+    let mut slots = Vec::new();
+    let mut plans = Vec::with_capacity(seqs.len());
+    for s in &seqs {
+        let (sq, sk) = (s.p.seq_q, s.p.seq_k);
+        let q_block = q_block_of(s);
+        let n_qblocks = sq.div_ceil(q_block);
+        debug_assert!(sq == 0 || (n_qblocks > 1) == packs_kv(&s.p));
+        let n_groups = batch * hkv * n_qblocks;
+        let n_splits = if sq <= DECODE_MAX_SEQ_Q && n_groups < 4 * threads {
+            (4 * threads).div_ceil(n_groups.max(1)).min(sk.div_ceil(MIN_KEYS_PER_SPLIT)).max(1)
+        } else {
+            1
+        };
+        let slot = (n_qblocks > 1 && sk > 0).then(|| {
+            slots.push((s.k, s.v, sk));
+            slots.len() - 1
+        });
+        plans.push((q_block, n_qblocks, n_splits, slot));
+    }
+    let shared = (!slots.is_empty()).then(|| SharedKv::new(&slots, hkv, d));
+    let ctxs: Vec<Ctx<'_, T>> = seqs
+        .into_iter()
+        .zip(plans)
+        .map(|(s, (q_block, n_qblocks, n_splits, slot))| Ctx {
+            p: s.p,
+            q: s.q,
+            k: s.k,
+            v: s.v,
+            alibi: s.alibi,
+            q_block,
+            n_qblocks,
+            n_splits,
+            shared: slot.and(shared.as_ref()),
+            kv_slot: slot.unwrap_or(0),
+            out_row0: s.out_row0,
+            lse0: s.lse0,
+            lse_head: s.lse_head,
+            attend: s.attend,
+        })
+        .collect();
+
+    // Every item of every sequence, sequence by sequence, (kv head, query block, split)
+    // within one, as a dense call orders them. Sequences with no query or no key have none.
+    let mut items = Vec::new();
+    for (seq, c) in ctxs.iter().enumerate() {
+        let (sq, sk) = (c.p.seq_q, c.p.seq_k);
+        if sq == 0 || sk == 0 {
+            continue;
         }
-    };
-    let row_len = d * p.group_size();
+        // Whole key tiles, so that a split's tiles are the stored Kᵀ tiles.
+        let per_split = sk.div_ceil(c.n_splits).next_multiple_of(KEYS_PER_TILE);
+        for kvh in 0..hkv {
+            for qb in 0..c.n_qblocks {
+                let q0 = qb * c.q_block;
+                for split in 0..c.n_splits {
+                    items.push(Item {
+                        seq,
+                        kvh,
+                        q0,
+                        q1: (q0 + c.q_block).min(sq),
+                        k_lo: split * per_split,
+                        k_hi: ((split + 1) * per_split).min(sk),
+                        split,
+                    });
+                }
+            }
+        }
+    }
+    let row_len = d * g;
     let out_ptr = SendPtr(out.as_mut_ptr());
     let lse_ptr = lse.as_mut().map(|l| SendPtr(l.as_mut_ptr()));
 
-    if n_splits == 1 {
-        (0..n_groups).into_par_iter().for_each_init(Scratch::default, |sc, idx| {
-            let it = item(idx, 0);
-            // SAFETY: `attend` reads the inputs only inside the bounds `Input::new` checked
-            // and writes only `sc`, which it sizes itself.
-            unsafe { attend(&ctx, &it, sc) };
-            let rows = (it.q1 - it.q0) * p.group_size();
+    let partials: Vec<Option<Partial>> = items
+        .par_iter()
+        .map_init(Scratch::default, |sc, it| {
+            let ctx = &ctxs[it.seq];
+            // SAFETY: `attend` reads the inputs only inside the bounds `Input::new` (or
+            // `Input::paged`) checked and writes only `sc`, which it sizes itself.
+            unsafe { (ctx.attend)(ctx, it, sc) };
+            let rows = (it.q1 - it.q0) * g;
+            if ctx.n_splits > 1 {
+                return Some(Partial {
+                    m: sc.m[..rows].to_vec(),
+                    l: sc.l[..rows].to_vec(),
+                    acc: sc.acc[..rows * d].to_vec(),
+                });
+            }
             let normalized = &mut sc.q[..rows * d]; // Q is no longer needed: reuse it.
             finalize_rows(&sc.acc[..rows * d], &sc.l[..rows], d, normalized);
             for (i, src) in (it.q0..it.q1).zip(normalized.chunks_exact(row_len)) {
-                let start = ((it.b * sq + i) * h + it.kvh * p.group_size()) * d;
-                // SAFETY: items partition the (batch, position, kv-head group) rows of `out`,
-                // so this in-bounds range (i < sq, kvh < hkv) is written by this item only,
-                // and `out` outlives the parallel loop.
+                let start = ((ctx.out_row0 + i) * h + it.kvh * g) * d;
+                // SAFETY: items partition the (sequence, position, kv-head group) rows of
+                // `out`, and sequences own disjoint output rows, so this in-bounds range is
+                // written by this item only; `out` outlives the parallel loop.
                 let dst = unsafe { std::slice::from_raw_parts_mut(out_ptr.get().add(start), row_len) };
                 T::from_f32(src, dst);
             }
             if let Some(lse_ptr) = lse_ptr {
                 for (r, (&m, &l)) in sc.m[..rows].iter().zip(&sc.l[..rows]).enumerate() {
-                    let (i, hq) = (it.q0 + r / p.group_size(), it.kvh * p.group_size() + r % p.group_size());
-                    // SAFETY: as for `out`: the item owns rows (b, q heads of kvh, q0..q1), and
-                    // (b·h + hq)·sq + i < b·h·sq indexes the LSE buffer, which outlives the loop.
-                    unsafe { *lse_ptr.get().add((it.b * h + hq) * sq + i) = row_lse(m, l) };
+                    let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+                    // SAFETY: as for `out`: the item owns these rows' LSE entries, which lie
+                    // inside the `h × rows` buffer; it outlives the loop.
+                    unsafe { *lse_ptr.get().add(ctx.lse0 + hq * ctx.lse_head + i) = row_lse(m, l) };
                 }
             }
-        });
-    } else {
-        let partials: Vec<Partial> = (0..n_groups * n_splits)
-            .into_par_iter()
-            .map_init(Scratch::default, |sc, idx| {
-                let it = item(idx / n_splits, idx % n_splits);
-                // SAFETY: as above.
-                unsafe { attend(&ctx, &it, sc) };
-                let rows = (it.q1 - it.q0) * p.group_size();
-                Partial { m: sc.m[..rows].to_vec(), l: sc.l[..rows].to_vec(), acc: sc.acc[..rows * d].to_vec() }
-            })
-            .collect();
-        let merge = |(bi, (out_b, lse_b)): (usize, (&mut [T], Option<&mut [f32]>))| {
-            merge_splits(&ctx, bi, &partials, n_qblocks, n_splits, out_b, lse_b)
-        };
-        match lse.as_mut() {
-            // Both have one chunk per batch (out is not empty, so h·sq > 0).
-            Some(l) => {
-                out.par_chunks_mut(sq * h * d).zip(l.par_chunks_mut(h * sq).map(Some)).enumerate().for_each(merge)
-            }
-            None => out.par_chunks_mut(sq * h * d).map(|o| (o, None)).enumerate().for_each(merge),
-        }
-    }
+            None
+        })
+        .collect();
+
+    // The split groups: the first item of each (sequence, kv head, query block) of a
+    // sequence whose keys were split; its splits follow it.
+    let groups: Vec<usize> =
+        (0..items.len()).filter(|&x| items[x].split == 0 && ctxs[items[x].seq].n_splits > 1).collect();
+    groups.par_iter().for_each(|&first| {
+        let it = &items[first];
+        let ctx = &ctxs[it.seq];
+        let splits = &partials[first..][..ctx.n_splits];
+        // SAFETY: each group owns its rows of `out` and of the LSE, as the items did.
+        unsafe { merge_splits(ctx, it, splits, (h, d), out_ptr, lse_ptr) };
+    });
     Ok((T::to_cpu_storage_owned(out), lse))
 }
 
@@ -219,53 +294,56 @@ fn row_lse(m: f32, l: f32) -> f32 {
     }
 }
 
-/// Combines the key splits of every (kv head, query block) of batch `bi` and writes the
-/// output rows: `acc = Σ e^(m_s - M) acc_s`, `l = Σ e^(m_s - M) l_s`, `out = acc / l`.
-fn merge_splits<T: Element>(
+/// Combines the key splits of one (kv head, query block) group, whose first item is `it`,
+/// and writes its output rows (and LSE entries): `acc = Σ e^(m_s - M) acc_s`,
+/// `l = Σ e^(m_s - M) l_s`, `out = acc / l`.
+///
+/// # Safety
+/// No other thread writes the group's rows of `out` and `lse` meanwhile; both buffers are
+/// those [`run`] sized for the call.
+unsafe fn merge_splits<T: Element>(
     ctx: &Ctx<'_, T>,
-    bi: usize,
-    partials: &[Partial],
-    n_qblocks: usize,
-    n_splits: usize,
-    out_b: &mut [T],
-    mut lse_b: Option<&mut [f32]>,
+    it: &Item,
+    splits: &[Option<Partial>],
+    (h, d): (usize, usize),
+    out: SendPtr<T>,
+    lse: Option<SendPtr<f32>>,
 ) {
     let p = &ctx.p;
-    let (d, g) = (p.head_dim, p.group_size());
-    for kvh in 0..p.kv_heads {
-        for qb in 0..n_qblocks {
-            let group = (bi * p.kv_heads + kvh) * n_qblocks + qb;
-            let splits = &partials[group * n_splits..][..n_splits];
-            let q0 = qb * ctx.q_block;
-            let q1 = (q0 + ctx.q_block).min(p.seq_q);
-            let rows = (q1 - q0) * g;
-            let mut acc = vec![0f32; rows * d];
-            let mut l = vec![0f32; rows];
-            for r in 0..rows {
-                let m_max = splits.iter().fold(f32::NEG_INFINITY, |a, s| a.max(s.m[r]));
-                let m_use = if m_max == f32::NEG_INFINITY { 0.0 } else { m_max };
-                for s in splits {
-                    let w = (s.m[r] - m_use).exp2();
-                    l[r] += w * s.l[r];
-                    for (a, x) in acc[r * d..][..d].iter_mut().zip(&s.acc[r * d..][..d]) {
-                        *a += w * x;
-                    }
-                }
-            }
-            if let Some(lse_b) = lse_b.as_deref_mut() {
-                for (r, &lr) in l.iter().enumerate() {
-                    let m_max = splits.iter().fold(f32::NEG_INFINITY, |a, s| a.max(s.m[r]));
-                    let (i, hq) = (q0 + r / g, kvh * g + r % g);
-                    lse_b[hq * p.seq_q + i] = row_lse(if m_max == f32::NEG_INFINITY { 0.0 } else { m_max }, lr);
-                }
-            }
-            let mut buf = vec![0f32; g * d];
-            for i in q0..q1 {
-                let r0 = (i - q0) * g;
-                finalize_rows(&acc[r0 * d..][..g * d], &l[r0..][..g], d, &mut buf);
-                T::from_f32(&buf, &mut out_b[(i * p.heads + kvh * g) * d..][..g * d]);
+    let g = p.group_size();
+    let splits: Vec<&Partial> = splits.iter().map(|s| s.as_ref().expect("split items keep their partials")).collect();
+    let (q0, q1, kvh) = (it.q0, it.q1, it.kvh);
+    let rows = (q1 - q0) * g;
+    let mut acc = vec![0f32; rows * d];
+    let mut l = vec![0f32; rows];
+    for r in 0..rows {
+        let m_max = splits.iter().fold(f32::NEG_INFINITY, |a, s| a.max(s.m[r]));
+        let m_use = if m_max == f32::NEG_INFINITY { 0.0 } else { m_max };
+        for s in &splits {
+            let w = (s.m[r] - m_use).exp2();
+            l[r] += w * s.l[r];
+            for (a, x) in acc[r * d..][..d].iter_mut().zip(&s.acc[r * d..][..d]) {
+                *a += w * x;
             }
         }
+    }
+    if let Some(lse) = lse {
+        for (r, &lr) in l.iter().enumerate() {
+            let m_max = splits.iter().fold(f32::NEG_INFINITY, |a, s| a.max(s.m[r]));
+            let (i, hq) = (q0 + r / g, kvh * g + r % g);
+            let v = row_lse(if m_max == f32::NEG_INFINITY { 0.0 } else { m_max }, lr);
+            // SAFETY: the caller's contract; the entry lies inside the LSE buffer.
+            unsafe { *lse.get().add(ctx.lse0 + hq * ctx.lse_head + i) = v };
+        }
+    }
+    let mut buf = vec![0f32; g * d];
+    for i in q0..q1 {
+        let r0 = (i - q0) * g;
+        finalize_rows(&acc[r0 * d..][..g * d], &l[r0..][..g], d, &mut buf);
+        // SAFETY: the caller's contract; the row group lies inside `out`.
+        let dst =
+            unsafe { std::slice::from_raw_parts_mut(out.get().add(((ctx.out_row0 + i) * h + kvh * g) * d), g * d) };
+        T::from_f32(&buf, dst);
     }
 }
 
@@ -346,7 +424,7 @@ pub(super) unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: 
     let rows = (it.q1 - it.q0) * g;
     sc.reset(rows, d);
     load_q(ctx, it, &mut sc.q);
-    let products = match &ctx.shared {
+    let products = match ctx.shared {
         #[cfg(target_arch = "x86_64")]
         Some(kv) if AVX2 && d.is_multiple_of(8) => Products::PackedAvx2(kv),
         Some(kv) => Products::PackedGemm(kv),
@@ -376,7 +454,7 @@ pub(super) unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: 
         match products {
             #[cfg(target_arch = "x86_64")]
             Products::PackedAvx2(kv) => {
-                let (kt, v) = (kv.kt_tile(it.b, it.kvh, j0), kv.v_tile(it.b, it.kvh, j0));
+                let (kt, v) = (kv.kt_tile(ctx.kv_slot, it.kvh, j0), kv.v_tile(ctx.kv_slot, it.kvh, j0));
                 // SAFETY: the caller has AVX2 and FMA; Q holds rows × d; the Kᵀ tile has d
                 // rows of 16·⌈jb/16⌉ ≤ KEYS_PER_TILE ≤ KT_LD floats at stride KT_LD inside
                 // `kv.kt`; S holds rows × S_LD with 16·⌈jb/16⌉ ≤ S_LD.
@@ -391,30 +469,30 @@ pub(super) unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: 
             Products::PackedGemm(kv) => {
                 // SAFETY: the Kᵀ tile is d columns of jb ≤ KT_LD keys at stride KT_LD inside
                 // `kv.kt`.
-                unsafe { scores_gemm(sc, d, rows, jb, kv.kt_tile(it.b, it.kvh, j0), (KT_LD, 1)) };
+                unsafe { scores_gemm(sc, d, rows, jb, kv.kt_tile(ctx.kv_slot, it.kvh, j0), (KT_LD, 1)) };
                 // SAFETY: the caller's AVX2 contract.
                 unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
                 // SAFETY: the V tile is jb rows of d at stride v_ld inside its block of `kv.v`.
-                unsafe { pv_gemm(sc, d, rows, jb, kv.v_tile(it.b, it.kvh, j0), kv.v_ld) };
+                unsafe { pv_gemm(sc, d, rows, jb, kv.v_tile(ctx.kv_slot, it.kvh, j0), kv.v_ld) };
             }
             Products::Direct => {
-                let (k, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
+                let (k, k_stride) = kv_tile(&ctx.k, 0, j0, jb, it.kvh, d, &mut sc.k);
                 // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer.
                 unsafe { scores_direct(sc, d, jb, k, k_stride) };
                 // SAFETY: the caller's AVX2 contract.
                 unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
-                let (v, v_stride) = kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v);
+                let (v, v_stride) = kv_tile(&ctx.v, 0, j0, jb, it.kvh, d, &mut sc.v);
                 // SAFETY: as for K.
                 unsafe { pv_direct(sc, d, rows, jb, v, v_stride) };
             }
             Products::StreamedGemm => {
-                let (k, k_stride) = kv_tile(&ctx.k, it.b, j0, jb, it.kvh, d, &mut sc.k);
+                let (k, k_stride) = kv_tile(&ctx.k, 0, j0, jb, it.kvh, d, &mut sc.k);
                 // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer
                 // (row-major K; gemm packs it).
                 unsafe { scores_gemm(sc, d, rows, jb, k, (1, k_stride)) };
                 // SAFETY: the caller's AVX2 contract.
                 unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
-                let (v, v_stride) = kv_tile(&ctx.v, it.b, j0, jb, it.kvh, d, &mut sc.v);
+                let (v, v_stride) = kv_tile(&ctx.v, 0, j0, jb, it.kvh, d, &mut sc.v);
                 // SAFETY: as for K.
                 unsafe { pv_gemm(sc, d, rows, jb, v, v_stride) };
             }
@@ -433,7 +511,7 @@ fn load_q<T: Element>(ctx: &Ctx<'_, T>, it: &Item, q: &mut [f32]) {
     let q_scale = if p.softcap > 0.0 { p.scale / p.softcap } else { p.scale * LOG2_E };
     for (r, dst) in q.chunks_exact_mut(d).enumerate() {
         let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
-        T::to_f32(ctx.q.row(it.b, i, hq, d), dst);
+        T::to_f32(ctx.q.row(0, i, hq, d), dst);
         dst.iter_mut().for_each(|x| *x *= q_scale);
     }
 }
@@ -510,7 +588,7 @@ unsafe fn softmax_step<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item
             softcap_in_place(srow, p.softcap * LOG2_E);
         }
         if let Some(slopes) = ctx.alibi {
-            add_alibi(srow, slopes[it.b * p.heads + hq] * LOG2_E, (p.diag(i) - j0 as i64) as f32);
+            add_alibi(srow, slopes[hq] * LOG2_E, (p.diag(i) - j0 as i64) as f32);
         }
         if !full {
             let (a, b) = p.key_range(i);

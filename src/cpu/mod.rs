@@ -24,6 +24,18 @@
 //! Calls with `sq ≤ 16` and too few items for the threads also split the keys (split-KV):
 //! each split returns its partial `(m, l, acc)` and a merge rescales and adds them.
 //!
+//! **Packed (varlen) and paged batches.** A call is a list of sequences ([`forward::SeqIn`]):
+//! the batch entries of a dense call, or the sequences of a packed one, each with its own
+//! batch-1 problem ([`Problem::sequence`]), path, query blocks, K/V packing and key splits,
+//! decided exactly as a dense call on that sequence alone decides them, so a packed
+//! sequence's output and LSE are bit for bit the dense call's. The items of all sequences
+//! run in one parallel loop (one [`pack::SharedKv`] holds the packed keys of every prefill
+//! sequence); sequences without queries or keys have no items (zero rows, LSE `-inf`).
+//! Paged K/V are read in place through the block table ([`pack::PageMap`]); only a tile
+//! that straddles pages is copied (f32) or converted (f16/bf16) into per-thread scratch, as
+//! every f16/bf16 tile already is. Head dims up to [`crate::MAX_HEAD_DIM`] (512) on every
+//! path: no buffer or register tile is sized for a smaller one.
+//!
 //! **Dispatch.** One table, dtype × instruction set × product strategy: [`forward()`] matches
 //! the dtype (f32, f16, bf16) once, and [`kernel`] gives the `attend` loop compiled for a
 //! [`CpuPath`]:
@@ -76,9 +88,9 @@ mod forward;
 mod pack;
 mod softmax;
 
-use forward::{AttendFn, Ctx, Item, Scratch};
+use forward::{AttendFn, Ctx, Item, Scratch, SeqIn};
 pub use pack::release_cpu_buffers;
-use pack::Element;
+use pack::{Element, Input, PageMap};
 
 pub(crate) fn forward(
     p: &Problem,
@@ -87,26 +99,17 @@ pub(crate) fn forward(
     (v, vl): (&CpuStorage, &Layout),
     alibi: Option<&[f32]>,
 ) -> Result<(CpuStorage, Option<Vec<f32>>)> {
-    if p.packed().is_some() {
-        bail!("fused-attn cpu: packed (varlen) batches are not implemented yet")
-    }
-    let (qs, ks, vs) = (Strides::from_layout(ql)?, Strides::from_layout(kl)?, Strides::from_layout(vl)?);
     if let Some(a) = alibi {
         if a.len() != p.batch * p.heads {
             bail!("fused-attn cpu: expected {} alibi slopes (batch × heads), got {}", p.batch * p.heads, a.len())
         }
     }
     pack::keep_limit_bytes()?;
-    let path = path_for(p)?;
     match (q, k, v) {
-        (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => {
-            forward::run::<f32>(p, (q, qs), (k, ks), (v, vs), alibi, kernel(path)?)
-        }
-        (CpuStorage::F16(q), CpuStorage::F16(k), CpuStorage::F16(v)) => {
-            forward::run::<f16>(p, (q, qs), (k, ks), (v, vs), alibi, kernel(path)?)
-        }
+        (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => run::<f32>(p, (q, ql), (k, kl), (v, vl), alibi),
+        (CpuStorage::F16(q), CpuStorage::F16(k), CpuStorage::F16(v)) => run::<f16>(p, (q, ql), (k, kl), (v, vl), alibi),
         (CpuStorage::BF16(q), CpuStorage::BF16(k), CpuStorage::BF16(v)) => {
-            forward::run::<bf16>(p, (q, qs), (k, ks), (v, vs), alibi, kernel(path)?)
+            run::<bf16>(p, (q, ql), (k, kl), (v, vl), alibi)
         }
         _ => bail!(
             "fused-attn cpu: q, k and v must share one of f32, f16, bf16; got {:?}, {:?}, {:?}",
@@ -114,6 +117,109 @@ pub(crate) fn forward(
             k.dtype(),
             v.dtype()
         ),
+    }
+}
+
+/// The forward of one dtype: the call cut into its sequences ([`forward::SeqIn`]), each
+/// with its own path, all run by [`forward::run`] in one parallel loop.
+fn run<T: Element>(
+    p: &Problem,
+    (q, ql): (&[T], &Layout),
+    (k, kl): (&[T], &Layout),
+    (v, vl): (&[T], &Layout),
+    alibi: Option<&[f32]>,
+) -> Result<(CpuStorage, Option<Vec<f32>>)> {
+    let (h, hkv, d) = (p.heads, p.kv_heads, p.head_dim);
+    let slopes = |b: usize| alibi.map(|a| &a[b * h..][..h]);
+    let dims = (h, hkv, d);
+    let Some(packed) = p.packed() else {
+        let (qs, ks, vs) = (Strides::from_layout(ql)?, Strides::from_layout(kl)?, Strides::from_layout(vl)?);
+        let (b, sq, sk) = (p.batch, p.seq_q, p.seq_k);
+        if b * sq * h * d == 0 || sk == 0 || hkv == 0 {
+            return forward::run::<T>(Vec::new(), b * sq, b, p.want_lse, dims);
+        }
+        let (qi, ki, vi) = (
+            Input::new((q, qs), (b, sq, h), d, "q")?,
+            Input::new((k, ks), (b, sk, hkv), d, "k")?,
+            Input::new((v, vs), (b, sk, hkv), d, "v")?,
+        );
+        let attend = kernel::<T>(path_for(p)?)?;
+        let one = Problem { batch: 1, ..p.clone() };
+        let seqs = (0..b)
+            .map(|bi| SeqIn {
+                p: one.clone(),
+                q: qi.shifted(bi, 0),
+                k: ki.shifted(bi, 0),
+                v: vi.shifted(bi, 0),
+                alibi: slopes(bi),
+                out_row0: bi * sq,
+                lse0: bi * h * sq,
+                lse_head: sq,
+                attend,
+            })
+            .collect();
+        return forward::run::<T>(seqs, b * sq, b, p.want_lse, dims);
+    };
+    let total_q = packed.total_q();
+    let qs = packed_strides(ql, "q")?;
+    if total_q * h * d == 0 || hkv == 0 {
+        return forward::run::<T>(Vec::new(), total_q, 1, p.want_lse, dims);
+    }
+    let qi = Input::new((q, qs), (1, total_q, h), d, "q")?;
+    let (ks, vs) = (packed_strides(kl, "k")?, packed_strides(vl, "v")?);
+    let mut seqs = Vec::with_capacity(packed.batch());
+    for b in 0..packed.batch() {
+        let sp = p.sequence(b);
+        let (lq, lk) = (sp.seq_q, sp.seq_k);
+        if lq == 0 || lk == 0 {
+            continue; // zero rows, LSE -inf: what `forward::run` leaves for rows no item writes
+        }
+        let (ki, vi) = match &packed.pages {
+            None => (
+                Input::new((k, ks), (1, packed.cu_k[packed.batch()], hkv), d, "k")?.shifted(0, packed.cu_k[b]),
+                Input::new((v, vs), (1, packed.cu_k[packed.batch()], hkv), d, "v")?.shifted(0, packed.cu_k[b]),
+            ),
+            Some(pg) => {
+                let table = &pg.table[b * pg.max_blocks..][..pg.max_blocks];
+                // Rank 4: the block stride; rank 3 `(blocks·page, heads, d)`: a page of rows.
+                let map = |st: Strides, l: &Layout| PageMap {
+                    table,
+                    size: pg.page_size,
+                    block: if l.dims().len() == 4 { st.batch } else { pg.page_size * st.seq },
+                };
+                (
+                    Input::paged((k, ks), map(ks, kl), (pg.num_blocks, lk, hkv), d, "k")?,
+                    Input::paged((v, vs), map(vs, vl), (pg.num_blocks, lk, hkv), d, "v")?,
+                )
+            }
+        };
+        let attend = kernel::<T>(path_for(&sp)?)?;
+        let row0 = packed.cu_q[b];
+        seqs.push(SeqIn {
+            p: sp,
+            q: qi.shifted(0, row0),
+            k: ki,
+            v: vi,
+            alibi: slopes(b),
+            out_row0: row0,
+            lse0: row0,
+            lse_head: total_q,
+            attend,
+        });
+    }
+    forward::run::<T>(seqs, total_q, 1, p.want_lse, dims)
+}
+
+/// The strides of a packed input as `(batch, seq, heads, d)` strides: rank 3 `(rows,
+/// heads, d)` (batch stride 0), or rank 4 `(blocks, page, heads, d)` of a paged cache
+/// (batch stride = block stride).
+fn packed_strides(l: &Layout, name: &str) -> Result<Strides> {
+    let (s, dims) = (l.stride(), l.dims());
+    let contiguous_d = |r: usize| dims[r] <= 1 || s[r] == 1;
+    match s.len() {
+        3 if contiguous_d(2) => Ok(Strides { offset: l.start_offset(), batch: 0, seq: s[0], head: s[1] }),
+        4 if contiguous_d(3) => Ok(Strides { offset: l.start_offset(), batch: s[0], seq: s[1], head: s[2] }),
+        _ => bail!("fused-attn internal: {name} has an unexpected packed layout: shape {dims:?}, strides {s:?}"),
     }
 }
 
@@ -260,6 +366,12 @@ fn env_path() -> Result<Option<CpuPath>> {
         None | Some("") => Ok(None),
         Some(name) => parse_path(name).map(Some).map_err(|m| candle_core::Error::Msg(format!("{m} (from {PATH_VAR})"))),
     }
+}
+
+/// The path forced on this thread ([`with_cpu_path`]) or for the process ([`PATH_VAR`]),
+/// if any (the backward follows it for its instruction set).
+pub(super) fn forced_path() -> Option<CpuPath> {
+    FORCED.with(|c| c.get()).or_else(|| env_path().ok().flatten())
 }
 
 /// The path of one call: [`with_cpu_path`]'s on this thread, else [`PATH_VAR`]'s, else

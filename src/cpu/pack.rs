@@ -9,7 +9,7 @@ use half::{bf16, f16, slice::HalfFloatSliceExt};
 use rayon::prelude::*;
 use std::sync::{Mutex, OnceLock};
 
-use crate::problem::{Problem, Strides};
+use crate::problem::Strides;
 
 /// Keys per tile: the `S` tile is `ROWS_PER_ITEM × KEYS_PER_TILE` f32. Measured:
 /// `lab/cpu-history.md`.
@@ -70,11 +70,23 @@ impl Element for bf16 {
     }
 }
 
-/// One strided `(batch, seq, heads, head_dim)` input.
+/// One strided `(batch, seq, heads, head_dim)` input, or the keys of one sequence of a
+/// paged cache ([`PageMap`]).
 #[derive(Clone, Copy)]
 pub(super) struct Input<'a, T> {
     pub data: &'a [T],
     pub st: Strides,
+    /// Paged: row `s` lies in block `table[s / size]`, `st.batch` is unused.
+    pub pages: Option<PageMap<'a>>,
+}
+
+/// Where the keys of one sequence of a paged cache lie: key `s` is row `s % size` of block
+/// `table[s / size]`, blocks `block` elements apart.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PageMap<'a> {
+    pub table: &'a [u32],
+    pub size: usize,
+    pub block: usize,
 }
 
 impl<'a, T> Input<'a, T> {
@@ -86,22 +98,77 @@ impl<'a, T> Input<'a, T> {
         if last > data.len() {
             bail!("fused-attn cpu: {name} layout {st:?} reaches element {last} of a {}-element buffer", data.len())
         }
-        Ok(Self { data, st })
+        Ok(Self { data, st, pages: None })
+    }
+
+    /// The `keys` keys of one sequence of a paged cache of `num_blocks` blocks of
+    /// `pages.size` rows of `heads` heads: checks that the table covers the keys, that its
+    /// entries (those the keys use) are blocks of the cache and that every row of every
+    /// block lies inside `data`.
+    pub fn paged(
+        (data, st): (&'a [T], Strides),
+        pages: PageMap<'a>,
+        (num_blocks, keys, heads): (usize, usize, usize),
+        d: usize,
+        name: &str,
+    ) -> Result<Self> {
+        let used = keys.div_ceil(pages.size);
+        if used > pages.table.len() || pages.table[..used].iter().any(|&blk| blk as usize >= num_blocks) {
+            bail!("fused-attn cpu: {name}: a block table entry lies outside the cache's {num_blocks} blocks")
+        }
+        if num_blocks > 0 && heads > 0 {
+            let last =
+                st.offset + (num_blocks - 1) * pages.block + (pages.size - 1) * st.seq + (heads - 1) * st.head + d;
+            if last > data.len() {
+                bail!(
+                    "fused-attn cpu: paged {name} layout {st:?} reaches element {last} of a {}-element buffer",
+                    data.len()
+                )
+            }
+        }
+        Ok(Self { data, st, pages: Some(pages) })
+    }
+
+    /// The same rows from row `s0` on, batch entry `b`: row `(0, s, h)` of the result is
+    /// row `(b, s0 + s, h)` of `self` (unpaged only).
+    pub fn shifted(&self, b: usize, s0: usize) -> Self {
+        debug_assert!(self.pages.is_none());
+        let st = Strides { offset: self.st.offset + b * self.st.batch + s0 * self.st.seq, ..self.st };
+        Self { st, ..*self }
     }
 
     #[inline(always)]
     pub fn start(&self, b: usize, s: usize, h: usize) -> usize {
-        self.st.offset + b * self.st.batch + s * self.st.seq + h * self.st.head
+        match &self.pages {
+            None => self.st.offset + b * self.st.batch + s * self.st.seq + h * self.st.head,
+            Some(pm) => {
+                self.st.offset
+                    + pm.table[s / pm.size] as usize * pm.block
+                    + (s % pm.size) * self.st.seq
+                    + h * self.st.head
+            }
+        }
     }
 
     #[inline(always)]
     pub fn row(&self, b: usize, s: usize, h: usize, d: usize) -> &'a [T] {
         &self.data[self.start(b, s, h)..][..d]
     }
+
+    /// Whether rows `s..s + n` (n ≥ 1) lie `st.seq` apart (always unpaged; within one page
+    /// paged).
+    #[inline(always)]
+    pub fn uniform(&self, s: usize, n: usize) -> bool {
+        match &self.pages {
+            None => true,
+            Some(pm) => s / pm.size == (s + n - 1) / pm.size,
+        }
+    }
 }
 
 /// K transposed and V, in f32, laid out for gemm and the `avx2.rs` kernels, one block per
-/// (batch, key tile of KEYS_PER_TILE keys, kv head), in that order. A block of Kᵀ holds
+/// (slot, key tile of KEYS_PER_TILE keys, kv head), in that order; a slot is one batch entry of
+/// a dense call or one sequence of a packed one. A block of Kᵀ holds
 /// `kt[t·KT_LD + jj] = k[b, j0 + jj, kvh, t]`, a block of V `v[jj·v_ld + c] = v[b, j0 + jj,
 /// kvh, c]`: the `d` rows of one tile's Kᵀ lie together (68 KiB at d = 64) instead of `d`
 /// pages apart, and one tile of every kv head is prepared from the same input pages, read
@@ -113,7 +180,8 @@ pub(super) struct SharedKv {
     v: PooledBuffer,
     pub v_ld: usize,
     kv_heads: usize,
-    n_tiles: usize,
+    /// Per slot (sequence), the index of its first tile; `slots + 1` entries.
+    tile_base: Vec<usize>,
     head_dim: usize,
 }
 
@@ -265,23 +333,34 @@ impl std::ops::DerefMut for PooledBuffer {
 }
 
 impl SharedKv {
-    pub fn new<T: Element>(p: &Problem, k: &Input<'_, T>, v: &Input<'_, T>) -> Self {
-        let (sk, d, hkv) = (p.seq_k, p.head_dim, p.kv_heads);
-        let (n_tiles, v_ld) = (sk.div_ceil(KEYS_PER_TILE), padded_stride(d));
+    /// Packs the keys of every slot: slot `i` is `(k, v, sk)`, the `sk` keys of one
+    /// sequence (row `(0, j, kvh)` of `k` and `v` is key `j`); a slot with no keys packs
+    /// nothing (the sequences of a packed call that do not pack their keys).
+    pub fn new<T: Element>(slots: &[(Input<'_, T>, Input<'_, T>, usize)], hkv: usize, d: usize) -> Self {
+        let v_ld = padded_stride(d);
         let (kt_block, v_block) = (d * KT_LD, KEYS_PER_TILE * v_ld);
-        let mut kt = PooledBuffer::take(&POOL, Slot::Kt, p.batch * n_tiles * hkv * kt_block);
-        let mut vf = PooledBuffer::take(&POOL, Slot::V, p.batch * n_tiles * hkv * v_block);
+        let mut tile_base = Vec::with_capacity(slots.len() + 1);
+        tile_base.push(0);
+        for (_, _, sk) in slots {
+            tile_base.push(tile_base[tile_base.len() - 1] + sk.div_ceil(KEYS_PER_TILE));
+        }
+        let n_tiles = tile_base[slots.len()];
+        let mut kt = PooledBuffer::take(&POOL, Slot::Kt, n_tiles * hkv * kt_block);
+        let mut vf = PooledBuffer::take(&POOL, Slot::V, n_tiles * hkv * v_block);
         let tiles = kt.par_chunks_mut(hkv * kt_block).zip(vf.par_chunks_mut(hkv * v_block));
-        tiles.enumerate().for_each(|(bt, (kt, vf))| {
-            let (b, j0) = (bt / n_tiles, (bt % n_tiles) * KEYS_PER_TILE);
+        tiles.enumerate().for_each(|(t, (kt, vf))| {
+            // The slot holding global tile t (empty slots share their base with the next).
+            let slot = tile_base.partition_point(|&x| x <= t) - 1;
+            let (k, v, sk) = &slots[slot];
+            let j0 = (t - tile_base[slot]) * KEYS_PER_TILE;
             let jb = KEYS_PER_TILE.min(sk - j0);
             let mut rows = [[0f32; crate::problem::MAX_HEAD_DIM]; TRANSPOSE_KEYS];
             for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
                 let keys = TRANSPOSE_KEYS.min(jb - g0);
                 for (kvh, (kt, vf)) in kt.chunks_exact_mut(kt_block).zip(vf.chunks_exact_mut(v_block)).enumerate() {
                     for (jj, row) in (g0..g0 + keys).zip(&mut rows) {
-                        T::to_f32(k.row(b, j0 + jj, kvh, d), &mut row[..d]);
-                        T::to_f32(v.row(b, j0 + jj, kvh, d), &mut vf[jj * v_ld..][..d]);
+                        T::to_f32(k.row(0, j0 + jj, kvh, d), &mut row[..d]);
+                        T::to_f32(v.row(0, j0 + jj, kvh, d), &mut vf[jj * v_ld..][..d]);
                     }
                     for (t, dst) in kt.chunks_exact_mut(KT_LD).enumerate() {
                         for (x, row) in dst[g0..g0 + keys].iter_mut().zip(&rows) {
@@ -293,27 +372,29 @@ impl SharedKv {
             // The last tile's missing keys, which the score kernel's last 16-key block reads.
             kt.chunks_exact_mut(KT_LD).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
         });
-        Self { kt, v: vf, v_ld, kv_heads: hkv, n_tiles, head_dim: d }
+        Self { kt, v: vf, v_ld, kv_heads: hkv, tile_base, head_dim: d }
     }
 
-    /// The index of the block of keys `j0..` (a multiple of KEYS_PER_TILE) of kv head `kvh`.
-    fn block(&self, b: usize, kvh: usize, j0: usize) -> usize {
-        (b * self.n_tiles + j0 / KEYS_PER_TILE) * self.kv_heads + kvh
+    /// The index of the block of keys `j0..` (a multiple of KEYS_PER_TILE) of kv head `kvh`
+    /// in slot `slot`.
+    fn block(&self, slot: usize, kvh: usize, j0: usize) -> usize {
+        (self.tile_base[slot] + j0 / KEYS_PER_TILE) * self.kv_heads + kvh
     }
 
     /// Kᵀ of keys `j0..`: `d` rows of KEYS_PER_TILE keys at stride KT_LD.
-    pub fn kt_tile(&self, b: usize, kvh: usize, j0: usize) -> *const f32 {
-        self.kt[self.block(b, kvh, j0) * self.head_dim * KT_LD..].as_ptr()
+    pub fn kt_tile(&self, slot: usize, kvh: usize, j0: usize) -> *const f32 {
+        self.kt[self.block(slot, kvh, j0) * self.head_dim * KT_LD..].as_ptr()
     }
 
     /// V of keys `j0..`: KEYS_PER_TILE rows of `d` at stride `v_ld`.
-    pub fn v_tile(&self, b: usize, kvh: usize, j0: usize) -> *const f32 {
-        self.v[self.block(b, kvh, j0) * KEYS_PER_TILE * self.v_ld..].as_ptr()
+    pub fn v_tile(&self, slot: usize, kvh: usize, j0: usize) -> *const f32 {
+        self.v[self.block(slot, kvh, j0) * KEYS_PER_TILE * self.v_ld..].as_ptr()
     }
 }
 
 /// The K or V tile of keys `j0..j0 + jb` of kv head `kvh` as f32 rows of `d` at the
-/// returned stride: in place for f32 inputs, else converted into `buf`.
+/// returned stride: in place for f32 inputs whose rows lie at one stride (unpaged, or
+/// within one page), else converted (copied) into `buf`.
 #[inline(always)]
 pub(super) fn kv_tile<T: Element>(
     x: &Input<'_, T>,
@@ -325,7 +406,9 @@ pub(super) fn kv_tile<T: Element>(
     buf: &mut Vec<f32>,
 ) -> (*const f32, usize) {
     if let Some(data) = T::as_f32(x.data) {
-        return (data[x.start(b, j0, kvh)..].as_ptr(), x.st.seq);
+        if x.uniform(j0, jb) {
+            return (data[x.start(b, j0, kvh)..].as_ptr(), x.st.seq);
+        }
     }
     buf.resize(jb * d, 0.0);
     for (jj, dst) in buf.chunks_exact_mut(d).enumerate() {
