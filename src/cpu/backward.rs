@@ -1527,6 +1527,35 @@ mod tests {
         sweep::<bf16>(250, 3000);
     }
 
+    /// Head dims past 256, up to 512, on every instruction set and dtype, causal and not,
+    /// GQA, against the f64 oracle with the sweep's tolerance.
+    #[test]
+    fn head_dims_up_to_512() {
+        let mut n = 0;
+        for d in [264usize, 320, 500, 512] {
+            for (isa, causal) in ISAS.into_iter().zip([true, false, true]) {
+                if !isa.available() {
+                    continue;
+                }
+                let window = if causal { (-1, 0) } else { (-1, -1) };
+                let p = problem((1, 37, 150, 4, 2, d), 1.0 / (d as f32).sqrt(), 0.0, window, false);
+                let case = Case { p, alibi: None, lays: [Lay::Contiguous; 5], isa };
+                for (i, res) in [
+                    check_case::<f32>(&case, &case.p, 7000 + n),
+                    check_case::<f16>(&case, &case.p, 7100 + n),
+                    check_case::<bf16>(&case, &case.p, 7200 + n),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    assert!(res.iter().all(|&(e, a)| e <= a), "d {d} {isa:?} dtype #{i}: {res:?}");
+                }
+                n += 1;
+            }
+        }
+        assert!(n >= 4);
+    }
+
     /// The tolerance is tight enough to see a 2% scale error in the gradients.
     #[test]
     fn tolerance_catches_a_scale_error() {
