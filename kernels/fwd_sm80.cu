@@ -313,7 +313,30 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     const SeqSpan span = seq_span<kPacked>(p, b);
     if (kPacked && m0 >= span.len_q) return;
     const SeqMask msk = kPacked ? packed_mask(p, b, span.len_q, span.len_k) : dense_mask(p);
-    const int m_last = min(m0 + BM, msk.len_q) - 1;
+    // Dense: the params themselves, read where used, as the dense kernel always did (holding
+    // seq_q/seq_k in registers across the loop made the plain d128 instance spill).
+    auto len_q = [&]() {
+        if constexpr (kPacked) {
+            return msk.len_q;
+        } else {
+            return p.seq_q;
+        }
+    };
+    auto len_k = [&]() {
+        if constexpr (kPacked) {
+            return msk.len_k;
+        } else {
+            return p.seq_k;
+        }
+    };
+    auto row_keys = [&](int row) {
+        if constexpr (kPacked) {
+            return key_range(p, msk, row);
+        } else {
+            return key_range(p, row);
+        }
+    };
+    const int m_last = min(m0 + BM, len_q()) - 1;
 
     const uint16_t* qg = kPacked ? q_seq_rows<uint16_t>(p, span, h) : q_head_rows<uint16_t>(p, b, h);
     // Packed: the kv head's rows of the sequence (unpaged) or of the whole cache (paged).
@@ -326,15 +349,15 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                                  : v_head_rows<uint16_t>(p, b, kvh);
     const bool vec_in = p.vec_in != 0;
 
-    const KeyRange keys = block_key_range(p, msk, m0, m_last);
+    const KeyRange keys = KeyRange{row_keys(m0).lo, row_keys(m_last).hi};
     const int nb_begin = keys.lo / BN;
     const int nb_end = keys.hi > keys.lo ? (keys.hi + BN - 1) / BN : nb_begin;
 
     auto load_kv = [&](int nb, int stage) {
         uint16_t* sK = sKV + stage * Cfg::kKVStageElems;
         if (!kPacked || table == nullptr) {
-            load_tile<Cfg, BN>(sK, kg, p.k_seq_stride, nb * BN, msk.len_k, p.head_dim, vec_in, tid);
-            load_tile<Cfg, BN>(sK + BN * D, vg, p.v_seq_stride, nb * BN, msk.len_k, p.head_dim, vec_in, tid);
+            load_tile<Cfg, BN>(sK, kg, p.k_seq_stride, nb * BN, len_k(), p.head_dim, vec_in, tid);
+            load_tile<Cfg, BN>(sK + BN * D, vg, p.v_seq_stride, nb * BN, len_k(), p.head_dim, vec_in, tid);
         } else if (p.page_block_size % BN == 0) {
             // The block's keys lie in one page: its rows are consecutive there.
             const int n0 = nb * BN;
@@ -354,7 +377,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     };
 
     // Q, then the first ST-1 key blocks, one commit group each (empty groups keep counts uniform).
-    load_tile<Cfg, BM>(sQ, qg, p.q_seq_stride, m0, msk.len_q, p.head_dim, vec_in, tid);
+    load_tile<Cfg, BM>(sQ, qg, p.q_seq_stride, m0, len_q(), p.head_dim, vec_in, tid);
     cp_async_commit();
 #pragma unroll
     for (int s = 0; s < ST - 1; ++s) {
@@ -451,14 +474,15 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                                                : score_log2(p, s[mt][nt][e], alibi_log2, row, key);
                     }
         }
-        if (!block_fully_visible(p, msk, m0, m_last, n0, n0 + BN)) {
+        if (kPacked ? !block_fully_visible(p, msk, m0, m_last, n0, n0 + BN)
+                    : !block_fully_visible(p, m0, m_last, n0, n0 + BN)) {
             // The rows' key ranges are recomputed here (a few integer ops on partial blocks
             // only) rather than held across the loop in registers.
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                 for (int hf = 0; hf < 2; ++hf) {
-                    const KeyRange rk = key_range(p, msk, m0 + warp_row0 + mt * 16 + g + hf * 8);
+                    const KeyRange rk = row_keys(m0 + warp_row0 + mt * 16 + g + hf * 8);
 #pragma unroll
                     for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
@@ -573,7 +597,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
             const float l = quad_sum(row_sum[mt][hf]);
             const float inv = inv_row_sum(l);
             const int r = warp_row0 + mt * 16 + g + hf * 8;
-            if (p.lse != nullptr && t == 0 && warp_col == 0 && m0 + r < msk.len_q) {
+            if (p.lse != nullptr && t == 0 && warp_col == 0 && m0 + r < len_q()) {
                 // (batch, head) read again here, only when the LSE is wanted (see below).
                 const QueryBlock ql = query_block(p, BM, ctaid_x());
                 float* slot = kPacked ? lse_slot_packed(p, seq_span<kPacked>(p, ql.batch), ql.head, m0 + r)
@@ -592,14 +616,14 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     // instructions once, where keeping b and h (with sign words) across the loop spilled.
     const QueryBlock qo = query_block(p, BM, ctaid_x());
     uint16_t* og;
-    int len_q;
+    int rows;
     if constexpr (kPacked) {
         const SeqSpan so = seq_span<kPacked>(p, qo.batch);
         og = o_seq_rows<uint16_t>(p, so, qo.head);
-        len_q = so.len_q;
+        rows = so.len_q;
     } else {
         og = static_cast<uint16_t*>(p.o) + qo.batch * p.o_batch_stride + qo.head * p.o_head_stride;
-        len_q = p.seq_q;
+        rows = p.seq_q;
     }
     constexpr int kColChunks = CPR / Cfg::kDSplit;  // this warp's chunks of a row
     constexpr int kWarpChunks = Cfg::kWarpRows * kColChunks;
@@ -609,7 +633,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
         const int r = warp_row0 + chunk / kColChunks;
         const int c = warp_col * kColChunks + chunk % kColChunks;
         const int row = m0 + r;
-        if (row >= len_q || c * 8 >= p.head_dim) continue;
+        if (row >= rows || c * 8 >= p.head_dim) continue;
         const uint4 val = *reinterpret_cast<const uint4*>(sQ + swizzle<CPR>(r, c) * 8);
         uint16_t* dst = og + static_cast<int64_t>(row) * p.o_seq_stride + c * 8;
         if (p.vec_out) {

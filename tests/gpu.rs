@@ -865,53 +865,87 @@ fn rank4(t: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// One varlen case on `dev`: ours into poisoned memory (and its LSE when `with_lse`) and the
-/// naive reference in the same dtype on the CPU, against the f64 oracle on the upcast inputs,
-/// with the crate's tolerance rule.
-fn check_varlen(dev: &Device, dtype: DType, case: &VarCase, with_lse: bool) -> Result<CaseResult> {
-    use candle_fused_attn::{attention_ref_varlen, attention_varlen, attention_varlen_with_lse};
-    let (q, k, v, vl, p) = case.inputs(dtype)?;
-    let up = |t: &Tensor| t.to_dtype(DType::F64);
-    let oracle = attention_ref_varlen(&up(&q)?, &up(&k)?, &up(&v)?, &vl, &p)?;
-    let naive = attention_ref_varlen(&q, &k, &v, &vl, &p)?;
-    let (qd, kd, vd) = (q.to_device(dev)?, k.to_device(dev)?, v.to_device(dev)?);
-    let (vld, pd) = varlen_to(dev, &vl, &p)?;
-    poison_for(dev, &kd)?;
-    poison_for(dev, &qd)?;
-    let fused = if with_lse {
-        let (out, lse) = attention_varlen_with_lse(&qd, &kd, &vd, &vld, &pd)?;
-        let want = candle_fused_attn::attention_ref_varlen_lse(&up(&q)?, &up(&k)?, &up(&v)?, &vl, &p)?;
-        let (got, want) = (to_f64_vec(&lse)?, to_f64_vec(&want)?);
-        assert_eq!(got.len(), want.len(), "lse length");
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            let ok = if w.is_finite() { (g - w).abs() <= 1e-3 * (1.0 + w.abs()) } else { g == w };
-            assert!(ok, "lse[{i}] = {g}, oracle {w}: {}", case.describe());
-        }
-        out
-    } else {
-        attention_varlen(&qd, &kd, &vd, &vld, &pd)?
-    };
-    assert_eq!((fused.dims(), fused.dtype()), (q.dims(), dtype), "fused output shape and dtype");
-    let floor_inputs = FloorInputs::new(&rank4(&q)?, &rank4(&k)?, &rank4(&v)?, &rank4(&oracle)?, p.softmax_scale)?;
-    measure_with(dtype, &fused, &naive, &oracle, &floor_inputs)
+/// A varlen case's CPU side: inputs in its dtype, the naive reference in that dtype, the f64
+/// oracle on the upcast inputs (and its LSE when wanted).
+struct VarPrepared {
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    vl: candle_fused_attn::Varlen,
+    p: AttnParams,
+    naive: Tensor,
+    oracle: Tensor,
+    lse_oracle: Option<Tensor>,
 }
 
-/// Checks every (dtype, case), prints each failure with its seed, fails if any did.
+fn prepare_varlen(dtype: DType, case: &VarCase, with_lse: bool) -> Result<VarPrepared> {
+    use candle_fused_attn::{attention_ref_varlen, attention_ref_varlen_lse};
+    let (q, k, v, vl, p) = case.inputs(dtype)?;
+    let up = |t: &Tensor| t.to_dtype(DType::F64);
+    let (q64, k64, v64) = (up(&q)?, up(&k)?, up(&v)?);
+    let oracle = attention_ref_varlen(&q64, &k64, &v64, &vl, &p)?;
+    let lse_oracle = if with_lse { Some(attention_ref_varlen_lse(&q64, &k64, &v64, &vl, &p)?) } else { None };
+    let naive = attention_ref_varlen(&q, &k, &v, &vl, &p)?;
+    Ok(VarPrepared { q, k, v, vl, p, naive, oracle, lse_oracle })
+}
+
+/// One prepared varlen case on `dev`: ours into poisoned memory (and its LSE when prepared)
+/// against the f64 oracle, with the crate's tolerance rule (the naive reference in the same
+/// dtype ran on the CPU).
+fn check_varlen(dev: &Device, dtype: DType, case: &VarCase, prep: &VarPrepared) -> Result<CaseResult> {
+    use candle_fused_attn::{attention_varlen, attention_varlen_with_lse};
+    let VarPrepared { q, k, v, vl, p, naive, oracle, lse_oracle } = prep;
+    let (qd, kd, vd) = (q.to_device(dev)?, k.to_device(dev)?, v.to_device(dev)?);
+    let (vld, pd) = varlen_to(dev, vl, p)?;
+    poison_for(dev, &kd)?;
+    poison_for(dev, &qd)?;
+    let fused = match lse_oracle {
+        Some(want) => {
+            let (out, lse) = attention_varlen_with_lse(&qd, &kd, &vd, &vld, &pd)?;
+            let (got, want) = (to_f64_vec(&lse)?, to_f64_vec(want)?);
+            assert_eq!(got.len(), want.len(), "lse length");
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                let ok = if w.is_finite() { (g - w).abs() <= 1e-3 * (1.0 + w.abs()) } else { g == w };
+                assert!(ok, "lse[{i}] = {g}, oracle {w}: {dtype:?} {} (case seed {})", case.describe(), case.seed);
+            }
+            out
+        }
+        None => attention_varlen(&qd, &kd, &vd, &vld, &pd)?,
+    };
+    assert_eq!((fused.dims(), fused.dtype()), (q.dims(), dtype), "fused output shape and dtype");
+    let floor_inputs = FloorInputs::new(&rank4(q)?, &rank4(k)?, &rank4(v)?, &rank4(oracle)?, p.softmax_scale)?;
+    measure_with(dtype, &fused, naive, oracle, &floor_inputs)
+}
+
+/// Checks every (dtype, case), prints each failure with its seed, fails if any did. The CPU
+/// side of [`PREPARE_AHEAD`] cases at a time runs in parallel.
 fn check_all_varlen(test: &str, dev: &Device, cases: &[(DType, VarCase)]) {
     let start = std::time::Instant::now();
     let mut failures = Vec::new();
     let mut worst = (0f64, String::new());
-    for (i, (dtype, case)) in cases.iter().enumerate() {
-        let r = check_varlen(dev, *dtype, case, i % 4 == 0)
-            .unwrap_or_else(|e| panic!("{test}: {dtype:?} {} (case seed {}): error {e}", case.describe(), case.seed));
-        if r.ratio() > worst.0 {
-            worst = (r.ratio(), format!("{dtype:?} {}", case.describe()));
-        }
-        if !r.passes() {
-            let line =
-                format!("{dtype:?} {} (case seed {}): {r:?}, allowed {:.3e}", case.describe(), case.seed, r.allowed());
-            println!("{test}: FAIL {line}");
-            failures.push(line);
+    for (c, chunk) in cases.chunks(PREPARE_AHEAD * 2).enumerate() {
+        let prepared: Vec<_> = chunk
+            .par_iter()
+            .enumerate()
+            .map(|(i, (dtype, case))| prepare_varlen(*dtype, case, (c * PREPARE_AHEAD * 2 + i) % 4 == 0))
+            .collect();
+        for ((dtype, case), prep) in chunk.iter().zip(prepared) {
+            let r = prep.and_then(|prep| check_varlen(dev, *dtype, case, &prep)).unwrap_or_else(|e| {
+                panic!("{test}: {dtype:?} {} (case seed {}): error {e}", case.describe(), case.seed)
+            });
+            if r.ratio() > worst.0 {
+                worst = (r.ratio(), format!("{dtype:?} {}", case.describe()));
+            }
+            if !r.passes() {
+                let line = format!(
+                    "{dtype:?} {} (case seed {}): {r:?}, allowed {:.3e}",
+                    case.describe(),
+                    case.seed,
+                    r.allowed()
+                );
+                println!("{test}: FAIL {line}");
+                failures.push(line);
+            }
         }
     }
     println!(
