@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use candle_core::{DType, Device, Tensor};
 use candle_fused_attn::{attention, attention_backward, attention_ref, attention_with_lse, AttnParams};
+#[cfg(feature = "cuda")]
+use candle_fused_attn::{attention_varlen, Varlen};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 /// One bench row, written (B,H,Hkv,Sq,Sk,D) + causal.
@@ -261,13 +263,26 @@ fn bench_backward(c: &mut Criterion, dev: &Device, dtype: DType, shapes: &[Shape
 
 /// The varlen batch: 8 sequences of 64–2000 tokens (lengths from a fixed seed), h16/hkv4,
 /// d64, self-attention (len_q = len_k per sequence).
-fn varlen_lengths() -> Vec<usize> {
+fn cpu_varlen_lengths() -> Vec<usize> {
     // A 64-bit LCG from a fixed seed, so the lengths never change between runs.
     let mut x = 0x5eed_u64;
     (0..8)
         .map(|_| {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             64 + ((x >> 33) as usize) % (2000 - 64 + 1)
+        })
+        .collect()
+}
+
+/// The packed batch of the varlen bench: 64 sequence lengths in 100..=4000 from a fixed seed
+/// (a 64-bit LCG, so that scripts/bench_torch_varlen.py draws the same ones).
+#[cfg(feature = "cuda")]
+fn cuda_varlen_lengths() -> Vec<usize> {
+    let mut x: u64 = 20261123;
+    (0..64)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            100 + ((x >> 33) % 3901) as usize
         })
         .collect()
 }
@@ -280,7 +295,7 @@ fn varlen_lengths() -> Vec<usize> {
 fn bench_varlen(c: &mut Criterion) {
     use candle_fused_attn::{attention_varlen, Varlen};
     let dev = Device::Cpu;
-    let lens = varlen_lengths();
+    let lens = cpu_varlen_lengths();
     let (h, hkv, d) = (16, 4, 64);
     let total: usize = lens.iter().sum();
     let max = *lens.iter().max().unwrap();
@@ -373,6 +388,80 @@ fn bench_varlen(c: &mut Criterion) {
     }
 }
 
+/// `cuda_varlen_bf16`: a packed batch of 64 sequences (100–4000 tokens, LLaMA-3-8B heads: 32 q,
+/// 8 kv, d128), causal and not: ours packed, and the same work as one padded dense call
+/// (batch 64 × the longest length). Throughput: the packed batch's FLOPs on the FA
+/// convention, Σ 4·len²·H·D per sequence (halved for causal), for both rows.
+/// `cuda_paged_decode_bf16`: one query per sequence against its cache, contiguous (dense
+/// decode) and paged (pages 16 and 256, shuffled block tables); throughput in bytes of K+V.
+#[cfg(feature = "cuda")]
+fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()> {
+    let dtype = DType::BF16;
+    let (h, hkv, d) = (32, 8, 128);
+    let lens = cuda_varlen_lengths();
+    let total: usize = lens.iter().sum();
+    let max = *lens.iter().max().unwrap_or(&1);
+    let cu: Vec<u32> = std::iter::once(0)
+        .chain(lens.iter().scan(0u32, |a, &l| {
+            *a += l as u32;
+            Some(*a)
+        }))
+        .collect();
+    let cu = Tensor::new(cu.as_slice(), dev)?;
+    let randn = |shape: &[usize]| Tensor::randn(0f32, 1.0, shape, dev)?.to_dtype(dtype);
+    let (q, k, v) = (randn(&[total, h, d])?, randn(&[total, hkv, d])?, randn(&[total, hkv, d])?);
+    let (qp, kp, vp) = (randn(&[64, max, h, d])?, randn(&[64, max, hkv, d])?, randn(&[64, max, hkv, d])?);
+    let varlen = Varlen::new(&cu, &cu, max, max);
+    let mut group = c.benchmark_group("cuda_varlen_bf16");
+    group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    for causal in [false, true] {
+        let params = AttnParams::new(1.0 / (d as f32).sqrt()).causal(causal);
+        let flops: usize = lens.iter().map(|&l| 4 * l * l * h * d / if causal { 2 } else { 1 }).sum();
+        group.throughput(Throughput::Elements(flops as u64));
+        let tag = if causal { "_causal" } else { "" };
+        let ours = || attention_varlen(&q, &k, &v, &varlen, &params);
+        group.bench_function(format!("ours_64seq_h32_kv8_d128{tag}"), |b| {
+            b.iter_custom(|iters| rep_times(dev, iters, &ours).expect("timed reps"))
+        });
+        let padded = || attention(&qp, &kp, &vp, &params);
+        group.bench_function(format!("padded_dense_64x{max}_h32_kv8_d128{tag}"), |b| {
+            b.iter_custom(|iters| rep_times(dev, iters, &padded).expect("timed reps"))
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("cuda_paged_decode_bf16");
+    group.sample_size(30).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(2));
+    for (b, sk) in [(8usize, 8192usize), (32, 4096)] {
+        let params = AttnParams::new(1.0 / (d as f32).sqrt());
+        group.throughput(Throughput::Bytes((b * sk * hkv * d * 2 * 2) as u64));
+        let q = randn(&[b, 1, h, d])?;
+        let (kd, vd) = (randn(&[b, sk, hkv, d])?, randn(&[b, sk, hkv, d])?);
+        let dense = || attention(&q, &kd, &vd, &params);
+        group.bench_function(format!("contiguous_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
+            bb.iter_custom(|iters| rep_times(dev, iters, &dense).expect("timed reps"))
+        });
+        let cu_q: Vec<u32> = (0..=b as u32).collect();
+        let cu_k: Vec<u32> = (0..=b as u32).map(|i| i * sk as u32).collect();
+        let (cu_q, cu_k) = (Tensor::new(cu_q.as_slice(), dev)?, Tensor::new(cu_k.as_slice(), dev)?);
+        let qv = q.reshape((b, h, d))?;
+        for page in [16usize, 256] {
+            let blocks = b * sk / page;
+            // A fixed shuffle of the blocks (multiplication by an odd number modulo a power of 2).
+            let table: Vec<u32> = (0..blocks).map(|i| ((i * 2654435761usize) % blocks) as u32).collect();
+            let table = Tensor::from_vec(table, (b, sk / page), dev)?;
+            let (kpg, vpg) = (randn(&[blocks, page, hkv, d])?, randn(&[blocks, page, hkv, d])?);
+            let vl = Varlen::new(&cu_q, &cu_k, 1, sk).paged(&table, page);
+            let paged = || attention_varlen(&qv, &kpg, &vpg, &vl, &params);
+            group.bench_function(format!("paged{page}_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
+                bb.iter_custom(|iters| rep_times(dev, iters, &paged).expect("timed reps"))
+            });
+        }
+    }
+    group.finish();
+    Ok(())
+}
+
 fn benches(c: &mut Criterion) {
     bench_varlen(c);
     // The naive path needs B·H·Sq·Sk f32 scores plus copies; all CPU rows fit in 24 GiB.
@@ -383,6 +472,7 @@ fn benches(c: &mut Criterion) {
         // The naive (16,16,16,2048,2048) row needs 4 GiB of scores; the 16k row would need 32 GiB.
         Ok(dev) => {
             bench_device(c, &dev, &[DType::BF16], CUDA_SHAPES, 1 << 30);
+            bench_cuda_varlen(c, &dev).expect("varlen benches");
             // Naive autograd keeps several f32 copies of the scores: bound it lower.
             bench_backward(c, &dev, DType::BF16, CUDA_BWD_SHAPES, 1 << 28);
         }

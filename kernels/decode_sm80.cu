@@ -21,6 +21,12 @@
 // (`combine_if_last`). The counters are zero when the kernel starts: the host zeroes them once
 // when it allocates them, every launch leaves them zero.
 //
+// Packed batches (varlen, paged): with cu_seqlens_q set, grid z is the sequence; a block maps
+// its rows with the longest sequence's length and skips queries past its own, finds its
+// sequence's key range itself (bottom-right masks and prefix ranges per sequence), and reads
+// K/V pages through the block table, one lookup per 16-key tile when the page size is a
+// multiple of 16, per row otherwise. Head dims above 256 run on the prefill kernel.
+//
 // Fragments without ldmatrix. A dot product does not care about the order of its terms, so
 // the head dims are permuted: a thread reads 8 contiguous dims of Q and K with one 16-byte
 // shared load and spreads them over two k16 steps (phys dim 8t+{0,1,2,3} ↔ logical 2t+{0,1},
@@ -155,6 +161,50 @@ __device__ __forceinline__ void load_kv_tile(const FattnParams& p, const T* k_he
     }
 }
 
+// load_kv_tile for a paged sequence whose page size is not a multiple of 16: each key's row
+// through the block table. `k_base`/`v_base` are the kv head's start in the cache.
+template <typename T, int D>
+__device__ __noinline__ void load_kv_tile_paged(const FattnParams& p, const T* k_base, const T* v_base,
+                                                const int32_t* table, T* sk, T* sv, int key0, int key_limit,
+                                                int lane) {
+    using Tr = Traits<D>;
+#pragma unroll
+    for (int it = 0; it < Tr::kTileElems / 8 / 32; ++it) {
+        const int idx = it * 32 + lane;
+        const int row = idx / Tr::kChunks, chunk = idx % Tr::kChunks;
+        const int key = key0 + row;
+        int valid = p.head_dim - chunk * 8;
+        valid = key < key_limit ? (valid < 0 ? 0 : (valid > 8 ? 8 : valid)) : 0;
+        const T* ks = valid ? fattn::kv_key_row(p, k_base, p.k_batch_stride, p.k_seq_stride, table, 0, key) + chunk * 8
+                            : k_base;
+        const T* vs = valid ? fattn::kv_key_row(p, v_base, p.v_batch_stride, p.v_seq_stride, table, 0, key) + chunk * 8
+                            : v_base;
+        const int off = Tr::offset(row, chunk);
+        load_chunk(sk + off, ks, valid, p.vec_in);
+        load_chunk(sv + off, vs, valid, p.vec_in);
+    }
+}
+
+// The block's sequence: dense, batch entry b (q0 = 0, len_q = seq_q); packed, sequence b
+// (kv_addr.cuh). Rows of a block map to (q head, query i) with i = r % seq_q for the launch's
+// seq_q (the longest sequence when packed); rows with i >= len_q belong to no query.
+struct BlockSeq {
+    int q0, len_q;
+    __device__ __forceinline__ bool has_row(const FattnParams& p, int r) const {
+        return r < p.kv_group * p.seq_q && r % p.seq_q < len_q;
+    }
+};
+
+// Where row (b, q head h, query i) of the block's sequence keeps its log-sum-exp.
+template <bool kPacked>
+__device__ __forceinline__ float* decode_lse_slot(const FattnParams& p, const BlockSeq& sq, int b, int h, int i) {
+    if constexpr (kPacked) {
+        return fattn::lse_slot_packed(p, fattn::SeqSpan{sq.q0, 0, sq.len_q, 0}, h, i);
+    } else {
+        return fattn::lse_slot(p, b, h, i);
+    }
+}
+
 // Merges the warps' (max, sum) per row into block_ml; every thread sees the result.
 __device__ __forceinline__ void merge_row_stats(const float (&merge_ml)[kWarps][kRows][2], float (&block_ml)[kRows][2]) {
     __syncthreads();
@@ -182,8 +232,9 @@ __device__ __forceinline__ void merge_row_stats(const float (&merge_ml)[kWarps][
 // merges its splits online (a running max, rescaled once per batch of kBatch splits whose
 // loads are all in flight together), then the P lanes merge by shuffles. Partials are read
 // with ld.global.cg (L2): they were written by other SMs during this launch.
-template <typename T, int D>
-__device__ __forceinline__ void combine_if_last(const FattnParams& p, int b, int kvh, int row_group) {
+template <typename T, int D, bool kPacked>
+__device__ __forceinline__ void combine_if_last(const FattnParams& p, const BlockSeq& sq, int b, int kvh,
+                                                int row_group) {
     constexpr int kBatch = 16;
     constexpr int kChunks4 = D / 4;
     __shared__ int is_last;
@@ -209,9 +260,9 @@ __device__ __forceinline__ void combine_if_last(const FattnParams& p, int b, int
     // Every lane runs the same number of rounds, so the shuffles below see a full warp.
     for (int base = 0; base < items; base += kThreads / lanes) {
         const int item = base + threadIdx.x / lanes;
-        const bool valid = item < items;
-        const int row = valid ? item / kChunks4 : 0, c4 = valid ? item % kChunks4 : 0;
+        const int row = item < items ? item / kChunks4 : 0, c4 = item < items ? item % kChunks4 : 0;
         const int r = row_group * kRows + row;
+        const bool valid = item < items && sq.has_row(p, r);
         const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
         const long long slot0 = ((long long)b * p.seq_q + i) * p.heads + h;
         float m = kNegInf, l = 0.f;
@@ -263,9 +314,9 @@ __device__ __forceinline__ void combine_if_last(const FattnParams& p, int b, int
             m = m_new;
         }
         if (valid && sub == 0) {
-            if (p.lse != nullptr && c4 == 0) *fattn::lse_slot(p, b, h, i) = fattn::row_lse(m, l);
+            if (p.lse != nullptr && c4 == 0) *decode_lse_slot<kPacked>(p, sq, b, h, i) = fattn::row_lse(m, l);
             const float inv = inv_row_sum(l);  // no visible key: zeros
-            T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + i * p.o_seq_stride + h * p.o_head_stride;
+            T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + (sq.q0 + i) * p.o_seq_stride + h * p.o_head_stride;
             const float os[4] = {o.x * inv, o.y * inv, o.z * inv, o.w * inv};
 #pragma unroll
             for (int x = 0; x < 4; ++x)
@@ -277,14 +328,14 @@ __device__ __forceinline__ void combine_if_last(const FattnParams& p, int b, int
 // Sums the warps' rescaled accumulators (merge_o: [warps][rows][D] f32) and writes the block's
 // rows: the output when there is one split, else the f32 partial (all D dims; the padded ones
 // are zero) and its (max, sum), and the tile's last split block combines.
-template <typename T, int D>
+template <typename T, int D, bool kPacked>
 __device__ __forceinline__ void store_block_rows(const FattnParams& p, const float* merge_o,
-                                                 const float (&block_ml)[kRows][2], int b, int kvh, int row_group,
-                                                 int split) {
+                                                 const float (&block_ml)[kRows][2], const BlockSeq& sq, int b,
+                                                 int kvh, int row_group, int split) {
     constexpr int kPart = D / 8;  // 8 threads per row, kPart contiguous dims each
     const int row = threadIdx.x / 8, part = threadIdx.x % 8;
     const int r = row_group * kRows + row;
-    if (r < p.kv_group * p.seq_q) {
+    if (sq.has_row(p, r)) {
         const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
         const float m = block_ml[row][0], l = block_ml[row][1];
         const int d0 = part * kPart;
@@ -297,9 +348,9 @@ __device__ __forceinline__ void store_block_rows(const FattnParams& p, const flo
             o[x] = v;
         }
         if (p.num_splits == 1) {
-            if (p.lse != nullptr && part == 0) *fattn::lse_slot(p, b, h, i) = fattn::row_lse(m, l);
+            if (p.lse != nullptr && part == 0) *decode_lse_slot<kPacked>(p, sq, b, h, i) = fattn::row_lse(m, l);
             const float inv = inv_row_sum(l);  // no visible key: zeros
-            T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + i * p.o_seq_stride + h * p.o_head_stride;
+            T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + (sq.q0 + i) * p.o_seq_stride + h * p.o_head_stride;
 #pragma unroll
             for (int x = 0; x < kPart; ++x)
                 if (d0 + x < p.head_dim) dst[d0 + x] = Elem<T>::from_float(o[x] * inv);
@@ -312,7 +363,7 @@ __device__ __forceinline__ void store_block_rows(const FattnParams& p, const flo
             if (part == 0) reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(m, l);
         }
     }
-    if (p.num_splits > 1) combine_if_last<T, D>(p, b, kvh, row_group);
+    if (p.num_splits > 1) combine_if_last<T, D, kPacked>(p, sq, b, kvh, row_group);
 }
 
 // The swizzle works on 128-byte groups of 8 chunks, so the dynamic shared memory must start on
@@ -325,7 +376,33 @@ __device__ __forceinline__ void store_block_rows(const FattnParams& p, const flo
 // the prefill kernel file with its __align__(1024), had hidden this.)
 constexpr int kSmemAlign = 128;
 
-template <typename T, int D, bool kScoreMod, int kStages = Traits<D>::kStages>
+// A block's sequence and the keys its rows see, [key_begin, key_end): the host's union for a
+// dense launch; a packed sequence's own, from its first and last rows, with key_begin rounded
+// down to 64 so that every 16-key tile lies in one page of a paged cache whose page size is a
+// multiple of 16 (the host sizes the splits for that rounding, src/cuda/decode.rs).
+struct BlockKeys {
+    BlockSeq seq;
+    fattn::SeqMask mask;
+    int k0;  // the sequence's first k/v row (unpaged packed), else 0
+    int key_begin, key_end;
+};
+template <bool kPacked>
+__device__ __forceinline__ BlockKeys block_keys(const FattnParams& p, int b) {
+    if constexpr (!kPacked) {
+        return BlockKeys{BlockSeq{0, p.seq_q}, fattn::dense_mask(p), 0, p.key_begin, p.key_end};
+    } else {
+        const fattn::SeqSpan sp = fattn::seq_span<true>(p, b);
+        const fattn::SeqMask m = fattn::packed_mask(p, b, sp.len_q, sp.len_k);
+        int kb = 0, ke = 0;
+        if (sp.len_q > 0) {
+            kb = fattn::key_range(p, m, 0).lo / 64 * 64;
+            ke = max(kb, fattn::key_range(p, m, sp.len_q - 1).hi);
+        }
+        return BlockKeys{BlockSeq{sp.q0, sp.len_q}, m, sp.k0, kb, ke};
+    }
+}
+
+template <typename T, int D, bool kScoreMod, bool kPacked, int kStages = Traits<D>::kStages>
 __device__ __forceinline__ void decode_block(const FattnParams& p) {
     using Tr = Traits<D, kStages>;
     using E = Elem<T>;
@@ -338,16 +415,38 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     const int split = blockIdx.x;
     const int kvh = blockIdx.y / p.row_groups, row_group = blockIdx.y % p.row_groups;
     const int b = blockIdx.z;
-    const int rows_in_group = p.kv_group * p.seq_q;
+    const BlockKeys bk = block_keys<kPacked>(p, b);
 
-    const int split_begin = p.key_begin + split * p.keys_per_split;
-    const int split_end = min(split_begin + p.keys_per_split, p.key_end);
+    const int split_begin = bk.key_begin + split * p.keys_per_split;
+    const int split_end = min(split_begin + p.keys_per_split, bk.key_end);
     const int n_tiles = split_end > split_begin ? (split_end - split_begin + kTileKeys - 1) / kTileKeys : 0;
     const int my_tiles = warp < n_tiles ? (n_tiles - warp + kWarps - 1) / kWarps : 0;
 
-    const T* q_base = static_cast<const T*>(p.q) + b * p.q_batch_stride;
-    const T* k_head = fattn::k_head_rows<T>(p, b, kvh);
-    const T* v_head = fattn::v_head_rows<T>(p, b, kvh);
+    const T* q_base = static_cast<const T*>(p.q) + b * p.q_batch_stride + bk.seq.q0 * p.q_seq_stride;
+    // Packed: the kv head's rows of the sequence (unpaged) or of the whole cache (paged).
+    const int32_t* table = kPacked ? fattn::block_table_row(p, b) : nullptr;
+    const T* k_head = kPacked ? static_cast<const T*>(p.k) + kvh * p.k_head_stride +
+                                    (table == nullptr ? bk.k0 * p.k_seq_stride : 0)
+                              : fattn::k_head_rows<T>(p, b, kvh);
+    const T* v_head = kPacked ? static_cast<const T*>(p.v) + kvh * p.v_head_stride +
+                                    (table == nullptr ? bk.k0 * p.v_seq_stride : 0)
+                              : fattn::v_head_rows<T>(p, b, kvh);
+    // Copies the 16-key tile at key0 into a stage.
+    auto issue_tile = [&](T* st, int key0) {
+        if (!kPacked || table == nullptr) {
+            load_kv_tile<T, D>(p, k_head, v_head, st, st + Tr::kTileElems, key0, split_end, lane);
+        } else if (p.page_block_size % kTileKeys == 0) {
+            // key0 is a multiple of 16: the tile lies in one page.
+            const int page = key0 / p.page_block_size;
+            const int64_t blk = table[page];
+            const int off = key0 - page * p.page_block_size;
+            load_kv_tile<T, D>(p, k_head + blk * p.k_batch_stride + off * p.k_seq_stride,
+                               v_head + blk * p.v_batch_stride + off * p.v_seq_stride, st, st + Tr::kTileElems, 0,
+                               split_end - key0, lane);
+        } else {
+            load_kv_tile_paged<T, D>(p, k_head, v_head, table, st, st + Tr::kTileElems, key0, split_end, lane);
+        }
+    };
 
     // Q rows: local row r ↔ (q head kvh·group + hg, query i), hg = r / sq, i = r % sq.
     for (int idx = tid; idx < kRows * Tr::kChunks; idx += kThreads) {
@@ -355,7 +454,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         const int r = row_group * kRows + row;
         int valid = 0;
         const T* src = q_base;
-        if (r < rows_in_group) {
+        if (bk.seq.has_row(p, r)) {
             const int hg = r / p.seq_q, i = r % p.seq_q;
             valid = min(max(p.head_dim - chunk * 8, 0), 8);
             if (valid) src = q_base + i * p.q_seq_stride + (kvh * p.kv_group + hg) * p.q_head_stride + chunk * 8;
@@ -367,11 +466,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     T* my_ring = smem_kv + warp * Tr::kStages * 2 * Tr::kTileElems;
 #pragma unroll
     for (int s = 0; s < Tr::kStages - 1; ++s) {
-        if (s < my_tiles) {
-            load_kv_tile<T, D>(p, k_head, v_head, my_ring + s * 2 * Tr::kTileElems,
-                               my_ring + s * 2 * Tr::kTileElems + Tr::kTileElems,
-                               split_begin + (warp + s * kWarps) * kTileKeys, split_end, lane);
-        }
+        if (s < my_tiles) issue_tile(my_ring + s * 2 * Tr::kTileElems, split_begin + (warp + s * kWarps) * kTileKeys);
         cp_async_commit();
     }
     cp_async_wait<Tr::kStages - 1>();  // the Q group, the oldest
@@ -384,16 +479,16 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
         const int r = row_group * kRows + g + 8 * half;
-        row_lo[half] = p.key_begin;
-        row_hi[half] = p.key_end;
+        row_lo[half] = bk.key_begin;
+        row_hi[half] = bk.key_end;
         row_diag[half] = 0;
         row_slope[half] = 0.f;
-        if (r < rows_in_group) {
+        if (bk.seq.has_row(p, r)) {
             const int hg = r / p.seq_q, i = r % p.seq_q;
-            const fattn::KeyRange keys = fattn::key_range(p, i);
+            const fattn::KeyRange keys = fattn::key_range(p, bk.mask, i);
             row_lo[half] = keys.lo;
             row_hi[half] = keys.hi;
-            row_diag[half] = i + p.seq_k - p.seq_q;
+            row_diag[half] = bk.mask.diag(i);
             if (kScoreMod && p.alibi_slopes) {
                 row_slope[half] = p.alibi_slopes[b * p.heads + kvh * p.kv_group + hg];
             }
@@ -401,8 +496,8 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         row_hi[half] = min(row_hi[half], split_end);
     }
     // Tiles inside [common_lo, common_hi) need no per-element mask for any row.
-    const int common_lo = fattn::key_range(p, p.seq_q - 1).lo;
-    const int common_hi = min(fattn::key_range(p, 0).hi, split_end);
+    const int common_lo = fattn::key_range(p, bk.mask, max(bk.seq.len_q - 1, 0)).lo;
+    const int common_hi = min(fattn::key_range(p, bk.mask, 0).hi, split_end);
 
     uint4 q_frag[Tr::kQInRegs ? D / 32 : 1][2];
     if (Tr::kQInRegs) {
@@ -426,9 +521,8 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         {
             const int nn = n + Tr::kStages - 1;
             if (nn < my_tiles) {
-                T* st = my_ring + (nn % Tr::kStages) * 2 * Tr::kTileElems;
-                load_kv_tile<T, D>(p, k_head, v_head, st, st + Tr::kTileElems,
-                                   split_begin + (warp + nn * kWarps) * kTileKeys, split_end, lane);
+                issue_tile(my_ring + (nn % Tr::kStages) * 2 * Tr::kTileElems,
+                           split_begin + (warp + nn * kWarps) * kTileKeys);
             }
             cp_async_commit();
         }
@@ -556,7 +650,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         }
     }
     __syncthreads();
-    store_block_rows<T, D>(p, merge_o, block_ml, b, kvh, row_group, split);
+    store_block_rows<T, D, kPacked>(p, merge_o, block_ml, bk.seq, b, kvh, row_group, split);
 }
 
 // f32: the same blocks, splits and merge on CUDA cores (no TF32, so the error stays at the
@@ -582,7 +676,7 @@ __device__ __forceinline__ void load4_f32(float* dst, const float* src, int vali
     }
 }
 
-template <int D, bool kScoreMod>
+template <int D, bool kScoreMod, bool kPacked>
 __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
     using Tr = TraitsF32<D>;
     extern __shared__ __align__(kSmemAlign) unsigned char smem_raw[];
@@ -594,21 +688,33 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
     const int split = blockIdx.x;
     const int kvh = blockIdx.y / p.row_groups, row_group = blockIdx.y % p.row_groups;
     const int b = blockIdx.z;
-    const int rows_in_group = p.kv_group * p.seq_q;
-    const int split_begin = p.key_begin + split * p.keys_per_split;
-    const int split_end = min(split_begin + p.keys_per_split, p.key_end);
+    const BlockKeys bk = block_keys<kPacked>(p, b);
+    const int split_begin = bk.key_begin + split * p.keys_per_split;
+    const int split_end = min(split_begin + p.keys_per_split, bk.key_end);
     const int n_tiles = split_end > split_begin ? (split_end - split_begin + kTileKeys - 1) / kTileKeys : 0;
     const bool aligned = p.vec_in;
 
-    const float* q_base = static_cast<const float*>(p.q) + b * p.q_batch_stride;
-    const float* k_head = fattn::k_head_rows<float>(p, b, kvh);
-    const float* v_head = fattn::v_head_rows<float>(p, b, kvh);
+    const float* q_base = static_cast<const float*>(p.q) + b * p.q_batch_stride + bk.seq.q0 * p.q_seq_stride;
+    const int32_t* table = kPacked ? fattn::block_table_row(p, b) : nullptr;
+    const float* k_head = kPacked ? static_cast<const float*>(p.k) + kvh * p.k_head_stride
+                                  : fattn::k_head_rows<float>(p, b, kvh);
+    const float* v_head = kPacked ? static_cast<const float*>(p.v) + kvh * p.v_head_stride
+                                  : fattn::v_head_rows<float>(p, b, kvh);
+    // Key `key` of the sequence in k and v.
+    auto k_row = [&](int key) {
+        return kPacked ? fattn::kv_key_row(p, k_head, p.k_batch_stride, p.k_seq_stride, table, bk.k0, key)
+                       : k_head + key * p.k_seq_stride;
+    };
+    auto v_row = [&](int key) {
+        return kPacked ? fattn::kv_key_row(p, v_head, p.v_batch_stride, p.v_seq_stride, table, bk.k0, key)
+                       : v_head + key * p.v_seq_stride;
+    };
     for (int idx = tid; idx < kRows * D / 4; idx += kThreads) {
         const int row = idx / (D / 4), c = idx % (D / 4);
         const int r = row_group * kRows + row;
         int valid = 0;
         const float* src = q_base;
-        if (r < rows_in_group) {
+        if (bk.seq.has_row(p, r)) {
             const int hg = r / p.seq_q, i = r % p.seq_q;
             valid = min(max(p.head_dim - c * 4, 0), 4);
             src = q_base + i * p.q_seq_stride + (kvh * p.kv_group + hg) * p.q_head_stride + c * 4;
@@ -623,16 +729,16 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
 #pragma unroll
     for (int x = 0; x < 8; ++x) {
         const int r = row_group * kRows + rh * 8 + x;
-        row_lo[x] = p.key_begin;
-        row_hi[x] = p.key_end;
+        row_lo[x] = bk.key_begin;
+        row_hi[x] = bk.key_end;
         row_diag[x] = 0;
         row_slope[x] = 0.f;
-        if (r < rows_in_group) {
+        if (bk.seq.has_row(p, r)) {
             const int hg = r / p.seq_q, i = r % p.seq_q;
-            const fattn::KeyRange keys = fattn::key_range(p, i);
+            const fattn::KeyRange keys = fattn::key_range(p, bk.mask, i);
             row_lo[x] = keys.lo;
             row_hi[x] = keys.hi;
-            row_diag[x] = i + p.seq_k - p.seq_q;
+            row_diag[x] = bk.mask.diag(i);
             if (kScoreMod && p.alibi_slopes) row_slope[x] = p.alibi_slopes[b * p.heads + kvh * p.kv_group + hg];
         }
         row_hi[x] = min(row_hi[x], split_end);
@@ -655,10 +761,8 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
             const int row = idx / (D / 4), c = idx % (D / 4);
             const int key = key0 + row;
             const int valid = key < split_end ? min(max(p.head_dim - c * 4, 0), 4) : 0;
-            load4_f32(sk + row * Tr::kRowStride + c * 4, valid ? k_head + key * p.k_seq_stride + c * 4 : k_head, valid,
-                      aligned);
-            load4_f32(sv + row * Tr::kRowStride + c * 4, valid ? v_head + key * p.v_seq_stride + c * 4 : v_head, valid,
-                      aligned);
+            load4_f32(sk + row * Tr::kRowStride + c * 4, valid ? k_row(key) + c * 4 : k_head, valid, aligned);
+            load4_f32(sv + row * Tr::kRowStride + c * 4, valid ? v_row(key) + c * 4 : v_head, valid, aligned);
         }
         __syncwarp();
 
@@ -740,7 +844,7 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
         for (int x = 0; x < D / 32; ++x) merge_o[(warp * kRows + r) * D + lane + 32 * x] = acc[r][x] * factor;
     }
     __syncthreads();
-    store_block_rows<float, D>(p, merge_o, block_ml, b, kvh, row_group, split);
+    store_block_rows<float, D, kPacked>(p, merge_o, block_ml, bk.seq, b, kvh, row_group, split);
 }
 
 }  // namespace fattn_decode
@@ -751,7 +855,7 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
 // FATTN_INSTANCE_DECODE once per instance of this file (the generated list
 // FATTN_INSTANCES_DECODE_SM80) into its extern "C" kernel, and checks that the numbers the
 // crate launches it with are what the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi
-// (`_mod`).
+// (`_mod`). Each instance has a dense entry NAME and a packed one NAME_varlen.
 
 #define FATTN_INSTANCE_DECODE(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM) \
     FATTN_DECODE_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)
@@ -770,7 +874,10 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
     static_assert(fattn_decode::Traits<D>::kSmemElems * 2 == SMEM,                                            \
                   #NAME ": smem bytes differ from src/cuda/instances.rs");                                    \
     extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {          \
-        fattn_decode::decode_block<T, D, VARIANT == 1>(p);                                                    \
+        fattn_decode::decode_block<T, D, VARIANT == 1, false>(p);                                                  \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME##_varlen(const FattnParams p) { \
+        fattn_decode::decode_block<T, D, VARIANT == 1, true>(p);                                                   \
     }
 
 #define FATTN_DECODE_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                     \
@@ -778,5 +885,8 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
     static_assert(fattn_decode::TraitsF32<D>::kSmemFloats * 4 == SMEM,                                        \
                   #NAME ": smem bytes differ from src/cuda/instances.rs");                                    \
     extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {          \
-        fattn_decode::decode_block_f32<D, VARIANT == 1>(p);                                                   \
+        fattn_decode::decode_block_f32<D, VARIANT == 1, false>(p);                                                  \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME##_varlen(const FattnParams p) { \
+        fattn_decode::decode_block_f32<D, VARIANT == 1, true>(p);                                                   \
     }

@@ -19,7 +19,19 @@
 // across the loop were what spilled at 32 rows per warp, and 64-bit per-row address
 // arithmetic was a quarter of the d128 loop's instructions.
 //
-// f32 (`fattn_fwd_f32`): same algorithm in plain f32 FMA (no TF32, so its error matches
+// Packed batches (varlen, issue 13): the same entry points run a second instantiation when
+// cu_seqlens_q is set. A CTA reads its sequence's offsets and lengths (kv_addr.cuh); the grid
+// covers the longest sequence and CTAs past their sequence's end exit at once. Masks align
+// bottom-right per sequence and add the multimodal prefix ranges (mask.cuh). Paged K/V come
+// through the block table: one lookup per key block when the page size is a multiple of the
+// block, one per row otherwise (any page size >= 1). No gather or padding copy. The dense
+// instantiation is the dense kernel as it was.
+//
+// d512 (FwdTraits<512>): O of 16 rows × 512 columns does not fit a thread's registers, so two
+// warps share 16 rows, each computing the rows' S and owning 256 columns of O; 32 rows and
+// 16-key blocks keep the tile at 96 KiB. Not measured yet.
+//
+// f32 (`fattn_fwd_f32`, and `fattn_fwd_f32_d512` above d256): same algorithm in plain f32 FMA (no TF32, so its error matches
 // candle's f32 matmul, which runs cuBLAS without TF32 by default).
 //
 // Grid: one dimension, (batch·head)-major, query blocks of one head consecutive and
@@ -50,7 +62,7 @@ namespace fattn {
 // ---- tile traits --------------------------------------------------------------------------
 
 template <int kHeadDim_, int kWarps_, int kMTiles_, int kBlockN_, int kStages_, bool kQInRegs_,
-          int kMinBlocksPerSM_ = 1>
+          int kMinBlocksPerSM_ = 1, int kDSplit_ = 1>
 struct TileConfig {
     static constexpr int kHeadDim = kHeadDim_;
     static constexpr int kWarps = kWarps_;
@@ -66,9 +78,14 @@ struct TileConfig {
     // new max: exact, the factor is 1. Costs a vote and a branch that splits the scheduler's
     // region; an instance opts in by redeclaring it (d128, where it measured faster).
     static constexpr bool kSkipRescale = false;
+    // Warps that share the same rows, each owning D / kDSplit of O's columns (each computes
+    // the rows' full S, which it needs for its softmax): O of 16 rows × 512 columns would be
+    // 256 registers per thread.
+    static constexpr int kDSplit = kDSplit_;
     static constexpr int kThreads = kWarps * 32;
     static constexpr int kWarpRows = 16 * kMTiles;
-    static constexpr int kBlockM = kWarpRows * kWarps;
+    static constexpr int kBlockM = kWarpRows * kWarps / kDSplit;
+    static constexpr int kWarpCols = kHeadDim / kDSplit;
     static constexpr int kChunksPerRow = kHeadDim / 8;  // 16-byte chunks of 8 elements
     static constexpr int kQElems = kBlockM * kHeadDim;
     static constexpr int kKVStageElems = 2 * kBlockN * kHeadDim;  // K then V
@@ -78,6 +95,8 @@ struct TileConfig {
     static_assert(kChunksPerRow % 4 == 0, "the swizzle needs rows of a multiple of 4 chunks");
     static_assert(kBlockN % 16 == 0, "key block must be a multiple of 16 (ldmatrix.x4 pairs)");
     static_assert(kStages >= 2, "the pipeline needs at least two stages");
+    static_assert(kWarps % kDSplit == 0 && (kDSplit == 1 || kWarpCols % 64 == 0),
+                  "a column split gives every warp whole 8-chunk swizzle groups");
     // One build runs on every sm_80+ GPU: sm_86/sm_89 give a block at most 99 KiB.
     static_assert(kSmemBytes <= 99 * 1024, "tile does not fit in shared memory on every sm_80+ GPU");
 };
@@ -101,6 +120,9 @@ struct FwdTraits<128> : TileConfig<128, 4, 2, 64, 2, false, 2> {
 };
 template <>
 struct FwdTraits<256> : TileConfig<256, 4, 1, 32, 2, false> {};
+// d512: two warps per 16 rows, 256 columns of O each; 32 rows × 16-key blocks fit 96 KiB.
+template <>
+struct FwdTraits<512> : TileConfig<512, 4, 1, 16, 2, false, 1, 2> {};
 
 // This CTA's (batch, head, first query row). The 1-D grid is (batch·head)-major with the
 // query blocks of one head consecutive, last (heaviest under a causal mask) first.
@@ -133,12 +155,14 @@ __device__ __forceinline__ int swizzle(int row, int chunk) {
 // every fragment of a tile is one XOR and an immediate away from one register, instead of
 // a hoisted offset per fragment (which spilled at d128 with 32 rows per warp). Needs `tile`
 // aligned to 8 rows, which every tile is (the dynamic smem base is 1 KiB aligned).
-template <int CPR>
+// kSwizzleBitsOnly: XOR only the chunk bits the swizzle touches, for a `tile` that starts at a
+// whole 8-chunk group of its rows (a column split's part of V), not at a row.
+template <int CPR, bool kSwizzleBitsOnly = false>
 __device__ __forceinline__ uint32_t frag_addr(uint32_t tile, int r, int c, int r0, int c0) {
     // Chunk bits to XOR: those the swizzle touches (3 or 2), or every chunk bit when rows are
     // a power of two chunks (the lane's chunk has no higher bits set, so XOR adds). Either is
     // right; the second keeps the plain d128 instance free of spills under ptxas 13.0.
-    constexpr int kLow = (CPR & (CPR - 1)) == 0 ? CPR - 1 : CPR % 8 == 0 ? 7 : 3;
+    constexpr int kLow = (CPR & (CPR - 1)) == 0 && !kSwizzleBitsOnly ? CPR - 1 : CPR % 8 == 0 ? 7 : 3;
     return ((tile + swizzle<CPR>(r, c) * 16) ^ ((c0 & kLow) * 16)) + ((c0 & ~kLow) + r0 * CPR) * 16;
 }
 
@@ -229,7 +253,37 @@ __device__ __forceinline__ void load_tile(uint16_t* tile, const uint16_t* g, int
     }
 }
 
-template <class Cfg, class E, bool kMods>
+// Copies keys [n0, n0 + kRows) of a paged sequence into a swizzled tile, each row through the
+// block table (`base` is the kv head's start; keys >= len_k and columns >= head_dim read as 0).
+// The path for page sizes that are not a multiple of the key block; out of line, so that it
+// costs the other paths no registers.
+template <class Cfg, int kRows>
+__device__ __noinline__ void load_tile_paged(uint16_t* tile, const FattnParams& p, const uint16_t* base,
+                                             int64_t block_stride, int64_t seq_stride, const int32_t* table, int n0,
+                                             int len_k, bool vec, int tid) {
+    constexpr int CPR = Cfg::kChunksPerRow;
+    for (int chunk = tid; chunk < kRows * CPR; chunk += Cfg::kThreads) {
+        const int r = chunk / CPR;
+        const int c = chunk % CPR;
+        const int key = n0 + r;
+        const uint16_t* src = key < len_k ? kv_key_row(p, base, block_stride, seq_stride, table, 0, key) + c * 8 : base;
+        if (vec) {
+            cp_async_16(tile + swizzle<CPR>(r, c) * 8, src, key < len_k && c * 8 < p.head_dim);
+        } else {
+            union {
+                uint4 v;
+                uint16_t e[8];
+            } buf;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) buf.e[e] = (key < len_k && c * 8 + e < p.head_dim) ? src[e] : uint16_t(0);
+            *reinterpret_cast<uint4*>(tile + swizzle<CPR>(r, c) * 8) = buf.v;
+        }
+    }
+}
+
+// kPacked: a packed (varlen) batch, K/V possibly paged (kv_addr.cuh), masks per sequence with
+// its multimodal ranges (mask.cuh). The dense instantiation is the dense kernel as it was.
+template <class Cfg, class E, bool kMods, bool kPacked>
 __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     constexpr int D = Cfg::kHeadDim;
     constexpr int BM = Cfg::kBlockM;
@@ -254,25 +308,76 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     const int h = qb.head;
     const int kvh = h / p.kv_group;
     const int m0 = qb.m0;
-    const int m_last = min(m0 + BM, p.seq_q) - 1;
+    // Packed: this sequence's rows and keys; a query block past its end has nothing to do
+    // (the grid covers the longest sequence).
+    const SeqSpan span = seq_span<kPacked>(p, b);
+    if (kPacked && m0 >= span.len_q) return;
+    const SeqMask msk = kPacked ? packed_mask(p, b, span.len_q, span.len_k) : dense_mask(p);
+    // Dense: the params themselves, read where used, as the dense kernel always did (holding
+    // seq_q/seq_k in registers across the loop made the plain d128 instance spill).
+    auto len_q = [&]() {
+        if constexpr (kPacked) {
+            return msk.len_q;
+        } else {
+            return p.seq_q;
+        }
+    };
+    auto len_k = [&]() {
+        if constexpr (kPacked) {
+            return msk.len_k;
+        } else {
+            return p.seq_k;
+        }
+    };
+    auto row_keys = [&](int row) {
+        if constexpr (kPacked) {
+            return key_range(p, msk, row);
+        } else {
+            return key_range(p, row);
+        }
+    };
+    const int m_last = min(m0 + BM, len_q()) - 1;
 
-    const uint16_t* qg = q_head_rows<uint16_t>(p, b, h);
-    const uint16_t* kg = k_head_rows<uint16_t>(p, b, kvh);
-    const uint16_t* vg = v_head_rows<uint16_t>(p, b, kvh);
+    const uint16_t* qg = kPacked ? q_seq_rows<uint16_t>(p, span, h) : q_head_rows<uint16_t>(p, b, h);
+    // Packed: the kv head's rows of the sequence (unpaged) or of the whole cache (paged).
+    const int32_t* table = kPacked ? block_table_row(p, b) : nullptr;
+    const uint16_t* kg = kPacked ? static_cast<const uint16_t*>(p.k) + kvh * p.k_head_stride +
+                                       (table == nullptr ? span.k0 * p.k_seq_stride : 0)
+                                 : k_head_rows<uint16_t>(p, b, kvh);
+    const uint16_t* vg = kPacked ? static_cast<const uint16_t*>(p.v) + kvh * p.v_head_stride +
+                                       (table == nullptr ? span.k0 * p.v_seq_stride : 0)
+                                 : v_head_rows<uint16_t>(p, b, kvh);
     const bool vec_in = p.vec_in != 0;
 
-    const KeyRange keys = block_key_range(p, m0, m_last);
+    const KeyRange keys = KeyRange{row_keys(m0).lo, row_keys(m_last).hi};
     const int nb_begin = keys.lo / BN;
     const int nb_end = keys.hi > keys.lo ? (keys.hi + BN - 1) / BN : nb_begin;
 
     auto load_kv = [&](int nb, int stage) {
         uint16_t* sK = sKV + stage * Cfg::kKVStageElems;
-        load_tile<Cfg, BN>(sK, kg, p.k_seq_stride, nb * BN, p.seq_k, p.head_dim, vec_in, tid);
-        load_tile<Cfg, BN>(sK + BN * D, vg, p.v_seq_stride, nb * BN, p.seq_k, p.head_dim, vec_in, tid);
+        if (!kPacked || table == nullptr) {
+            load_tile<Cfg, BN>(sK, kg, p.k_seq_stride, nb * BN, len_k(), p.head_dim, vec_in, tid);
+            load_tile<Cfg, BN>(sK + BN * D, vg, p.v_seq_stride, nb * BN, len_k(), p.head_dim, vec_in, tid);
+        } else if (p.page_block_size % BN == 0) {
+            // The block's keys lie in one page: its rows are consecutive there.
+            const int n0 = nb * BN;
+            const int page = n0 / p.page_block_size;
+            const int64_t blk = table[page];
+            const int off = n0 - page * p.page_block_size;
+            load_tile<Cfg, BN>(sK, kg + blk * p.k_batch_stride + off * p.k_seq_stride, p.k_seq_stride, 0,
+                               msk.len_k - n0, p.head_dim, vec_in, tid);
+            load_tile<Cfg, BN>(sK + BN * D, vg + blk * p.v_batch_stride + off * p.v_seq_stride, p.v_seq_stride, 0,
+                               msk.len_k - n0, p.head_dim, vec_in, tid);
+        } else {
+            load_tile_paged<Cfg, BN>(sK, p, kg, p.k_batch_stride, p.k_seq_stride, table, nb * BN, msk.len_k, vec_in,
+                                     tid);
+            load_tile_paged<Cfg, BN>(sK + BN * D, p, vg, p.v_batch_stride, p.v_seq_stride, table, nb * BN, msk.len_k,
+                                     vec_in, tid);
+        }
     };
 
     // Q, then the first ST-1 key blocks, one commit group each (empty groups keep counts uniform).
-    load_tile<Cfg, BM>(sQ, qg, p.q_seq_stride, m0, p.seq_q, p.head_dim, vec_in, tid);
+    load_tile<Cfg, BM>(sQ, qg, p.q_seq_stride, m0, len_q(), p.head_dim, vec_in, tid);
     cp_async_commit();
 #pragma unroll
     for (int s = 0; s < ST - 1; ++s) {
@@ -282,7 +387,10 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     cp_async_wait<ST - 1>();
     __syncthreads();
 
-    const int warp_row0 = warp * Cfg::kWarpRows;
+    const int warp_row0 = (warp / Cfg::kDSplit) * Cfg::kWarpRows;
+    // This warp's columns of O: [warp_col · DC, (warp_col + 1) · DC).
+    constexpr int DC = Cfg::kWarpCols;
+    const int warp_col = warp % Cfg::kDSplit;
     // Q as mma A fragments: loaded once when kQInRegs, else per k-step inside the loop.
     constexpr int kQRegSteps = Cfg::kQInRegs ? D / 16 : 1;
     uint32_t qf[MT][kQRegSteps][4];
@@ -301,13 +409,13 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     float alibi_log2 = 0.f;
     if (kMods && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[b * p.heads + h] * CUDART_L2E_F;
 
-    float o[MT][D / 8][4];
+    float o[MT][DC / 8][4];
     float row_max[MT][2];
     float row_sum[MT][2];  // this thread's partial sum; the quad reduces it at the end
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt)
+        for (int dt = 0; dt < DC / 8; ++dt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.f;
 #pragma unroll
@@ -361,17 +469,20 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         const int row = m0 + warp_row0 + mt * 16 + g + (e / 2) * 8;
-                        s[mt][nt][e] = score_log2(p, s[mt][nt][e], alibi_log2, row, n0 + nt * 8 + 2 * t + e % 2);
+                        const int key = n0 + nt * 8 + 2 * t + e % 2;
+                        s[mt][nt][e] = kPacked ? score_log2_diag(p, s[mt][nt][e], alibi_log2, msk.diag(row), key)
+                                               : score_log2(p, s[mt][nt][e], alibi_log2, row, key);
                     }
         }
-        if (!block_fully_visible(p, m0, m_last, n0, n0 + BN)) {
+        if (kPacked ? !block_fully_visible(p, msk, m0, m_last, n0, n0 + BN)
+                    : !block_fully_visible(p, m0, m_last, n0, n0 + BN)) {
             // The rows' key ranges are recomputed here (a few integer ops on partial blocks
             // only) rather than held across the loop in registers.
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                 for (int hf = 0; hf < 2; ++hf) {
-                    const KeyRange rk = key_range(p, m0 + warp_row0 + mt * 16 + g + hf * 8);
+                    const KeyRange rk = row_keys(m0 + warp_row0 + mt * 16 + g + hf * 8);
 #pragma unroll
                     for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
@@ -413,7 +524,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 row_sum[mt][hf] = row_sum[mt][hf] * corr[mt][hf] + sum;
                 if constexpr (!Cfg::kSkipRescale) {
 #pragma unroll
-                    for (int dt = 0; dt < D / 8; ++dt) {
+                    for (int dt = 0; dt < DC / 8; ++dt) {
                         o[mt][dt][2 * hf] *= corr[mt][hf];
                         o[mt][dt][2 * hf + 1] *= corr[mt][hf];
                     }
@@ -423,13 +534,14 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-                for (int dt = 0; dt < D / 8; ++dt)
+                for (int dt = 0; dt < DC / 8; ++dt)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) o[mt][dt][e] *= corr[mt][e / 2];
         }
     };
     // O += P V; the S accumulator layout is the A fragment layout of the next mma.
     auto accumulate_pv = [&](STile& s, uint32_t sV) {
+        if constexpr (Cfg::kDSplit > 1) sV += warp_col * (DC / 8) * 16;
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
             uint32_t pf[MT][4];
@@ -441,9 +553,9 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 pf[mt][3] = E::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
             }
 #pragma unroll
-            for (int dp = 0; dp < D / 16; ++dp) {
+            for (int dp = 0; dp < DC / 16; ++dp) {
                 uint32_t vf[4];
-                ldmatrix_x4_trans(vf, frag_addr<CPR>(sV, lane % 16, lane / 16, kk * 16, dp * 2));
+                ldmatrix_x4_trans(vf, frag_addr<CPR, (Cfg::kDSplit > 1)>(sV, lane % 16, lane / 16, kk * 16, dp * 2));
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     E::mma(o[mt][2 * dp], pf[mt], vf[0], vf[1]);
@@ -471,8 +583,13 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     cp_async_wait<0>();
 
     // Normalize, stage this warp's rows in its own part of the Q tile, store 16 bytes at a time.
-    // The barrier orders this warp's earlier ldmatrix reads of those rows before the writes.
-    __syncwarp();
+    // The barrier orders this warp's earlier ldmatrix reads of those rows before the writes
+    // (with a column split, the other warps' that read the same Q rows).
+    if constexpr (Cfg::kDSplit > 1) {
+        __syncthreads();
+    } else {
+        __syncwarp();
+    }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -480,15 +597,17 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
             const float l = quad_sum(row_sum[mt][hf]);
             const float inv = inv_row_sum(l);
             const int r = warp_row0 + mt * 16 + g + hf * 8;
-            if (p.lse != nullptr && t == 0 && m0 + r < p.seq_q) {
+            if (p.lse != nullptr && t == 0 && warp_col == 0 && m0 + r < len_q()) {
                 // (batch, head) read again here, only when the LSE is wanted (see below).
                 const QueryBlock ql = query_block(p, BM, ctaid_x());
-                *lse_slot(p, ql.batch, ql.head, m0 + r) = row_lse(row_max[mt][hf] * exp_scale, l);
+                float* slot = kPacked ? lse_slot_packed(p, seq_span<kPacked>(p, ql.batch), ql.head, m0 + r)
+                                      : lse_slot(p, ql.batch, ql.head, m0 + r);
+                *slot = row_lse(row_max[mt][hf] * exp_scale, l);
             }
 #pragma unroll
-            for (int dt = 0; dt < D / 8; ++dt) {
+            for (int dt = 0; dt < DC / 8; ++dt) {
                 const uint32_t packed = E::pack(o[mt][dt][2 * hf] * inv, o[mt][dt][2 * hf + 1] * inv);
-                *reinterpret_cast<uint32_t*>(sQ + swizzle<CPR>(r, dt) * 8 + 2 * t) = packed;
+                *reinterpret_cast<uint32_t*>(sQ + swizzle<CPR>(r, warp_col * (DC / 8) + dt) * 8 + 2 * t) = packed;
             }
         }
     __syncwarp();
@@ -496,15 +615,25 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     // (batch, head) again from a fresh read of the block index: the divisions cost a few
     // instructions once, where keeping b and h (with sign words) across the loop spilled.
     const QueryBlock qo = query_block(p, BM, ctaid_x());
-    uint16_t* og = static_cast<uint16_t*>(p.o) + qo.batch * p.o_batch_stride + qo.head * p.o_head_stride;
-    constexpr int kWarpChunks = Cfg::kWarpRows * CPR;
+    uint16_t* og;
+    int rows;
+    if constexpr (kPacked) {
+        const SeqSpan so = seq_span<kPacked>(p, qo.batch);
+        og = o_seq_rows<uint16_t>(p, so, qo.head);
+        rows = so.len_q;
+    } else {
+        og = static_cast<uint16_t*>(p.o) + qo.batch * p.o_batch_stride + qo.head * p.o_head_stride;
+        rows = p.seq_q;
+    }
+    constexpr int kColChunks = CPR / Cfg::kDSplit;  // this warp's chunks of a row
+    constexpr int kWarpChunks = Cfg::kWarpRows * kColChunks;
 #pragma unroll
     for (int i = 0; i < kWarpChunks / 32; ++i) {
         const int chunk = lane + i * 32;
-        const int r = warp_row0 + chunk / CPR;
-        const int c = chunk % CPR;
+        const int r = warp_row0 + chunk / kColChunks;
+        const int c = warp_col * kColChunks + chunk % kColChunks;
         const int row = m0 + r;
-        if (row >= p.seq_q || c * 8 >= p.head_dim) continue;
+        if (row >= rows || c * 8 >= p.head_dim) continue;
         const uint4 val = *reinterpret_cast<const uint4*>(sQ + swizzle<CPR>(r, c) * 8);
         uint16_t* dst = og + static_cast<int64_t>(row) * p.o_seq_stride + c * 8;
         if (p.vec_out) {
@@ -523,31 +652,40 @@ constexpr int kWarps = 4;
 constexpr int kRowsPerWarp = 4;
 constexpr int kBlockM = kWarps * kRowsPerWarp;
 constexpr int kBlockN = 32;  // one key per lane in S = Q Kᵀ
-constexpr int kMaxColsPerLane = 8;  // head_dim <= 256 = 8 · 32
+// Columns per lane: head_dim <= 32 · this. The d256 instance keeps K and V tiles side by
+// side; the d512 one (fattn_fwd_f32_d512) reads V into K's buffer after S, to fit 99 KiB.
+template <int kMaxCols>
+struct Shape {
+    static constexpr int kMaxColsPerLane = kMaxCols;
+    static constexpr bool kReuseKV = kMaxCols > 8;
+};
 // K rows are padded to an odd stride so a warp reading one column of 32 rows hits 32 banks.
 __host__ __device__ constexpr int k_stride(int head_dim) { return head_dim % 2 == 0 ? head_dim + 1 : head_dim; }
-__host__ __device__ constexpr int smem_floats(int head_dim) {
-    return kBlockM * head_dim + kBlockN * k_stride(head_dim) + kBlockN * head_dim;
+__host__ __device__ constexpr int smem_floats(int head_dim, bool reuse_kv) {
+    return kBlockM * head_dim + kBlockN * k_stride(head_dim) + (reuse_kv ? 0 : kBlockN * head_dim);
 }
 // True when bytes[d] is the dynamic shared memory of head dim d for every d >= 1.
 template <int N>
-constexpr bool smem_bytes_match(const unsigned (&bytes)[N]) {
+constexpr bool smem_bytes_match(const unsigned (&bytes)[N], bool reuse_kv) {
     for (int d = 1; d < N; ++d) {
-        if (bytes[d] != static_cast<unsigned>(smem_floats(d)) * 4) return false;
+        if (bytes[d] != static_cast<unsigned>(smem_floats(d, reuse_kv)) * 4) return false;
     }
     return true;
 }
 }  // namespace f32
 
+template <int kMaxCols, bool kPacked>
 __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     using namespace f32;
+    constexpr int kCols = Shape<kMaxCols>::kMaxColsPerLane;
+    constexpr bool kReuse = Shape<kMaxCols>::kReuseKV;
     const float kNegInf = -CUDART_INF_F;
     extern __shared__ uint4 smem_u4[];
     const int D = p.head_dim;
     const int KS = k_stride(D);
     float* sQ = reinterpret_cast<float*>(smem_u4);
     float* sK = sQ + kBlockM * D;
-    float* sV = sK + kBlockN * KS;
+    float* sV = kReuse ? sK : sK + kBlockN * KS;
 
     const int tid = threadIdx.x;
     const int warp = tid / 32;
@@ -557,38 +695,55 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     const int h = qb.head;
     const int kvh = h / p.kv_group;
     const int m0 = qb.m0;
-    const int m_last = min(m0 + kBlockM, p.seq_q) - 1;
+    const SeqSpan span = seq_span<kPacked>(p, b);
+    if (kPacked && m0 >= span.len_q) return;
+    const SeqMask msk = kPacked ? packed_mask(p, b, span.len_q, span.len_k) : dense_mask(p);
+    const int m_last = min(m0 + kBlockM, msk.len_q) - 1;
 
-    const float* qg = q_head_rows<float>(p, b, h);
+    const float* qg = kPacked ? q_seq_rows<float>(p, span, h) : q_head_rows<float>(p, b, h);
+    const int32_t* table = kPacked ? block_table_row(p, b) : nullptr;
+    const float* kbase = static_cast<const float*>(p.k) + kvh * p.k_head_stride;
+    const float* vbase = static_cast<const float*>(p.v) + kvh * p.v_head_stride;
     const float* kg = k_head_rows<float>(p, b, kvh);
     const float* vg = v_head_rows<float>(p, b, kvh);
+    // Key `key` (< len_k) of this sequence in k and v.
+    auto k_row = [&](int key) {
+        return kPacked ? kv_key_row(p, kbase, p.k_batch_stride, p.k_seq_stride, table, span.k0, key)
+                       : kg + static_cast<int64_t>(key) * p.k_seq_stride;
+    };
+    auto v_row = [&](int key) {
+        return kPacked ? kv_key_row(p, vbase, p.v_batch_stride, p.v_seq_stride, table, span.k0, key)
+                       : vg + static_cast<int64_t>(key) * p.v_seq_stride;
+    };
 
     for (int i = tid; i < kBlockM * D; i += blockDim.x) {
         const int r = i / D, c = i % D;
-        sQ[i] = m0 + r < p.seq_q ? qg[static_cast<int64_t>(m0 + r) * p.q_seq_stride + c] : 0.f;
+        sQ[i] = m0 + r < msk.len_q ? qg[static_cast<int64_t>(m0 + r) * p.q_seq_stride + c] : 0.f;
     }
 
     const float alibi_log2 = p.alibi_slopes != nullptr ? p.alibi_slopes[b * p.heads + h] * CUDART_L2E_F : 0.f;
-    const KeyRange keys = block_key_range(p, m0, m_last);
-    float acc[kRowsPerWarp][kMaxColsPerLane];
+    const KeyRange keys = block_key_range(p, msk, m0, m_last);
+    float acc[kRowsPerWarp][kCols];
     float row_max[kRowsPerWarp], row_sum[kRowsPerWarp];
 #pragma unroll
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
         row_max[rr] = kNegInf;
         row_sum[rr] = 0.f;
 #pragma unroll
-        for (int u = 0; u < kMaxColsPerLane; ++u) acc[rr][u] = 0.f;
+        for (int u = 0; u < kCols; ++u) acc[rr][u] = 0.f;
     }
 
     for (int n0 = (keys.lo / kBlockN) * kBlockN; n0 < keys.hi; n0 += kBlockN) {
         __syncthreads();  // previous tile fully consumed (and Q stored, first time)
         for (int i = tid; i < kBlockN * D; i += blockDim.x) {
             const int r = i / D, c = i % D;
-            const bool ok = n0 + r < p.seq_k;
-            sK[r * KS + c] = ok ? kg[static_cast<int64_t>(n0 + r) * p.k_seq_stride + c] : 0.f;
-            sV[r * D + c] = ok ? vg[static_cast<int64_t>(n0 + r) * p.v_seq_stride + c] : 0.f;
+            const bool ok = n0 + r < msk.len_k;
+            sK[r * KS + c] = ok ? k_row(n0 + r)[c] : 0.f;
+            if (!kReuse) sV[r * D + c] = ok ? v_row(n0 + r)[c] : 0.f;
         }
         __syncthreads();
+        // Scores and the online softmax of this warp's rows; P stays in registers (lane = key).
+        float pj[kRowsPerWarp];
 #pragma unroll
         for (int rr = 0; rr < kRowsPerWarp; ++rr) {
             const int r = warp * kRowsPerWarp + rr;
@@ -596,8 +751,9 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
             const int key = n0 + lane;
             float dot = 0.f;
             for (int c = 0; c < D; ++c) dot = fmaf(sQ[r * D + c], sK[lane * KS + c], dot);
-            float x = score_log2(p, dot, alibi_log2, row, key);
-            if (!key_range(p, row).contains(key) || key >= p.seq_k) x = kNegInf;
+            float x = kPacked ? score_log2_diag(p, dot, alibi_log2, msk.diag(row), key)
+                              : score_log2(p, dot, alibi_log2, row, key);
+            if (!key_range(p, msk, row).contains(key) || key >= msk.len_k) x = kNegInf;
             float mx = x;
 #pragma unroll
             for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
@@ -605,14 +761,25 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
             const float base = max_ref(mx);
             const float corr = exp2_approx(row_max[rr] - base);
             row_max[rr] = mx;
-            const float pj = exp2_approx(x - base);
-            row_sum[rr] = row_sum[rr] * corr + pj;
+            pj[rr] = exp2_approx(x - base);
+            row_sum[rr] = row_sum[rr] * corr + pj[rr];
 #pragma unroll
-            for (int u = 0; u < kMaxColsPerLane; ++u) acc[rr][u] *= corr;
+            for (int u = 0; u < kCols; ++u) acc[rr][u] *= corr;
+        }
+        if constexpr (kReuse) {
+            __syncthreads();  // every warp is done with K: V goes into its buffer
+            for (int i = tid; i < kBlockN * D; i += blockDim.x) {
+                const int r = i / D, c = i % D;
+                sV[r * D + c] = n0 + r < msk.len_k ? v_row(n0 + r)[c] : 0.f;
+            }
+            __syncthreads();
+        }
+#pragma unroll
+        for (int rr = 0; rr < kRowsPerWarp; ++rr) {
             for (int j = 0; j < kBlockN; ++j) {
-                const float pb = __shfl_sync(0xffffffffu, pj, j);
+                const float pb = __shfl_sync(0xffffffffu, pj[rr], j);
 #pragma unroll
-                for (int u = 0; u < kMaxColsPerLane; ++u) {
+                for (int u = 0; u < kCols; ++u) {
                     const int c = lane + 32 * u;
                     if (c < D) acc[rr][u] = fmaf(pb, sV[j * D + c], acc[rr][u]);
                 }
@@ -620,7 +787,7 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
         }
     }
 
-    float* og = o_head_rows<float>(p, b, h);
+    float* og = kPacked ? o_seq_rows<float>(p, span, h) : o_head_rows<float>(p, b, h);
 #pragma unroll
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
         float l = row_sum[rr];
@@ -628,10 +795,13 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
         for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
         const float inv = inv_row_sum(l);
         const int row = m0 + warp * kRowsPerWarp + rr;
-        if (row >= p.seq_q) continue;
-        if (p.lse != nullptr && lane == 0) *lse_slot(p, b, h, row) = row_lse(row_max[rr], l);
+        if (row >= msk.len_q) continue;
+        if (p.lse != nullptr && lane == 0) {
+            float* slot = kPacked ? lse_slot_packed(p, span, h, row) : lse_slot(p, b, h, row);
+            *slot = row_lse(row_max[rr], l);
+        }
 #pragma unroll
-        for (int u = 0; u < kMaxColsPerLane; ++u) {
+        for (int u = 0; u < kCols; ++u) {
             const int c = lane + 32 * u;
             if (c < D) og[static_cast<int64_t>(row) * p.o_seq_stride + c] = acc[rr][u] * inv;
         }
@@ -654,6 +824,9 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
 #define FATTN_FWD_ENTRY_F16(...) FATTN_FWD_ENTRY_TC(F16, __VA_ARGS__)
 #define FATTN_FWD_ENTRY_BF16(...) FATTN_FWD_ENTRY_TC(BF16, __VA_ARGS__)
 
+// Each instance has two entry points: NAME, the dense kernel, and NAME_varlen, the packed
+// (varlen/paged) one, so that the packed path's registers never change the dense kernel's
+// allocation (one entry with both paths spilled at d64-d256 under ptxas 13.0, sm_90).
 #define FATTN_FWD_ENTRY_TC(ELEM, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                        \
     static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a tensor-core instance is plain or _mods");                 \
     static_assert(fattn::FwdTraits<D>::kHeadDim == D, #NAME ": head dim");                                          \
@@ -663,18 +836,26 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     static_assert(fattn::FwdTraits<D>::kSmemBytes == SMEM, #NAME ": smem bytes differ from src/cuda/instances.rs"); \
     extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
         NAME(const __grid_constant__ FattnParams p) {                                                                \
-        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT == 1>(p);                                  \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT == 1, false>(p);                           \
+    }                                                                                                                \
+    extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
+        NAME##_varlen(const __grid_constant__ FattnParams p) {                                                       \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT == 1, true>(p);                            \
     }
 
 #define FATTN_FWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                         \
     static_assert(VARIANT == 2 && SMEM == 0, #NAME ": one kernel for both variants, smem per head dim");        \
-    static_assert(D <= fattn::f32::kMaxColsPerLane * 32, #NAME ": head dim above the kernel's column count");   \
+    static_assert(D % 32 == 0, #NAME ": head dim a multiple of the warp's columns");                            \
     static_assert(fattn::f32::kWarps * 32 == THREADS, #NAME ": threads differ from src/cuda/instances.rs");      \
     static_assert(fattn::f32::kBlockM == ROWS, #NAME ": block rows differ from src/cuda/instances.rs");          \
     static_assert(fattn::f32::kBlockN == KEYS, #NAME ": key block differs from src/cuda/instances.rs");          \
-    static_assert(fattn::f32::smem_bytes_match(fattn_gen::NAME##_smem_bytes),                                    \
+    static_assert(fattn::f32::smem_bytes_match(fattn_gen::NAME##_smem_bytes, fattn::f32::Shape<D / 32>::kReuseKV), \
                   #NAME ": smem bytes differ from src/cuda/instances.rs (fwd_f32_smem_bytes)");                 \
     extern "C" __global__ void __launch_bounds__(fattn::f32::kWarps * 32)                                        \
         NAME(const __grid_constant__ FattnParams p) {                                                            \
-        fattn::fwd_f32(p);                                                                                       \
+        fattn::fwd_f32<D / 32, false>(p);                                                                        \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(fattn::f32::kWarps * 32)                                        \
+        NAME##_varlen(const __grid_constant__ FattnParams p) {                                                   \
+        fattn::fwd_f32<D / 32, true>(p);                                                                         \
     }

@@ -54,7 +54,7 @@ while read -r kind name exe; do
   echo "device-pack: bin/$dest <- $exe ($(du -h "$exe" | cut -f1) -> $(du -h "$STAGE/bin/$dest" | cut -f1) stripped)" >&2
 done <<<"$artifacts"
 
-cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch.py "$STAGE/scripts/"
+cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch.py scripts/bench_torch_varlen.py "$STAGE/scripts/"
 # The llama and train examples' device runs: one line of arguments per run.
 cp scripts/llama-device*.txt scripts/train-device.txt "$STAGE/" 2>/dev/null || true
 {

@@ -40,6 +40,52 @@ __device__ __forceinline__ bool block_fully_visible(const FattnParams& p, int ro
     return n1 <= p.seq_k && n0 >= key_range(p, row_last).lo && n1 <= key_range(p, row_first).hi;
 }
 
+// ---- per sequence (packed batches) ----------------------------------------------------------
+//
+// The same masks for one sequence of a packed batch: its own lengths (bottom-right per
+// sequence), and its multimodal prefix ranges: a row whose diag lies in [s, e) also sees every
+// key of [s, e). diag is then a key and the window holds it, so the union is one range, and
+// both bounds still grow with the row (a range holding diag(i) holds every later diag up to
+// its end), so block_key_range and block_fully_visible stay exact supersets/tests.
+struct SeqMask {
+    int len_q, len_k;
+    // This sequence's (max_mm_ranges, 2) ranges, or null: none (always null when dense, which
+    // removes the loop at compile time).
+    const int32_t* ranges;
+    __device__ __forceinline__ int diag(int row) const { return row + len_k - len_q; }
+};
+// The dense problem's mask: seq_q/seq_k, no ranges.
+__device__ __forceinline__ SeqMask dense_mask(const FattnParams& p) { return SeqMask{p.seq_q, p.seq_k, nullptr}; }
+// Sequence b of a packed batch, of lengths len_q/len_k.
+__device__ __forceinline__ SeqMask packed_mask(const FattnParams& p, int b, int len_q, int len_k) {
+    return SeqMask{len_q, len_k, p.mm_ranges == nullptr ? nullptr : p.mm_ranges + 2 * b * p.max_mm_ranges};
+}
+
+__device__ __forceinline__ KeyRange key_range(const FattnParams& p, const SeqMask& m, int row) {
+    const int diag = m.diag(row);
+    KeyRange r;
+    r.lo = p.window_left < 0 ? 0 : max(0, diag - p.window_left);
+    r.hi = p.window_right < 0 ? m.len_k : min(m.len_k, diag + p.window_right + 1);
+    if (m.ranges != nullptr) {
+        for (int i = 0; i < p.max_mm_ranges; ++i) {
+            const int s = m.ranges[2 * i], e = m.ranges[2 * i + 1];
+            if (s <= diag && diag < e) {
+                r.lo = min(r.lo, s);
+                r.hi = max(r.hi, e);
+            }
+        }
+    }
+    return r;
+}
+__device__ __forceinline__ KeyRange block_key_range(const FattnParams& p, const SeqMask& m, int row_first,
+                                                    int row_last) {
+    return KeyRange{key_range(p, m, row_first).lo, key_range(p, m, row_last).hi};
+}
+__device__ __forceinline__ bool block_fully_visible(const FattnParams& p, const SeqMask& m, int row_first,
+                                                    int row_last, int n0, int n1) {
+    return n1 <= m.len_k && n0 >= key_range(p, m, row_last).lo && n1 <= key_range(p, m, row_first).hi;
+}
+
 // ---- the score transform ------------------------------------------------------------------
 //
 // s = scale · q·k; with a softcap c, s = c · tanh(s / c); with ALiBi, s -= slope · |diag - key|
@@ -56,6 +102,14 @@ __device__ __forceinline__ float score_log2(const FattnParams& p, float dot, flo
     if (alibi_slope_log2 != 0.f) {
         x -= alibi_slope_log2 * fabsf(static_cast<float>(row + p.seq_k - p.seq_q - key));
     }
+    return x;
+}
+
+// The same with the row's diagonal given (packed sequences: row + len_k - len_q).
+__device__ __forceinline__ float score_log2_diag(const FattnParams& p, float dot, float alibi_slope_log2, int diag,
+                                                 int key) {
+    float x = p.softcap_log2 > 0.f ? p.softcap_log2 * tanhf(dot * p.softcap_inv_scaled) : dot * p.scale_log2;
+    if (alibi_slope_log2 != 0.f) x -= alibi_slope_log2 * fabsf(static_cast<float>(diag - key));
     return x;
 }
 

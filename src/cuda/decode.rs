@@ -22,9 +22,9 @@ use candle_core::cuda_backend::{CudaDevice, WrapErr};
 use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
 use super::heuristics::{self, DECODE_ROWS};
-use super::instances::{Arch, Family, KernelKey};
+use super::instances::{Arch, Family, KernelKey, DECODE_KEYS_PER_ROUND};
 use super::params::FattnParams;
-use super::{alibi_slopes_ptr, common_params, dev_tensor, to_i32, KernelDtype};
+use super::{alibi_slopes_ptr, common_params, dev_qkv, query_rows, to_i32, with_packed, Entry, KernelDtype};
 use crate::problem::Problem;
 
 /// A split launch's scratch on one stream: `counters` tile arrival counters (u32) at the start,
@@ -107,13 +107,41 @@ fn with_workspace<R>(
     })
 }
 
-/// The decode forward in `T` (`heuristics::use_decode` said yes). `alibi` is `(batch, heads)`
-/// f32, contiguous, on q's device.
+/// The keys the splits must cover, `[key_begin, key_end)`. Dense: the union of the rows'
+/// ranges, `[lo(0), hi(sq - 1))`. Packed: each block finds its sequence's own range in the
+/// kernel (its first key rounded down to 64, see `block_keys` in kernels/decode_sm80.cu), so
+/// the splits cover the longest of those: `[0, longest)`.
+fn split_range(p: &Problem) -> (usize, usize) {
+    match p.packed() {
+        None => {
+            let key_begin = p.key_range(0).0;
+            (key_begin, p.key_range(p.seq_q - 1).1.max(key_begin))
+        }
+        Some(pk) => {
+            let longest = (0..pk.batch())
+                .filter(|&b| pk.len_q(b) > 0)
+                .map(|b| {
+                    let seq = p.sequence(b);
+                    let lo = seq.key_range(0).0 / KEYS_PER_ROUND * KEYS_PER_ROUND;
+                    seq.key_range(seq.seq_q - 1).1.saturating_sub(lo)
+                })
+                .max()
+                .unwrap_or(0);
+            (0, longest)
+        }
+    }
+}
+
+/// The rounding of a packed sequence's first key (kernels/decode_sm80.cu, `block_keys`).
+const KEYS_PER_ROUND: usize = DECODE_KEYS_PER_ROUND as usize;
+
+/// The decode forward in `T` (`heuristics::use_decode` said yes), dense or packed (varlen,
+/// paged). `alibi` is `(batch, heads)` f32, contiguous, on q's device.
 pub(super) fn forward<T: KernelDtype>(
     p: &Problem,
     (q, ql): (&CudaStorage, &Layout),
-    (k, kl): (&CudaStorage, &Layout),
-    (v, vl): (&CudaStorage, &Layout),
+    k: (&CudaStorage, &Layout),
+    v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
 ) -> Result<(CudaStorage, Option<CudaStorage>)> {
     let dev = &q.device;
@@ -124,7 +152,7 @@ pub(super) fn forward<T: KernelDtype>(
         KernelKey { family: Family::Decode, dtype: T::DTYPE, head_dim: p.head_dim, mods },
         Arch::Sm80,
     )?;
-    let kernel = heuristics::prepare(dev, inst)?;
+    let kernel = heuristics::prepare_entry(dev, inst, Entry::of(p))?;
     let (d_inst, smem) = (inst.head_dim as usize, inst.smem_bytes(inst.head_dim));
     kernel.check_smem(smem)?;
     if kernel.blocks_per_sm == 0 {
@@ -134,8 +162,7 @@ pub(super) fn forward<T: KernelDtype>(
     let group = p.group_size();
     let row_groups = (group * p.seq_q).div_ceil(DECODE_ROWS);
     // Rows' key ranges grow with the row: the union is [lo(0), hi(sq - 1)).
-    let key_begin = p.key_range(0).0;
-    let key_end = p.key_range(p.seq_q - 1).1.max(key_begin);
+    let (key_begin, key_end) = split_range(p);
     let pairs = p.batch * p.kv_heads * row_groups;
     let tile_rows = (group * p.seq_q).min(DECODE_ROWS);
     let (num_splits, keys_per_split) = heuristics::split_keys(
@@ -151,16 +178,18 @@ pub(super) fn forward<T: KernelDtype>(
     }
 
     let elem = std::mem::size_of::<T>();
-    let (qt, kt, vt) =
-        (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
+    let [qt, kt, vt] = dev_qkv::<T>(p, (q, ql), k, v, &stream)?;
+    // Partial slots: (batch, seq_q, heads), seq_q the longest sequence when packed.
     let rows_total = p.batch * p.seq_q * p.heads;
-    // SAFETY: every element of the (batch, seq_q, heads, head_dim) output is written: each row
-    // by the one block that owns it (one split) or by the last split block of its tile
-    // (several), zeros for rows that see no key.
-    let mut out = unsafe { dev.alloc::<T>(rows_total * p.head_dim) }?;
+    let out_rows = query_rows(p) * p.heads;
+    // SAFETY: every element of the (batch, seq_q, heads, head_dim) output (packed:
+    // (total_q, heads, head_dim)) is written: each row by the one block that owns it (one
+    // split) or by the last split block of its tile (several), zeros for rows that see no key.
+    // Packed, a sequence's rows are the tile rows whose query index is below its length.
+    let mut out = unsafe { dev.alloc::<T>(out_rows * p.head_dim) }?;
     // SAFETY: as `out`: the block or last split block that writes a row's output also writes
     // its log-sum-exp, every (batch, head, query) once.
-    let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(rows_total) }?) } else { None };
+    let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(out_rows) }?) } else { None };
     // Partials of a split launch: [splits][rows_total][d_inst] acc, then [splits][rows_total][2].
     let partial_acc_words = num_splits * rows_total * d_inst;
     let partial_words = partial_acc_words + num_splits * rows_total * 2;
@@ -168,11 +197,11 @@ pub(super) fn forward<T: KernelDtype>(
     let alibi_storage = alibi.map(|t| t.storage_and_layout());
     let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
 
-    {
+    with_packed(p, &stream, |packed| {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
         let lse_ptr = lse.as_mut().map(|l| l.device_ptr_mut(&stream));
         let alibi = alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr);
-        let params = FattnParams {
+        let params = packed.apply(FattnParams {
             lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
             row_groups: to_i32(row_groups, "row groups")?,
             key_begin: to_i32(key_begin, "first visible key")?,
@@ -180,7 +209,7 @@ pub(super) fn forward<T: KernelDtype>(
             keys_per_split: to_i32(keys_per_split, "keys per split")?,
             num_splits: to_i32(num_splits, "splits")?,
             ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi, elem)?
-        };
+        });
         let cfg = LaunchConfig {
             grid_dim: (num_splits as u32, grid_y as u32, p.batch as u32),
             block_dim: (inst.threads, 1, 1),
@@ -194,8 +223,10 @@ pub(super) fn forward<T: KernelDtype>(
             // live device allocations held by q, k, v, `out`, the workspace (with splits:
             // `pairs` zero tile counters, one per (batch, grid y) tile, and `partial_words` f32
             // that every split block writes before the last block of its tile reads them) and
-            // the alibi storage for the whole call; the strides and sizes describe them
-            // (validated by `crate::problem::validate`), and the grid is (splits, kv heads ×
+            // the alibi storage and (packed) the problem's own checked index tensors for the
+            // whole call; the strides and sizes describe them (validated by
+            // `crate::problem::validate` or `crate::packed::validate_packed`), the splits
+            // cover every sequence's keys (`split_range`), and the grid is (splits, kv heads ×
             // row groups, batch) as the kernel indexes it.
             unsafe { builder.launch(cfg) }.w()?;
             Ok(())
@@ -212,7 +243,8 @@ pub(super) fn forward<T: KernelDtype>(
         } else {
             launch_split(params)?;
         }
-    }
+        Ok(())
+    })?;
     drop(alibi_ptr);
     drop((qt, kt, vt));
     let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));

@@ -20,7 +20,7 @@ use candle_core::{bail, Result};
 use super::instances::{
     Arch, Dtype, Family, Instance, KernelKey, Smem, DECODE_BLOCK_ROWS, DECODE_KEYS_PER_ROUND, INSTANCES,
 };
-use super::load_instance;
+use super::{load_instance, Entry};
 use crate::problem::{Problem, MAX_HEAD_DIM};
 
 // ---- which kernel -----------------------------------------------------------------------
@@ -46,7 +46,9 @@ const UNDERFILLED_PREFILL_BLOCKS: usize = 64;
 /// 256 blocks: sq 16 decode 72 vs prefill 129; sq 32 138 vs 129; sq 64 271 vs 129.
 /// f32 (decode on CUDA cores, prefill on CUDA cores) is not measured past sq = 16 and stays there.
 pub(super) fn use_decode(problem: &Problem, dtype: Dtype) -> bool {
-    if problem.head_dim > MAX_HEAD_DIM {
+    // Decode instances go up to d256; larger head dims run on the prefill kernel.
+    let decode = KernelKey { family: Family::Decode, dtype, head_dim: problem.head_dim, mods: false };
+    if problem.head_dim > MAX_HEAD_DIM || instance(decode, Arch::Sm80).is_err() {
         return false;
     }
     if problem.seq_q <= MAX_DECODE_SEQ_Q {
@@ -205,6 +207,11 @@ fn with_devices<R>(f: impl FnOnce(&mut HashMap<DeviceId, DeviceEntry>) -> R) -> 
 /// later call is a lookup. Refuses devices older than the instance's architecture, before
 /// loading anything.
 pub(super) fn prepare(dev: &CudaDevice, inst: &'static Instance) -> Result<Prepared> {
+    prepare_entry(dev, inst, Entry::Dense)
+}
+
+/// [`prepare`] for one entry point of `inst` (its packed one: `Entry::Packed`).
+pub(super) fn prepare_entry(dev: &CudaDevice, inst: &'static Instance, entry: Entry) -> Result<Prepared> {
     let stream = dev.cuda_stream();
     let known = with_devices(|devices| devices.get(&dev.id()).map(|d| d.info));
     let info = match known {
@@ -232,7 +239,7 @@ pub(super) fn prepare(dev: &CudaDevice, inst: &'static Instance) -> Result<Prepa
         )
     }
     // Loaded outside the lock: the first load of a module JIT-compiles its PTX.
-    let func = load_instance(dev, inst)?;
+    let func = load_instance(dev, inst, entry)?;
     let handle = func.cu_function() as usize;
     let known = with_devices(|devices| devices.get(&dev.id()).and_then(|d| d.funcs.get(&handle).copied()));
     let facts = match known {
@@ -343,6 +350,9 @@ mod tests {
         // Batch 8: 256 prefill blocks, prefill measured faster from sq = 32.
         assert!(!use_decode(&problem(8, 32, 32, 8), Dtype::BF16));
         assert!(!use_decode(&problem(1, 32, 32, 8), Dtype::F32));
+        // Head dims above the decode instances' 256 take the prefill kernel.
+        let wide = Problem { head_dim: 512, ..problem(8, 1, 32, 8) };
+        assert!(!use_decode(&wide, Dtype::BF16) && !use_decode(&wide, Dtype::F32));
     }
 
     #[test]
@@ -351,7 +361,10 @@ mod tests {
             for dtype in [Dtype::BF16, Dtype::F16, Dtype::F32] {
                 for mods in [false, true] {
                     let key = |head_dim| KernelKey { family, dtype, head_dim, mods };
-                    for d in 1..=MAX_HEAD_DIM {
+                    // Prefill holds every head dim; decode up to 256 (use_decode sends larger
+                    // ones to prefill); the backward's range is its own.
+                    let max_d = if family == Family::Fwd { MAX_HEAD_DIM } else { 256 };
+                    for d in 1..=max_d {
                         let inst = instance(key(d), Arch::Sm80).unwrap();
                         let smem = inst.smem_bytes(d as u32);
                         assert!(inst.head_dim as usize >= d && smem <= 227 * 1024, "{} d {d}: {smem} bytes", inst.name);
@@ -366,7 +379,7 @@ mod tests {
                             assert_eq!(inst.key_block as usize, KEYS_PER_ROUND);
                         }
                     }
-                    assert!(instance(key(MAX_HEAD_DIM + 1), Arch::Sm80).is_err());
+                    assert!(instance(key(max_d + 1), Arch::Sm80).is_err() || family == Family::Bwd);
                 }
             }
         }

@@ -228,11 +228,17 @@ pub struct KernelKey {
     pub mods: bool,
 }
 
-/// Dynamic shared memory of the f32 prefill kernel: Q (16 rows), K (32 rows padded to an odd
-/// stride), V (32 rows), f32; as `fattn::f32::smem_floats` in kernels/fwd_sm80.cu.
+/// Dynamic shared memory of the f32 prefill kernel up to d256: Q (16 rows), K (32 rows padded
+/// to an odd stride), V (32 rows), f32; as `fattn::f32::smem_floats` in kernels/fwd_sm80.cu.
 pub const fn fwd_f32_smem_bytes(head_dim: u32) -> u32 {
     let k_stride = if head_dim.is_multiple_of(2) { head_dim + 1 } else { head_dim };
     (16 * head_dim + 32 * k_stride + 32 * head_dim) * 4
+}
+
+/// The d512 f32 prefill kernel's: V is read into K's buffer after S, so Q and K only.
+pub const fn fwd_f32_d512_smem_bytes(head_dim: u32) -> u32 {
+    let k_stride = if head_dim.is_multiple_of(2) { head_dim + 1 } else { head_dim };
+    (16 * head_dim + 32 * k_stride) * 4
 }
 
 /// Prefill f16/bf16 instances, `FwdTraits<D>` in kernels/fwd_sm80.cu: threads, block_m,
@@ -351,6 +357,8 @@ pub const INSTANCES: &[Instance] = &[
     fwd_tc!("fattn_fwd_f16_d128_mods", F16, 128, Mods, 128, 128, 64, 98304),
     fwd_tc!("fattn_fwd_f16_d256", F16, 256, Plain, 128, 64, 32, 98304),
     fwd_tc!("fattn_fwd_f16_d256_mods", F16, 256, Mods, 128, 64, 32, 98304),
+    fwd_tc!("fattn_fwd_f16_d512", F16, 512, Plain, 128, 32, 16, 98304),
+    fwd_tc!("fattn_fwd_f16_d512_mods", F16, 512, Mods, 128, 32, 16, 98304),
     fwd_tc!("fattn_fwd_bf16_d32", BF16, 32, Plain, 128, 128, 64, 32768),
     fwd_tc!("fattn_fwd_bf16_d32_mods", BF16, 32, Mods, 128, 128, 64, 32768),
     fwd_tc!("fattn_fwd_bf16_d64", BF16, 64, Plain, 128, 128, 64, 65536),
@@ -361,6 +369,8 @@ pub const INSTANCES: &[Instance] = &[
     fwd_tc!("fattn_fwd_bf16_d128_mods", BF16, 128, Mods, 128, 128, 64, 98304),
     fwd_tc!("fattn_fwd_bf16_d256", BF16, 256, Plain, 128, 64, 32, 98304),
     fwd_tc!("fattn_fwd_bf16_d256_mods", BF16, 256, Mods, 128, 64, 32, 98304),
+    fwd_tc!("fattn_fwd_bf16_d512", BF16, 512, Plain, 128, 32, 16, 98304),
+    fwd_tc!("fattn_fwd_bf16_d512_mods", BF16, 512, Mods, 128, 32, 16, 98304),
     Instance {
         name: "fattn_fwd_f32",
         family: Family::Fwd,
@@ -373,6 +383,19 @@ pub const INSTANCES: &[Instance] = &[
         key_block: 32,
         col_splits: 1,
         smem: Smem::PerHeadDim(fwd_f32_smem_bytes),
+    },
+    Instance {
+        name: "fattn_fwd_f32_d512",
+        family: Family::Fwd,
+        arch: Arch::Sm80,
+        dtype: Dtype::F32,
+        head_dim: 512,
+        variant: Variant::Both,
+        threads: 128,
+        block_rows: 16,
+        key_block: 32,
+        col_splits: 1,
+        smem: Smem::PerHeadDim(fwd_f32_d512_smem_bytes),
     },
     // kernels/decode_sm80.cu
     decode!("fattn_decode_bf16_d64", BF16, 64, Plain, 51200),
@@ -451,7 +474,8 @@ mod tests {
     fn names_follow_the_fields_and_are_unique() {
         for (i, inst) in INSTANCES.iter().enumerate() {
             let expected = match (inst.family, inst.dtype, inst.variant) {
-                (Family::Fwd, Dtype::F32, _) => "fattn_fwd_f32".to_string(),
+                (Family::Fwd, Dtype::F32, _) if inst.head_dim == 256 => "fattn_fwd_f32".to_string(),
+                (Family::Fwd, Dtype::F32, _) => format!("fattn_fwd_f32_d{}", inst.head_dim),
                 (Family::Fwd, d, v) => format!(
                     "fattn_fwd_{}_d{}{}",
                     dtype_name(d),
@@ -498,7 +522,10 @@ mod tests {
                         .filter(|i| i.family == family && i.dtype == dtype && i.variant.serves(mods))
                         .map(|i| i.head_dim)
                         .max();
-                    assert_eq!(max, Some(256), "{family:?} {dtype:?} mods {mods}");
+                    // Prefill runs every head dim up to MAX_HEAD_DIM; decode hands head dims
+                    // above 256 to it (src/cuda/heuristics.rs); the backward's are its own.
+                    let want = if family == Family::Fwd { 512 } else { 256 };
+                    assert_eq!(max, Some(want), "{family:?} {dtype:?} mods {mods}");
                 }
             }
         }

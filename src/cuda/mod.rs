@@ -27,7 +27,7 @@ use candle_core::cuda_backend::{CudaDType, CudaDevice};
 use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
-use crate::problem::{Problem, Strides};
+use crate::problem::{Problem, SeqLayout, Strides};
 
 pub(crate) use backward::backward;
 use instances::{Dtype, Instance, SOURCES};
@@ -63,12 +63,36 @@ pub(super) fn kernel_dtype(dtype: DType) -> Option<Dtype> {
 }
 
 /// Loads `inst` from the PTX of the kernel file that builds it (compiled by build.rs, cached
-/// by candle under the file's module name).
-pub(super) fn load_instance(dev: &CudaDevice, inst: &Instance) -> Result<CudaFunction> {
+/// by candle under the file's module name): its dense entry point, or with `entry` =
+/// [`Entry::Packed`] its packed one, `<name>_varlen` (forward and decode instances have both).
+pub(super) fn load_instance(dev: &CudaDevice, inst: &Instance, entry: Entry) -> Result<CudaFunction> {
     let Some(at) = SOURCES.iter().position(|s| s.builds(inst)) else {
         bail!("fused-attn cuda: {} has no kernel file (src/cuda/instances.rs)", inst.name)
     };
-    Ok(dev.get_or_load_custom_func(inst.name, SOURCES[at].module, ptx::PTX[at])?.into_cuda_function())
+    let name = match entry {
+        Entry::Dense => inst.name.to_string(),
+        Entry::Packed => format!("{}_varlen", inst.name),
+    };
+    Ok(dev.get_or_load_custom_func(&name, SOURCES[at].module, ptx::PTX[at])?.into_cuda_function())
+}
+
+/// Which entry point of an instance: forward and decode instances compile the packed
+/// (varlen/paged) kernel as a second entry, so that its registers do not change the dense
+/// kernel's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Entry {
+    Dense,
+    Packed,
+}
+
+impl Entry {
+    pub fn of(p: &Problem) -> Self {
+        if p.packed().is_some() {
+            Entry::Packed
+        } else {
+            Entry::Dense
+        }
+    }
 }
 
 // SAFETY: `FattnParams` is `#[repr(C)]` plain data (integers and floats, no references) with
@@ -102,10 +126,138 @@ pub(super) fn dev_tensor<'a, T: CudaDType + DeviceRepr + 'a>(
     layout: &Layout,
     stream: &'a CudaStream,
 ) -> Result<DevTensor<'a>> {
-    let strides = Strides::from_layout(layout)?;
+    dev_tensor_with(storage, layout, stream, Strides::from_layout(layout)?)
+}
+
+fn dev_tensor_with<'a, T: CudaDType + DeviceRepr + 'a>(
+    storage: &'a CudaStorage,
+    layout: &Layout,
+    stream: &'a CudaStream,
+    strides: Strides,
+) -> Result<DevTensor<'a>> {
     let (base, guard) = storage.as_cuda_slice::<T>()?.device_ptr(stream);
     let ptr = base + (strides.offset * std::mem::size_of::<T>()) as u64;
     Ok(DevTensor { ptr, strides, _guard: guard })
+}
+
+/// The kernels' (batch, seq, head) strides of a packed tensor (kernels/common/kv_addr.cuh):
+/// `(rows, heads, head_dim)` has batch stride 0 (a sequence's rows start at its cu_seqlens
+/// entry); a paged cache's batch stride is its block stride: `(blocks, page, heads, head_dim)`
+/// as it is, `(blocks · page, heads, head_dim)` with `page` rows per block.
+fn packed_strides(layout: &Layout, page: Option<usize>, name: &str) -> Result<Strides> {
+    let (s, dims) = (layout.stride(), layout.dims());
+    let last = dims.len().saturating_sub(1);
+    if dims.is_empty() || (dims[last] > 1 && s[last] != 1) {
+        bail!("fused-attn cuda internal: {name} needs a contiguous head dim, got shape {dims:?} strides {s:?}")
+    }
+    let offset = layout.start_offset();
+    Ok(match (dims.len(), page) {
+        (3, None) => Strides { offset, batch: 0, seq: s[0], head: s[1] },
+        (3, Some(page)) => Strides { offset, batch: s[0] * page, seq: s[0], head: s[1] },
+        (4, Some(_)) => Strides { offset, batch: s[0], seq: s[1], head: s[2] },
+        (rank, _) => bail!("fused-attn cuda internal: packed {name} of rank {rank}, shape {dims:?}"),
+    })
+}
+
+/// q, k and v as the kernels read them, dense or packed (paged or not).
+pub(super) fn dev_qkv<'a, T: CudaDType + DeviceRepr + 'a>(
+    p: &Problem,
+    (q, ql): (&'a CudaStorage, &Layout),
+    (k, kl): (&'a CudaStorage, &Layout),
+    (v, vl): (&'a CudaStorage, &Layout),
+    stream: &'a CudaStream,
+) -> Result<[DevTensor<'a>; 3]> {
+    match &p.layout {
+        SeqLayout::Dense => {
+            Ok([dev_tensor::<T>(q, ql, stream)?, dev_tensor::<T>(k, kl, stream)?, dev_tensor::<T>(v, vl, stream)?])
+        }
+        SeqLayout::Packed(pk) => {
+            let page = pk.pages.as_ref().map(|pg| pg.page_size);
+            Ok([
+                dev_tensor_with::<T>(q, ql, stream, packed_strides(ql, None, "q")?)?,
+                dev_tensor_with::<T>(k, kl, stream, packed_strides(kl, page, "k")?)?,
+                dev_tensor_with::<T>(v, vl, stream, packed_strides(vl, page, "v")?)?,
+            ])
+        }
+    }
+}
+
+/// Rows of q (and of the output): `batch · seq_q` dense, `total_q` packed.
+pub(super) fn query_rows(p: &Problem) -> usize {
+    p.packed().map_or(p.batch * p.seq_q, |pk| pk.total_q())
+}
+
+/// The packed-batch fields of [`FattnParams`] (all zero when dense).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct PackedArgs {
+    cu_seqlens_q: u64,
+    cu_seqlens_k: u64,
+    block_table: u64,
+    block_table_batch_stride: i64,
+    page_block_size: i32,
+    mm_ranges: u64,
+    max_mm_ranges: i32,
+}
+
+impl PackedArgs {
+    /// `params` with these fields set.
+    pub fn apply(&self, params: FattnParams) -> FattnParams {
+        FattnParams {
+            cu_seqlens_q: self.cu_seqlens_q,
+            cu_seqlens_k: self.cu_seqlens_k,
+            block_table: self.block_table,
+            block_table_batch_stride: self.block_table_batch_stride,
+            page_block_size: self.page_block_size,
+            mm_ranges: self.mm_ranges,
+            max_mm_ranges: self.max_mm_ranges,
+            ..params
+        }
+    }
+}
+
+/// Device address of a contiguous i32 index tensor on q's device; the guard must live until
+/// the launch is enqueued.
+fn i32_ptr<'a>(storage: &'a Storage, layout: &Layout, stream: &'a CudaStream) -> Result<(u64, SyncOnDrop<'a>)> {
+    match storage {
+        Storage::Cuda(s) => {
+            let (base, guard) = s.as_cuda_slice::<i32>()?.device_ptr(stream);
+            Ok((base + (layout.start_offset() * 4) as u64, guard))
+        }
+        _ => bail!("fused-attn cuda internal: a packed index tensor is not on q's CUDA device"),
+    }
+}
+
+/// Calls `f` with the packed batch's index arrays (`problem.packed().device`, the checked i32
+/// copies on q's device; never the caller's tensors), kept alive and ordered on `stream`
+/// until `f` returns (it enqueues the launch). Dense problems get zeros.
+pub(super) fn with_packed<R>(p: &Problem, stream: &CudaStream, f: impl FnOnce(&PackedArgs) -> Result<R>) -> Result<R> {
+    let Some(pk) = p.packed() else { return f(&PackedArgs::default()) };
+    let t = &pk.device;
+    let (cu_q, cu_k) = (t.cu_q.storage_and_layout(), t.cu_k.storage_and_layout());
+    let table = t.block_table.as_ref().map(|x| x.storage_and_layout());
+    let ranges = t.ranges.as_ref().map(|x| x.storage_and_layout());
+    let (cu_q_ptr, _g0) = i32_ptr(&cu_q.0, cu_q.1, stream)?;
+    let (cu_k_ptr, _g1) = i32_ptr(&cu_k.0, cu_k.1, stream)?;
+    let table_ptr = table.as_ref().map(|(s, l)| i32_ptr(s, l, stream)).transpose()?;
+    let ranges_ptr = ranges.as_ref().map(|(s, l)| i32_ptr(s, l, stream)).transpose()?;
+    let args = PackedArgs {
+        cu_seqlens_q: cu_q_ptr,
+        cu_seqlens_k: cu_k_ptr,
+        block_table: table_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
+        block_table_batch_stride: pk.pages.as_ref().map_or(0, |pg| to_i64(pg.max_blocks)),
+        page_block_size: match &pk.pages {
+            Some(pg) => to_i32(pg.page_size, "page_block_size")?,
+            None => 0,
+        },
+        mm_ranges: ranges_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
+        max_mm_ranges: if ranges_ptr.is_some() { to_i32(pk.max_ranges, "max mm ranges")? } else { 0 },
+    };
+    // The kernels compute row and key indices in i32: total rows and key counts must fit.
+    to_i32(pk.total_q(), "total_q")?;
+    if let Some(pg) = &pk.pages {
+        to_i32(pg.num_blocks, "num_blocks")?;
+    }
+    f(&args)
 }
 
 /// Raw pointer (start offset applied) of the `(batch, heads)` f32 ALiBi slopes; the guard
@@ -138,7 +290,8 @@ fn to_i64(x: usize) -> i64 {
 }
 
 /// The CUDA forward: the output, and the `(batch, heads, seq_q)` f32 log-sum-exp when
-/// `problem.want_lse`. `alibi` is `(batch, heads)` f32, contiguous, on q's device.
+/// `problem.want_lse` (packed: output `(total_q, heads, head_dim)`, LSE `(heads, total_q)`).
+/// `alibi` is `(batch, heads)` f32, contiguous, on q's device.
 pub(crate) fn forward(
     problem: &Problem,
     q: (&CudaStorage, &Layout),
@@ -146,9 +299,6 @@ pub(crate) fn forward(
     v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
 ) -> Result<(CudaStorage, Option<CudaStorage>)> {
-    if problem.packed().is_some() {
-        bail!("fused-attn cuda: packed (varlen) batches are not implemented yet")
-    }
     let dtype = q.0.dtype();
     let decode = kernel_dtype(dtype).is_some_and(|dt| heuristics::use_decode(problem, dt));
     match (dtype, decode) {
@@ -199,7 +349,8 @@ pub(super) fn common_params(
         v_batch_stride: to_i64(v.strides.batch),
         v_seq_stride: to_i64(v.strides.seq),
         v_head_stride: to_i64(v.strides.head),
-        o_batch_stride: to_i64(p.seq_q * p.heads * d),
+        // Packed outputs are (total_q, heads, head_dim): a sequence starts at its cu_seqlens_q row.
+        o_batch_stride: if p.packed().is_some() { 0 } else { to_i64(p.seq_q * p.heads * d) },
         o_seq_stride: to_i64(p.heads * d),
         o_head_stride: to_i64(d),
         batch: to_i32(p.batch, "batch")?,

@@ -12,7 +12,9 @@ use candle_core::{CudaStorage, Layout, Result, Tensor};
 
 use super::instances::{Arch, Family, Instance, KernelKey};
 use super::params::FattnParams;
-use super::{alibi_slopes_ptr, common_params, dev_tensor, heuristics, to_i32, KernelDtype};
+use super::{
+    alibi_slopes_ptr, common_params, dev_qkv, heuristics, query_rows, to_i32, with_packed, Entry, KernelDtype,
+};
 use crate::problem::Problem;
 
 /// The prefill instance for `p` in `T`. `_mods` instances apply softcap/ALiBi; the plain ones
@@ -23,31 +25,34 @@ fn instance<T: KernelDtype>(p: &Problem) -> Result<&'static Instance> {
     heuristics::instance(KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods }, Arch::Sm80)
 }
 
-/// The prefill forward in `T`. `alibi` is `(batch, heads)` f32, contiguous, on q's device.
+/// The prefill forward in `T`, dense or packed (varlen, paged). `alibi` is `(batch, heads)`
+/// f32, contiguous, on q's device.
 pub(super) fn forward<T: KernelDtype>(
     p: &Problem,
     (q, ql): (&CudaStorage, &Layout),
-    (k, kl): (&CudaStorage, &Layout),
-    (v, vl): (&CudaStorage, &Layout),
+    k: (&CudaStorage, &Layout),
+    v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
 ) -> Result<(CudaStorage, Option<CudaStorage>)> {
     let dev = &q.device;
     let stream = dev.cuda_stream();
     let inst = instance::<T>(p)?;
-    let kernel = heuristics::prepare(dev, inst)?;
+    let kernel = heuristics::prepare_entry(dev, inst, Entry::of(p))?;
     let smem_bytes = inst.smem_bytes(to_i32(p.head_dim, "head_dim")? as u32);
     kernel.check_smem(smem_bytes)?;
 
     let elem = std::mem::size_of::<T>();
-    let (qt, kt, vt) =
-        (dev_tensor::<T>(q, ql, &stream)?, dev_tensor::<T>(k, kl, &stream)?, dev_tensor::<T>(v, vl, &stream)?);
-    let out_len = p.batch * p.seq_q * p.heads * p.head_dim;
-    // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output:
-    // the grid covers every (batch, head, query block), and each block stores all its rows
-    // below seq_q and all columns below head_dim, zeros for rows that see no key.
+    let [qt, kt, vt] = dev_qkv::<T>(p, (q, ql), k, v, &stream)?;
+    let rows = query_rows(p);
+    let out_len = rows * p.heads * p.head_dim;
+    // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output
+    // (packed: (total_q, heads, head_dim)): the grid covers every (batch, head, query block)
+    // up to seq_q (packed: the longest sequence, so every sequence's rows), and each block
+    // stores all its rows below its sequence's length and all columns below head_dim, zeros
+    // for rows that see no key.
     let mut out = unsafe { dev.alloc::<T>(out_len) }?;
-    // SAFETY: as `out`: the block that stores a row below seq_q also stores its log-sum-exp.
-    let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(p.batch * p.heads * p.seq_q) }?) } else { None };
+    // SAFETY: as `out`: the block that stores a row also stores its log-sum-exp.
+    let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(rows * p.heads) }?) } else { None };
 
     let alibi_storage = alibi.map(|t| t.storage_and_layout());
     let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
@@ -55,25 +60,29 @@ pub(super) fn forward<T: KernelDtype>(
     // One CTA per (batch, head, query block), in a 1-D grid (see `query_block` in the kernel).
     let query_blocks = p.seq_q.div_ceil(inst.block_rows as usize);
     let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
-    {
+    with_packed(p, &stream, |packed| {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
         let lse_ptr = lse.as_mut().map(|l| l.device_ptr_mut(&stream));
-        let params = FattnParams {
+        let params = packed.apply(FattnParams {
             lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
             vec_out: (o_ptr.is_multiple_of(16) && p.head_dim.is_multiple_of(16 / elem)) as i32,
             ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
-        };
+        });
         let cfg =
             LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (inst.threads, 1, 1), shared_mem_bytes: smem_bytes };
         let mut builder = stream.launch_builder(&kernel.func);
         builder.arg(&params);
         // SAFETY: the kernel's one argument is `FattnParams` by value, matching its C++
         // signature (every offset and the size asserted on both sides). Its pointers are live
-        // device allocations held by `q`, `k`, `v`, `out` and the alibi storage for the whole
-        // call, and the strides and sizes describe them (validated by
-        // `crate::problem::validate`); the kernel reads only inside those bounds.
+        // device allocations held by `q`, `k`, `v`, `out`, the alibi storage and (packed)
+        // the problem's own checked index tensors for the whole call, and the strides and
+        // sizes describe them (validated by `crate::problem::validate` or
+        // `crate::packed::validate_packed`: every cu_seqlens entry within the rows, every
+        // block-table entry a sequence uses below num_blocks, every range within its
+        // sequence); the kernel reads only inside those bounds.
         unsafe { builder.launch(cfg) }.w()?;
-    }
+        Ok(())
+    })?;
     drop(alibi_ptr);
     drop((qt, kt, vt));
     let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
