@@ -1,5 +1,6 @@
-//! The forward pass proper. [`run`] cuts a call into work items (batch, kv head, query
-//! block, key split) and runs them on rayon. [`attend`] runs one item over its key tiles:
+//! The forward pass proper. [`run`] cuts a call's sequences (the batch entries of a dense
+//! call, the sequences of a packed one: [`SeqIn`]) into work items (sequence, kv head,
+//! query block, key split) and runs all of them in one parallel loop on rayon. [`attend`] runs one item over its key tiles:
 //! `S = Q Kᵀ`, the online [`softmax_step`], `acc = corr·acc + P V`, the products in one of
 //! four strategies ([`Products`]); tiles that no row of the item sees are skipped, and mask
 //! arithmetic runs only on tiles that some row sees in part. [`merge_splits`] combines the

@@ -1,6 +1,8 @@
 //! K and V as f32 tiles: the input element types (f32 read in place, f16/bf16 converted),
-//! strided input rows ([`Input`], bounds checked once per call), the packed Kᵀ/V blocks of
-//! a prefill call ([`SharedKv`]: one block per key tile, padded line-aligned strides) and
+//! strided input rows ([`Input`], bounds checked once per call; the keys of a paged cache
+//! through its block table, [`PageMap`]), the packed Kᵀ/V blocks of
+//! a prefill call ([`SharedKv`]: one block per key tile of every prefill sequence, padded
+//! line-aligned strides) and
 //! the two buffers kept for them between calls, bounded by `FUSED_ATTN_CPU_KEEP_MIB` and
 //! freed by [`release_cpu_buffers`].
 
