@@ -361,7 +361,7 @@ static int cmd_check() {
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSM) lab_variant_bf16(const __grid_constant__ FattnParams p) {
-    fattn::fwd_tensor_core<Cfg, fattn::BF16, false>(p);
+    fattn::fwd_tensor_core<Cfg, fattn::BF16, false, false>(p);
 }
 template <class Cfg>
 static Launch variant(const char* name) {

@@ -30,10 +30,10 @@ extern "C" int lab_last_blocks_per_sm() { return g_last_blocks_per_sm; }
 
 // Tile variants of the bf16 D=128 plain kernel, selected with lab_set_variant (0 = shipped).
 extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads, 3) lab_bf16_d128_s2(const FattnParams p) {
-    fattn_decode::decode_block<__nv_bfloat16, 128, false, 2>(p);
+    fattn_decode::decode_block<__nv_bfloat16, 128, false, false, 2>(p);
 }
 extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) lab_bf16_d128_s4(const FattnParams p) {
-    fattn_decode::decode_block<__nv_bfloat16, 128, false, 4>(p);
+    fattn_decode::decode_block<__nv_bfloat16, 128, false, false, 4>(p);
 }
 static int g_variant = 0;
 extern "C" void lab_set_variant(int v) { g_variant = v; }
