@@ -50,6 +50,17 @@
 //   d256: 4 warps, 64 × 32, single-buffered, dS in the Q tile; dK/dV/dQ columns split in two
 //         CTAs of 128 columns each (S and dP recomputed by both: 7/5 of the minimum work,
 //         which keeps dK+dV at 128 registers)
+//   d384: 2 warps, 32 × 32, single-buffered, dS in the Q tile, 3 column splits of 128, dQ in
+//         32-column passes; d512: 1 warp, 16 × 32, otherwise the same with 4 splits. The
+//         whole-head-dim K, V, Q and dO tiles leave no room for more rows in 99 KiB: correct,
+//         not fast (most of an SM idle; streaming the head dim would be the next step).
+//   f32: 16 × 16 tiles up to d256, 8 × 8 above (fattn_bwd_f32_d512).
+//
+// Packed (varlen) batches (cu_seqlens_q/k set; k/v unpaged): a CTA's batch index is a
+// sequence; SeqView gives its lengths and first rows, masks align bottom-right per sequence,
+// multimodal ranges (mm_ranges) widen the rows that see a key (rows_seeing_key_mm), the LSE
+// is (heads, total_q), and the f32 workspaces hold each head's sequences one after another
+// with 128+ padding rows between them (packed_ws_base).
 //
 // Measured (H100 80GB HBM3, 2026-11-23; lab/README.md "Backward kernels", v1): correct on the
 // first GPU run (200 random cases per dtype against the f64 autograd oracle, memcheck and
@@ -70,6 +81,16 @@
 // The spills are a few loop-invariant words reloaded per item (SASS: LDL outside the mma
 // loops), not accumulators. 8-warp instances therefore run one CTA per SM; d32 capped at 128
 // registers (two CTAs) spills 60-270 bytes.
+// After packed support and d384/d512 (SeqView's per-sequence lengths and rows live in
+// registers where the dense kernel read param space), ptxas 13.0 sm_90, bf16, registers /
+// spill bytes stored+loaded: d32 246/0 (_mods 250/0), d64 254/0 (255/44+36), d96 255/20+12
+// (255/104+120), d128 255/64+72 (255/68+92), d256 255/8+4 (255/24+24), d384 255/0 (255/0),
+// d512 255/20+16 (255/24+20); f32 148 (d512 144); preprocess 40, convert 30.
+// Correctness of this version (H100, 2026-11-23, lab/README.md "Backward: head dims to 512
+// and packed batches"): gradient sweeps 200 cases per dtype, 72 cases at d 257..512, 60
+// packed cases against per-sequence dense, no failure of the kernels (one bf16 sweep case at
+// d = 1 fails the derived floor on the CPU backward too, see there). Its speed against the
+// version above is not measured yet.
 
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"

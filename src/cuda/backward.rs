@@ -7,6 +7,11 @@
 //! plain f32 FMA for f32) accumulates dQ with atomics and writes dK/dV; `fattn_bwd_convert_*`
 //! scales dQ into the input dtype (and dK/dV when they were accumulated).
 //!
+//! Packed (varlen, unpaged) problems run the same kernels: q/o/dO are `(total_q, heads, d)`,
+//! k/v `(total_k, kv_heads, d)`, the LSE `(heads, total_q)`; the kernels read each
+//! sequence's rows from `cu_q`/`cu_k` on the device, and the f32 workspaces are per head with
+//! [`PACKED_GAP`] padding rows per sequence.
+//!
 //! The parameters cross the FFI boundary as `FattnBwdParams` (which embeds the forward's
 //! `FattnParams`) and `FattnBwdConvertParams`, declared in src/cuda/params.rs.
 
