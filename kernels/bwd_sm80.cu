@@ -50,6 +50,17 @@
 //   d256: 4 warps, 64 × 32, single-buffered, dS in the Q tile; dK/dV/dQ columns split in two
 //         CTAs of 128 columns each (S and dP recomputed by both: 7/5 of the minimum work,
 //         which keeps dK+dV at 128 registers)
+//   d384: 2 warps, 32 × 32, single-buffered, dS in the Q tile, 3 column splits of 128, dQ in
+//         32-column passes; d512: 1 warp, 16 × 32, otherwise the same with 4 splits. The
+//         whole-head-dim K, V, Q and dO tiles leave no room for more rows in 99 KiB: correct,
+//         not fast (most of an SM idle; streaming the head dim would be the next step).
+//   f32: 16 × 16 tiles up to d256, 8 × 8 above (fattn_bwd_f32_d512).
+//
+// Packed (varlen) batches (cu_seqlens_q/k set; k/v unpaged): a CTA's batch index is a
+// sequence; SeqView gives its lengths and first rows, masks align bottom-right per sequence,
+// multimodal ranges (mm_ranges) widen the rows that see a key (rows_seeing_key_mm), the LSE
+// is (heads, total_q), and the f32 workspaces hold each head's sequences one after another
+// with 128+ padding rows between them (packed_ws_base).
 //
 // Measured (H100 80GB HBM3, 2026-11-23; lab/README.md "Backward kernels", v1): correct on the
 // first GPU run (200 random cases per dtype against the f64 autograd oracle, memcheck and
@@ -70,6 +81,16 @@
 // The spills are a few loop-invariant words reloaded per item (SASS: LDL outside the mma
 // loops), not accumulators. 8-warp instances therefore run one CTA per SM; d32 capped at 128
 // registers (two CTAs) spills 60-270 bytes.
+// After packed support and d384/d512 (SeqView's per-sequence lengths and rows live in
+// registers where the dense kernel read param space), ptxas 13.0 sm_90, bf16, registers /
+// spill bytes stored+loaded: d32 246/0 (_mods 250/0), d64 254/0 (255/44+36), d96 255/20+12
+// (255/104+120), d128 255/64+72 (255/68+92), d256 255/8+4 (255/24+24), d384 255/0 (255/0),
+// d512 255/20+16 (255/24+20); f32 148 (d512 144); preprocess 40, convert 30.
+// Correctness of this version (H100, 2026-11-23, lab/README.md "Backward: head dims to 512
+// and packed batches"): gradient sweeps 200 cases per dtype, 72 cases at d 257..512, 60
+// packed cases against per-sequence dense, no failure of the kernels (one bf16 sweep case at
+// d = 1 fails the derived floor on the CPU backward too, see there). Its speed against the
+// version above is not measured yet.
 
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
@@ -88,7 +109,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 // ---- tile traits --------------------------------------------------------------------------
 
 template <int kHeadDim_, int kDOut_, int kWarps_, int kMTiles_, int kBlockM_, int kStages_, bool kDSInQ_,
-          int kDQWarpsM_, bool kKVInRegs_, int kMinBlocksPerSM_>
+          int kDQWarpsM_, bool kKVInRegs_, int kMinBlocksPerSM_, int kDQChunk_ = 0>
 struct BwdTileConfig {
     static constexpr int kHeadDim = kHeadDim_;
     // Columns of dK/dV/dQ one CTA produces; kHeadDim / kDOut CTAs split the columns.
@@ -118,6 +139,9 @@ struct BwdTileConfig {
     static constexpr int kDQWarpsN = kWarps / kDQWarpsM;
     static constexpr int kDQRows = kBlockM / kDQWarpsM;
     static constexpr int kDQCols = kDOut / kDQWarpsN;
+    // Columns of the warp's dQ part accumulated per pass (0: all kDQCols at once): wide dQ
+    // parts (d384, d512) go in passes so that their accumulators fit beside dK and dV.
+    static constexpr int kDQChunk = kDQChunk_ == 0 ? kDQCols : kDQChunk_;
     static constexpr int kTileQ = kBlockM * kHeadDim;   // elements (Q or dO, one stage)
     static constexpr int kTileKV = kBlockN * kHeadDim;  // elements (K or V)
     static constexpr int kTileDS = kDSInQ ? 0 : kBlockN * kBlockM;
@@ -131,6 +155,8 @@ struct BwdTileConfig {
     static_assert(kStages == 1 || kStages == 2, "one or two stages");
     static_assert(!kDSInQ || (kStages == 1 && kBlockN <= kHeadDim), "dS fits in the Q tile only single-staged with kBlockN <= D");
     static_assert(kWarps % kDQWarpsM == 0 && kDQRows % 16 == 0 && kDQCols % 16 == 0, "dQ warp tiles must be 16×16 multiples");
+    static_assert(kDQChunk % 16 == 0 && kDQCols % kDQChunk == 0, "dQ passes must be 16-column multiples dividing the warp's part");
+    static_assert(kBlockN % 16 == 0 && kBlockN <= 128, "key blocks of whole m16 tiles, at most the 128-key workspace padding");
     static_assert(kThreads >= kBlockM / 2, "lse/D loads need kBlockM / 2 threads");
     // One build runs on every sm_80+ GPU: sm_86/sm_89 give a block at most 99 KiB.
     static_assert(kSmemBytes <= 99 * 1024, "tile does not fit in shared memory on every sm_80+ GPU");
@@ -155,6 +181,14 @@ template <>
 struct BwdTraits<128> : BwdTileConfig<128, 128, 8, 1, 64, 1, true, 2, false, 1> {};
 template <>
 struct BwdTraits<256> : BwdTileConfig<256, 128, 4, 1, 32, 1, true, 1, false, 1> {};
+// d384 and d512: K, V, Q and dO of the whole head dim must fit the 99 KiB beside each other,
+// (2·keys + 2·rows)·D·2 bytes: 32 + 32 rows at d384 (2 warps), 16 + 32 at d512 (one warp).
+// dK/dV in 128-column splits (3 and 4 CTAs per key block, S and dP recomputed by each), dQ in
+// 32-column passes. Correct first; these tiles leave most of an SM idle (lab/README.md).
+template <>
+struct BwdTraits<384> : BwdTileConfig<384, 128, 2, 1, 32, 1, true, 2, false, 1, 32> {};
+template <>
+struct BwdTraits<512> : BwdTileConfig<512, 128, 1, 1, 32, 1, true, 1, false, 1, 32> {};
 
 // ---- index helpers (host-callable, so that lab/bwd/bwd_selfcheck.cu can test them) ----
 
@@ -215,6 +249,125 @@ __host__ __device__ __forceinline__ BwdCta bwd_cta(int block, int seq_q, int seq
     c.nm = last.hi > first.lo ? (last.hi + block_m - 1) / block_m - c.mb_begin : 0;
     c.items = c.nm * heads_per_split;
     return c;
+}
+
+// ---- the sequence of a CTA: dense batch entry or packed (varlen) sequence ---------------
+//
+// Packed batches (FattnParams::cu_seqlens_q/k not null): sequence b owns q/o/dO rows
+// cu_q[b]..cu_q[b+1] and k/v rows cu_k[b]..cu_k[b+1] of rank-3 tensors (batch strides 0);
+// masks align bottom-right per sequence, and the multimodal ranges of sequence b
+// (FattnParams::mm_ranges, [start, end) key positions) widen its rows' visible keys. The f32
+// workspaces hold, per head, the sequences one after another, sequence b from row
+// packed_ws_base(cu[b], b): at least 128 padding rows apart (whole query and key blocks read
+// and added without tests), 32-byte aligned (16-byte cp.async of lse/D). The host sizes them
+// with total + kPackedGap · batch rows per head rounded up to 8 (FattnBwdParams::ws_rows_q/k),
+// so that every head's rows start 32-byte aligned too.
+constexpr int kPackedGap = 136;
+__host__ __device__ __forceinline__ int64_t packed_ws_base(int cu, int b) {
+    return (static_cast<int64_t>(cu) + static_cast<int64_t>(b) * kPackedGap) & ~static_cast<int64_t>(7);
+}
+
+// i32 where the item loop reads them (registers are the main kernel's limit): the host checks
+// that rows and workspace rows of (batch, heads) fit.
+struct SeqView {
+    int sq, sk;         // this sequence's query and key lengths
+    int q_row0;         // its first q/o/dO row (packed; 0 dense, where batch strides apply)
+    int k_row0;         // its first k/v row (packed; 0 dense)
+    int64_t kout_row0;  // its first row of the contiguous dk/dv outputs
+    int ws_q0;          // workspace row of (head 0, row 0): + h · ws_rows_q + row
+    int64_t ws_k0;      // split dK/dV accumulator row of (kv head 0, key 0): + kvh · ws_rows_k + key
+    const int32_t* ranges;  // max_mm_ranges [start, end) pairs, or null
+};
+__device__ __forceinline__ SeqView seq_view(const FattnBwdParams& bp, int b) {
+    const FattnParams& p = bp.fwd;
+    SeqView s;
+    if (p.cu_seqlens_q != nullptr) {
+        const int q0 = p.cu_seqlens_q[b], k0 = p.cu_seqlens_k[b];
+        s.sq = p.cu_seqlens_q[b + 1] - q0;
+        s.sk = p.cu_seqlens_k[b + 1] - k0;
+        s.q_row0 = q0;
+        s.k_row0 = k0;
+        s.kout_row0 = k0;
+        s.ws_q0 = static_cast<int>(packed_ws_base(q0, b));
+        s.ws_k0 = packed_ws_base(k0, b);
+    } else {
+        s.sq = p.seq_q;
+        s.sk = p.seq_k;
+        s.q_row0 = 0;
+        s.k_row0 = 0;
+        s.kout_row0 = static_cast<int64_t>(b) * p.seq_k;
+        s.ws_q0 = b * p.heads * bp.ws_rows_q;
+        s.ws_k0 = static_cast<int64_t>(b) * p.kv_heads * bp.ws_rows_k;
+    }
+    s.ranges = (p.mm_ranges != nullptr && p.max_mm_ranges > 0)
+                   ? p.mm_ranges + static_cast<int64_t>(b) * p.max_mm_ranges * 2
+                   : nullptr;
+    return s;
+}
+
+// The rows of the sequence that see key j, with its multimodal ranges: a row whose diagonal
+// lies in a range [s, e) that holds j sees j too. In diagonal positions the window's rows of
+// j, [j - wr, j + wl], and each such range hold j, so their union is one interval (the hull);
+// it is clamped to [0, sq) once, after the union. Without ranges: rows_seeing_key.
+__device__ __forceinline__ RowRange rows_seeing_key_mm(const SeqView& sv, int window_left, int window_right,
+                                                       int max_ranges, int j) {
+    if (sv.ranges == nullptr) return rows_seeing_key(sv.sq, sv.sk, window_left, window_right, j);
+    if (j < 0 || j >= sv.sk) return RowRange{0, 0};
+    const int off = sv.sk - sv.sq;  // row = diagonal - off
+    const int c = j - off;
+    int lo = window_right < 0 ? 0 : c - window_right;
+    int hi = window_left < 0 ? sv.sq : c + window_left + 1;
+    for (int r = 0; r < max_ranges; ++r) {
+        const int s = sv.ranges[2 * r], e = sv.ranges[2 * r + 1];
+        if (s <= j && j < e) {
+            lo = min(lo, s - off);
+            hi = max(hi, e - off);
+        }
+    }
+    lo = lo < 0 ? 0 : (lo > sv.sq ? sv.sq : lo);
+    hi = hi < lo ? lo : (hi > sv.sq ? sv.sq : hi);
+    return RowRange{lo, hi};
+}
+
+// Sets cta's query blocks (mb_begin, nm, items) for its sequence: every row that sees a key
+// of [n0, n0 + block_n) lies in them. Window part as bwd_cta; each range that meets the block
+// adds the rows whose diagonal it holds (a superset is fine: masked elements are zeroed).
+__device__ __forceinline__ void cta_rows(BwdCta& c, const SeqView& sv, int window_left, int window_right,
+                                         int max_ranges, int heads_per_split, int block_n, int block_m) {
+    int lo = 0, hi = 0;
+    if (c.n0 < sv.sk) {
+        const int n_last = (c.n0 + block_n < sv.sk ? c.n0 + block_n : sv.sk) - 1;
+        lo = rows_seeing_key(sv.sq, sv.sk, window_left, window_right, c.n0).lo;
+        hi = rows_seeing_key(sv.sq, sv.sk, window_left, window_right, n_last).hi;
+        if (sv.ranges != nullptr) {
+            const int off = sv.sk - sv.sq;
+            bool any = hi > lo;
+            for (int r = 0; r < max_ranges; ++r) {
+                const int s = sv.ranges[2 * r], e = sv.ranges[2 * r + 1];
+                if (s < e && s <= n_last && c.n0 < e) {
+                    const int rlo = max(0, s - off), rhi = min(sv.sq, e - off);
+                    if (rlo < rhi) {
+                        lo = any ? min(lo, rlo) : rlo;
+                        hi = any ? max(hi, rhi) : rhi;
+                        any = true;
+                    }
+                }
+            }
+        }
+    }
+    c.mb_begin = lo / block_m;
+    c.nm = hi > lo ? (hi + block_m - 1) / block_m - c.mb_begin : 0;
+    c.items = c.nm * heads_per_split;
+}
+
+// True when every row in [r0, r1] of the sequence sees every key in [n0, n1) by its window
+// alone (ranges only add keys): no mask needed.
+__device__ __forceinline__ bool block_fully_visible_seq(const SeqView& sv, int window_left, int window_right, int r0,
+                                                        int r1, int n0, int n1) {
+    const int off = sv.sk - sv.sq;
+    const int lo_last = window_left < 0 ? 0 : r1 + off - window_left;
+    const int hi_first = window_right < 0 ? sv.sk : r0 + off + window_right + 1;
+    return r1 < sv.sq && n1 <= sv.sk && n0 >= lo_last && n1 <= hi_first;
 }
 
 // Physical chunk of (row, chunk) in a swizzled tile of CPR chunks per row (as the forward's):
@@ -345,6 +498,8 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
     constexpr int CPRM = Cfg::kCPRM;
     constexpr int QR = Cfg::kDQRows;
     constexpr int QC = Cfg::kDQCols;
+    constexpr int QCH = Cfg::kDQChunk;
+    constexpr int kDQPasses = QC / QCH;
     constexpr uint32_t kTileQBytes = Cfg::kTileQ * 2;
     extern __shared__ __align__(1024) uint4 smem_u4[];
     uint16_t* sK = reinterpret_cast<uint16_t*>(smem_u4);
@@ -366,8 +521,10 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
     const int g = lane / 4;  // mma fragment row within 8
     const int t = lane % 4;  // mma fragment column pair
 
-    const BwdCta cta = bwd_cta(static_cast<int>(blockIdx.x), p.seq_q, p.seq_k, p.kv_heads, p.kv_group, p.window_left,
-                               p.window_right, bp.kv_splits, bp.heads_per_split, BN, BM, Cfg::kDSplits, DO);
+    BwdCta cta = bwd_cta(static_cast<int>(blockIdx.x), p.seq_q, p.seq_k, p.kv_heads, p.kv_group, p.window_left,
+                         p.window_right, bp.kv_splits, bp.heads_per_split, BN, BM, Cfg::kDSplits, DO);
+    const SeqView sv = seq_view(bp, cta.b);
+    cta_rows(cta, sv, p.window_left, p.window_right, p.max_mm_ranges, bp.heads_per_split, BN, BM);
     const int b = cta.b;
     const int n0 = cta.n0;
     const int d_off = cta.d_off;
@@ -390,22 +547,23 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
     if (items > 0) {
         const bool vec_in = p.vec_in != 0;
         const bool vec_do = bp.vec_do != 0;
-        const uint16_t* kg = k_head_rows<uint16_t>(p, b, cta.kvh);
-        const uint16_t* vg = v_head_rows<uint16_t>(p, b, cta.kvh);
+        const uint16_t* kg = k_head_rows<uint16_t>(p, b, cta.kvh) + static_cast<int64_t>(sv.k_row0) * p.k_seq_stride;
+        const uint16_t* vg = v_head_rows<uint16_t>(p, b, cta.kvh) + static_cast<int64_t>(sv.k_row0) * p.v_seq_stride;
 
         // Items walk the query blocks of one q head, then the next head: (h, m0) and the
         // next item's (h_next, m0_next) are stepped, not divided out of the item index.
         auto load_do = [&](int h, int m0, int stage) {
-            const uint16_t* dog = static_cast<const uint16_t*>(bp.d_o) + b * bp.do_batch_stride + h * bp.do_head_stride;
-            load_tile<Cfg::kThreads, CPR, BM>(sdO + stage * Cfg::kTileQ, dog, bp.do_seq_stride, m0, p.seq_q,
+            const uint16_t* dog = static_cast<const uint16_t*>(bp.d_o) + b * bp.do_batch_stride +
+                                  static_cast<int64_t>(sv.q_row0) * bp.do_seq_stride + h * bp.do_head_stride;
+            load_tile<Cfg::kThreads, CPR, BM>(sdO + stage * Cfg::kTileQ, dog, bp.do_seq_stride, m0, sv.sq,
                                               p.head_dim, vec_do, tid);
         };
         // Q with the rows' lse·log2 e and D (both padded to seq_q_pad: whole 16-byte chunks).
         auto load_q = [&](int h, int m0, int stage) {
-            const uint16_t* qg = q_head_rows<uint16_t>(p, b, h);
-            load_tile<Cfg::kThreads, CPR, BM>(sQ + stage * Cfg::kTileQ, qg, p.q_seq_stride, m0, p.seq_q, p.head_dim,
+            const uint16_t* qg = q_head_rows<uint16_t>(p, b, h) + static_cast<int64_t>(sv.q_row0) * p.q_seq_stride;
+            load_tile<Cfg::kThreads, CPR, BM>(sQ + stage * Cfg::kTileQ, qg, p.q_seq_stride, m0, sv.sq, p.head_dim,
                                               vec_in, tid);
-            const int64_t row = (static_cast<int64_t>(b) * p.heads + h) * bp.seq_q_pad + m0;
+            const int64_t row = static_cast<int64_t>(sv.ws_q0) + static_cast<int64_t>(h) * bp.ws_rows_q + m0;
             if (tid < BM / 4) {
                 cp_async_16(sLse + stage * BM + tid * 4, bp.lse_log2 + row + tid * 4, true);
             } else if (tid < BM / 2) {
@@ -415,8 +573,8 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
         };
 
         // Groups: K/V, then dO of item 0, then Q of item 0.
-        load_tile<Cfg::kThreads, CPR, BN>(sK, kg, p.k_seq_stride, n0, p.seq_k, p.head_dim, vec_in, tid);
-        load_tile<Cfg::kThreads, CPR, BN>(sV, vg, p.v_seq_stride, n0, p.seq_k, p.head_dim, vec_in, tid);
+        load_tile<Cfg::kThreads, CPR, BN>(sK, kg, p.k_seq_stride, n0, sv.sk, p.head_dim, vec_in, tid);
+        load_tile<Cfg::kThreads, CPR, BN>(sV, vg, p.v_seq_stride, n0, sv.sk, p.head_dim, vec_in, tid);
         cp_async_commit();
         const int m_first = cta.mb_begin * BM;
         const int m_end = (cta.mb_begin + nm) * BM;
@@ -446,10 +604,13 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
 #pragma unroll
         for (int mq = 0; mq < QR / 16; ++mq)
             sdS_a[mq] = smem_addr(sdS) + swizzle<CPRM>(lr2, q0w / 8 + mq * 2 + lc2) * 16;
-        uint32_t sK_t[QC / 16];
+        // K (transposed) at the warp's dQ columns of pass `pass` (kDQChunk columns each).
+        auto sK_t_addr = [&](int dn, int pass) -> uint32_t {
+            return smem_addr(sK) + swizzle<CPR>(lr1, (d_off + c0w + pass * QCH) / 8 + dn * 2 + lc1) * 16;
+        };
+        uint32_t sK_t[QCH / 16];
 #pragma unroll
-        for (int dn = 0; dn < QC / 16; ++dn)
-            sK_t[dn] = smem_addr(sK) + swizzle<CPR>(lr1, (d_off + c0w) / 8 + dn * 2 + lc1) * 16;
+        for (int dn = 0; dn < QCH / 16; ++dn) sK_t[dn] = sK_t_addr(dn, 0);
 
         constexpr int kKVRegSteps = Cfg::kKVInRegs ? D / 16 : 1;
         uint32_t kfr[MT][kKVRegSteps][4];
@@ -560,7 +721,7 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
                             float pr, ds;
                             if constexpr (kMods) {
                                 // row + sk - sq - key
-                                const int rel = m0 + nt * 8 + 2 * t + e % 2 + (p.seq_k - p.seq_q) -
+                                const int rel = m0 + nt * 8 + 2 * t + e % 2 + (sv.sk - sv.sq) -
                                                 (n0 + kw0 + mt * 16 + g + 8 * (e / 2));
                                 float th;
                                 const float x = mod_score_log2(p, dot, alibi_log2, rel, th);
@@ -574,7 +735,8 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
                             dpt[mt][nt][e] = ds;
                         }
                 }
-                const bool full = m0 + BM <= p.seq_q && block_fully_visible(p, m0, m0 + BM - 1, n0, n0 + BN);
+                const bool full =
+                    block_fully_visible_seq(sv, p.window_left, p.window_right, m0, m0 + BM - 1, n0, n0 + BN);
                 if (!full) {
 #pragma unroll
                     for (int mt = 0; mt < MT; ++mt)
@@ -582,7 +744,8 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
                         for (int hf = 0; hf < 2; ++hf) {
                             // The key's visible query columns [qlo, qhi), relative to m0
                             // (empty for keys >= seq_k; rows >= seq_q are never visible).
-                            const RowRange rr = rows_seeing_key(p, n0 + kw0 + mt * 16 + g + 8 * hf);
+                            const RowRange rr = rows_seeing_key_mm(sv, p.window_left, p.window_right,
+                                                                   p.max_mm_ranges, n0 + kw0 + mt * 16 + g + 8 * hf);
                             const int qlo = rr.lo - m0 - 2 * t;
                             const int qhi = rr.hi - m0 - 2 * t;
 #pragma unroll
@@ -672,13 +835,18 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
                 cp_async_commit();
             }
 
-            // dQ of the item's rows = dS K over this CTA's columns; the warp's QR × QC part.
-            {
-                float dq[QR / 16][QC / 8][4];
+            // dQ of the item's rows = dS K over this CTA's columns; the warp's QR × QC part,
+            // in kDQPasses passes of QCH columns.
+#pragma unroll 1
+            for (int pass = 0; pass < kDQPasses; ++pass) {
+                uint32_t kt[QCH / 16];
+#pragma unroll
+                for (int dn = 0; dn < QCH / 16; ++dn) kt[dn] = kDQPasses == 1 ? sK_t[dn] : sK_t_addr(dn, pass);
+                float dq[QR / 16][QCH / 8][4];
 #pragma unroll
                 for (int mq = 0; mq < QR / 16; ++mq)
 #pragma unroll
-                    for (int dt = 0; dt < QC / 8; ++dt)
+                    for (int dt = 0; dt < QCH / 8; ++dt)
 #pragma unroll
                         for (int e = 0; e < 4; ++e) dq[mq][dt][e] = 0.f;
 #pragma unroll
@@ -687,9 +855,9 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
 #pragma unroll
                     for (int mq = 0; mq < QR / 16; ++mq) ldmatrix_x4_trans(af[mq], sdS_a[mq] + kk * 16 * CPRM * 16);
 #pragma unroll
-                    for (int dn = 0; dn < QC / 16; ++dn) {
+                    for (int dn = 0; dn < QCH / 16; ++dn) {
                         uint32_t bf[4];
-                        ldmatrix_x4_trans(bf, sK_t[dn] + kk * 16 * CPR * 16);
+                        ldmatrix_x4_trans(bf, kt[dn] + kk * 16 * CPR * 16);
 #pragma unroll
                         for (int mq = 0; mq < QR / 16; ++mq) {
                             E::mma(dq[mq][2 * dn], af[mq], bf[0], bf[1]);
@@ -698,18 +866,17 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
                     }
                 }
                 const int row0 = m0 + q0w;
-                float* dqa = bp.dq_accum + ((static_cast<int64_t>(b) * p.heads + h) * bp.seq_q_pad + row0) *
-                                               bp.head_dim_inst +
-                             d_off + c0w;
+                float* dqa = bp.dq_accum + (static_cast<int64_t>(sv.ws_q0) + static_cast<int64_t>(h) * bp.ws_rows_q + row0) * bp.head_dim_inst +
+                             d_off + c0w + pass * QCH;
 #pragma unroll
                 for (int mq = 0; mq < QR / 16; ++mq)
 #pragma unroll
                     for (int hf = 0; hf < 2; ++hf) {
                         const int r = mq * 16 + g + 8 * hf;
-                        if (row0 + r >= p.seq_q) continue;  // padding rows add nothing
+                        if (row0 + r >= sv.sq) continue;  // padding rows add nothing
                         float* dst = dqa + static_cast<int64_t>(r) * bp.head_dim_inst + 2 * t;
 #pragma unroll
-                        for (int dt = 0; dt < QC / 8; ++dt) {
+                        for (int dt = 0; dt < QCH / 8; ++dt) {
                             atomicAdd(dst + dt * 8, dq[mq][dt][2 * hf]);
                             atomicAdd(dst + dt * 8 + 1, dq[mq][dt][2 * hf + 1]);
                         }
@@ -734,7 +901,7 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
     if (bp.dk_accum != nullptr) {
         if (items == 0) return;  // the accumulators start at zero
         const int64_t base =
-            ((static_cast<int64_t>(b) * p.kv_heads + kvh) * bp.seq_k_pad + n0 + kw0) * bp.head_dim_inst + d_off;
+            (sv.ws_k0 + static_cast<int64_t>(kvh) * bp.ws_rows_k + n0 + kw0) * bp.head_dim_inst + d_off;
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -756,8 +923,8 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             const int key = n0 + kw0 + mt * 16 + g + 8 * hf;
-            if (key >= p.seq_k) continue;
-            const int64_t row = ((static_cast<int64_t>(b) * p.seq_k + key) * p.kv_heads + kvh) * p.head_dim;
+            if (key >= sv.sk) continue;
+            const int64_t row = ((sv.kout_row0 + key) * p.kv_heads + kvh) * p.head_dim;
             uint16_t* dkr = static_cast<uint16_t*>(bp.dk) + row;
             uint16_t* dvr = static_cast<uint16_t*>(bp.dv) + row;
 #pragma unroll
@@ -828,11 +995,25 @@ __device__ __forceinline__ void preprocess(const FattnBwdParams& bp) {
     const int i = static_cast<int>(row - bh * bp.seq_q_pad);
     const int b = static_cast<int>(bh / p.heads);
     const int h = static_cast<int>(bh - static_cast<int64_t>(b) * p.heads);
+    // Dense: this row's workspace word is `row`, its LSE (b, h, i). Packed: sequence b's rows
+    // i < len are real and the next 128 padding (all a query block may read past the end),
+    // at packed_ws_base; the LSE is (h, total_q).
+    int len = p.seq_q;
+    int64_t q_row0 = 0, ws = row, lse_at = bh * p.seq_q + i;
+    if (p.cu_seqlens_q != nullptr) {
+        const int q0 = p.cu_seqlens_q[b];
+        len = p.cu_seqlens_q[b + 1] - q0;
+        if (i >= len + 128) return;  // whole warps
+        q_row0 = q0;
+        ws = packed_ws_base(q0, b) + static_cast<int64_t>(h) * bp.ws_rows_q + i;
+        lse_at = static_cast<int64_t>(h) * bp.total_q + q0 + i;
+    }
     float acc = 0.f;
     float lse2 = CUDART_INF_F;
-    if (i < p.seq_q) {
-        const T* o = static_cast<const T*>(p.o) + b * p.o_batch_stride + i * p.o_seq_stride + h * p.o_head_stride;
-        const T* d = static_cast<const T*>(bp.d_o) + b * bp.do_batch_stride + i * bp.do_seq_stride +
+    if (i < len) {
+        const int64_t r = q_row0 + i;
+        const T* o = static_cast<const T*>(p.o) + b * p.o_batch_stride + r * p.o_seq_stride + h * p.o_head_stride;
+        const T* d = static_cast<const T*>(bp.d_o) + b * bp.do_batch_stride + r * bp.do_seq_stride +
                      h * bp.do_head_stride;
         if (p.vec_out != 0 && bp.vec_do != 0) {
             constexpr int kE = 16 / sizeof(T);
@@ -849,15 +1030,15 @@ __device__ __forceinline__ void preprocess(const FattnBwdParams& bp) {
         } else {
             for (int c = lane; c < p.head_dim; c += 32) acc = fmaf(to_f32(o[c]), to_f32(d[c]), acc);
         }
-        const float l = p.lse[bh * p.seq_q + i];
+        const float l = p.lse[lse_at];
         // -inf (no visible key) → +inf: exp2(x - lse) is then exactly 0, never inf - inf.
         lse2 = l == -CUDART_INF_F ? CUDART_INF_F : l * kLog2e;
     }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
     if (lane == 0) {
-        bp.dsum[row] = acc;
-        bp.lse_log2[row] = lse2;
+        bp.dsum[ws] = acc;
+        bp.lse_log2[ws] = lse2;
     }
 }
 
@@ -865,19 +1046,35 @@ __device__ __forceinline__ void preprocess(const FattnBwdParams& bp) {
 
 constexpr int kConvertThreads = 128;
 
-// One CTA per (batch, seq) row of the output: its heads × head_dim contiguous elements.
+// One CTA per output row (dense: b · seq + s; packed: the packed row, whose sequence b is
+// found in cu_seqlens): its heads × head_dim contiguous elements.
 template <class T>
 __device__ __forceinline__ void convert(const FattnBwdConvertParams& c) {
-    const int row = blockIdx.x;  // b · seq + s
-    const int b = row / c.seq;
-    const int s = row - b * c.seq;
+    const int row = blockIdx.x;
+    int64_t ws0;  // workspace row of (head 0, this row)
+    if (c.cu_seqlens != nullptr) {
+        // The last sequence b with cu[b] <= row (empty sequences own no rows).
+        int lo = 0, hi = c.batch - 1;
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) / 2;
+            if (c.cu_seqlens[mid] <= row) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        const int cu = c.cu_seqlens[lo];
+        ws0 = packed_ws_base(cu, lo) + (row - cu);
+    } else {
+        const int b = row / c.seq;
+        ws0 = static_cast<int64_t>(b) * c.heads * c.seq_pad + (row - b * c.seq);
+    }
     const int n = c.heads * c.head_dim;
     T* dst = static_cast<T*>(c.dst) + static_cast<int64_t>(row) * n;
     for (int e = threadIdx.x; e < n; e += kConvertThreads) {
         const int h = e / c.head_dim;
         const int col = e - h * c.head_dim;
-        const float x =
-            c.src[((static_cast<int64_t>(b) * c.heads + h) * c.seq_pad + s) * c.d_inst + col] * c.scale;
+        const float x = c.src[(ws0 + static_cast<int64_t>(h) * c.seq_pad) * c.d_inst + col] * c.scale;
         dst[e] = from_f32<T>(x);
     }
 }
@@ -886,21 +1083,43 @@ __device__ __forceinline__ void convert(const FattnBwdConvertParams& c) {
 
 namespace f32 {
 constexpr int kThreads = 256;
-constexpr int kBlockN = 16;
-constexpr int kBlockM = 16;
-constexpr int kMaxColsPerThread = 16;  // head_dim <= 256 = 16 · 16
-// K and V rows padded to an odd stride: 16 threads reading one column of 16 rows hit 16 banks.
+// Query rows = keys per tile: 16 up to head dim 256, 8 above (the tiles of K, V, Q and dO
+// then fit in the 99 KiB at d512). Phase A: kPairThreads threads per (query, key) pair, each
+// a strided part of the dot products; phases B and C: kColGroups threads per row, columns
+// cg + kColGroups·u, u < kMaxColsPerThread.
+__host__ __device__ constexpr int block_for(int max_head_dim) { return max_head_dim <= 256 ? 16 : 8; }
+constexpr int kMaxColsPerThread = 16;
+template <int kMaxD>
+struct Cfg {
+    static constexpr int kBlock = block_for(kMaxD);
+    static constexpr int kBlockN = kBlock;
+    static constexpr int kBlockM = kBlock;
+    static constexpr int kPairThreads = kThreads / (kBlock * kBlock);
+    static constexpr int kColGroups = kThreads / kBlock;
+    static_assert(kMaxD <= kColGroups * kMaxColsPerThread, "head dim above the kernel's columns");
+    static_assert(kPairThreads >= 1 && kPairThreads <= 32 && (kPairThreads & (kPairThreads - 1)) == 0,
+                  "pair threads: a power of two within a warp");
+};
+// K and V rows padded to an odd stride: threads reading one column of consecutive rows hit
+// distinct banks.
 __host__ __device__ constexpr int k_stride(int head_dim) { return head_dim % 2 == 0 ? head_dim + 1 : head_dim; }
-__host__ __device__ constexpr int smem_floats(int head_dim) {
-    return 2 * kBlockN * k_stride(head_dim) + 2 * kBlockM * head_dim + 2 * kBlockM * (kBlockN + 1) + 2 * kBlockM;
+__host__ __device__ constexpr int smem_floats(int block, int head_dim) {
+    return 2 * block * k_stride(head_dim) + 2 * block * head_dim + 2 * block * (block + 1) + 2 * block;
 }
 }  // namespace f32
 
+template <int kMaxD>
 __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
-    using namespace f32;
+    using C = f32::Cfg<kMaxD>;
+    constexpr int kBlockN = C::kBlockN;
+    constexpr int kBlockM = C::kBlockM;
+    constexpr int kPT = C::kPairThreads;
+    constexpr int kCG = C::kColGroups;
+    constexpr int kMaxCols = f32::kMaxColsPerThread;
+    constexpr int kThreads = f32::kThreads;
     const FattnParams& p = bp.fwd;
     const int D = p.head_dim;
-    const int KS = k_stride(D);
+    const int KS = f32::k_stride(D);
     extern __shared__ uint4 smem_u4[];
     float* sK = reinterpret_cast<float*>(smem_u4);
     float* sV = sK + kBlockN * KS;
@@ -912,67 +1131,78 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
     float* sDsum = sLse + kBlockM;
 
     const int tid = threadIdx.x;
-    const BwdCta cta = bwd_cta(static_cast<int>(blockIdx.x), p.seq_q, p.seq_k, p.kv_heads, p.kv_group, p.window_left,
-                               p.window_right, bp.kv_splits, bp.heads_per_split, kBlockN, kBlockM, 1, D);
+    BwdCta cta = bwd_cta(static_cast<int>(blockIdx.x), p.seq_q, p.seq_k, p.kv_heads, p.kv_group, p.window_left,
+                         p.window_right, bp.kv_splits, bp.heads_per_split, kBlockN, kBlockM, 1, D);
+    const SeqView sv = seq_view(bp, cta.b);
+    cta_rows(cta, sv, p.window_left, p.window_right, p.max_mm_ranges, bp.heads_per_split, kBlockN, kBlockM);
     const int b = cta.b;
     const int kvh = cta.kvh;
     const int n0 = cta.n0;
 
-    // Phase A: thread (i, j) = one (query, key) pair of the tile. Phases B and C: thread
-    // (r, cg) = key r (B) or query r (C), columns cg + 16·u.
-    const int pi = tid / kBlockN;
-    const int pj = tid % kBlockN;
-    const int r = tid / 16;
-    const int cg = tid % 16;
+    // Phase A: threads (pair, part) = one (query pi, key pj) pair of the tile, the columns
+    // part + kPT·c of its dot products. Phases B and C: thread (r, cg) = key r (B) or query r
+    // (C), columns cg + kCG·u.
+    const int pair = tid / kPT;
+    const int part = tid % kPT;
+    const int pi = pair / kBlockN;
+    const int pj = pair % kBlockN;
+    const int r = tid / kCG;
+    const int cg = tid % kCG;
 
-    float dk[kMaxColsPerThread], dv[kMaxColsPerThread];
+    float dk[kMaxCols], dv[kMaxCols];
 #pragma unroll
-    for (int u = 0; u < kMaxColsPerThread; ++u) {
+    for (int u = 0; u < kMaxCols; ++u) {
         dk[u] = 0.f;
         dv[u] = 0.f;
     }
 
     if (cta.items > 0) {
-        const float* kg = k_head_rows<float>(p, b, kvh);
-        const float* vg = v_head_rows<float>(p, b, kvh);
+        const float* kg = k_head_rows<float>(p, b, kvh) + static_cast<int64_t>(sv.k_row0) * p.k_seq_stride;
+        const float* vg = v_head_rows<float>(p, b, kvh) + static_cast<int64_t>(sv.k_row0) * p.v_seq_stride;
         for (int idx = tid; idx < kBlockN * D; idx += kThreads) {
             const int rr = idx / D, c = idx - (idx / D) * D;
-            const bool ok = n0 + rr < p.seq_k;
+            const bool ok = n0 + rr < sv.sk;
             sK[rr * KS + c] = ok ? kg[static_cast<int64_t>(n0 + rr) * p.k_seq_stride + c] : 0.f;
             sV[rr * KS + c] = ok ? vg[static_cast<int64_t>(n0 + rr) * p.v_seq_stride + c] : 0.f;
         }
         const int key = n0 + pj;
-        const RowRange vis = rows_seeing_key(p, key);
+        const RowRange vis = rows_seeing_key_mm(sv, p.window_left, p.window_right, p.max_mm_ranges, key);
 
         for (int it = 0; it < cta.items; ++it) {
             const int h = cta.h_first + it / cta.nm;
             const int m0 = (cta.mb_begin + it % cta.nm) * kBlockM;
             __syncthreads();  // the previous item's phases are done (and K/V stored, first time)
-            const float* qg = q_head_rows<float>(p, b, h);
-            const float* dog = static_cast<const float*>(bp.d_o) + b * bp.do_batch_stride + h * bp.do_head_stride;
+            const float* qg = q_head_rows<float>(p, b, h) + static_cast<int64_t>(sv.q_row0) * p.q_seq_stride;
+            const float* dog = static_cast<const float*>(bp.d_o) + b * bp.do_batch_stride +
+                               static_cast<int64_t>(sv.q_row0) * bp.do_seq_stride + h * bp.do_head_stride;
             for (int idx = tid; idx < kBlockM * D; idx += kThreads) {
                 const int rr = idx / D, c = idx - (idx / D) * D;
-                const bool ok = m0 + rr < p.seq_q;
+                const bool ok = m0 + rr < sv.sq;
                 sQ[idx] = ok ? qg[static_cast<int64_t>(m0 + rr) * p.q_seq_stride + c] : 0.f;
                 sdO[idx] = ok ? dog[static_cast<int64_t>(m0 + rr) * bp.do_seq_stride + c] : 0.f;
             }
-            const int64_t stat_row = (static_cast<int64_t>(b) * p.heads + h) * bp.seq_q_pad + m0;
+            const int64_t stat_row = static_cast<int64_t>(sv.ws_q0) + static_cast<int64_t>(h) * bp.ws_rows_q + m0;
             if (tid < kBlockM) {
                 sLse[tid] = bp.lse_log2[stat_row + tid];
                 sDsum[tid] = bp.dsum[stat_row + tid];
             }
             __syncthreads();
 
-            // Phase A: s, dP, P, dS for pair (pi, pj).
+            // Phase A: s, dP, P, dS for pair (pi, pj), its kPT threads adjacent lanes.
             {
                 const float* qi = sQ + pi * D;
                 const float* oi = sdO + pi * D;
                 const float* kj = sK + pj * KS;
                 const float* vj = sV + pj * KS;
                 float dot = 0.f, dp = 0.f;
-                for (int c = 0; c < D; ++c) {
+                for (int c = part; c < D; c += kPT) {
                     dot = fmaf(qi[c], kj[c], dot);
                     dp = fmaf(oi[c], vj[c], dp);
+                }
+#pragma unroll
+                for (int off = kPT / 2; off > 0; off /= 2) {
+                    dot += __shfl_xor_sync(0xffffffffu, dot, off);
+                    dp += __shfl_xor_sync(0xffffffffu, dp, off);
                 }
                 const int row = m0 + pi;
                 float pr = 0.f, ds = 0.f;
@@ -980,12 +1210,14 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
                     const float alibi_log2 =
                         p.alibi_slopes != nullptr ? p.alibi_slopes[b * p.heads + h] * kLog2e : 0.f;
                     float th;
-                    const float x = mod_score_log2(p, dot, alibi_log2, row + (p.seq_k - p.seq_q) - key, th);
+                    const float x = mod_score_log2(p, dot, alibi_log2, row + (sv.sk - sv.sq) - key, th);
                     pr = exp2_approx(x - sLse[pi]);
                     ds = pr * (dp - sDsum[pi]) * (1.f - th * th);
                 }
-                sP[pi * (kBlockN + 1) + pj] = pr;
-                sdS[pi * (kBlockN + 1) + pj] = ds;
+                if (part == 0) {
+                    sP[pi * (kBlockN + 1) + pj] = pr;
+                    sdS[pi * (kBlockN + 1) + pj] = ds;
+                }
             }
             __syncthreads();
 
@@ -994,8 +1226,8 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
                 const float pv = sP[i * (kBlockN + 1) + r];
                 const float dsv = sdS[i * (kBlockN + 1) + r];
 #pragma unroll
-                for (int u = 0; u < kMaxColsPerThread; ++u) {
-                    const int c = cg + 16 * u;
+                for (int u = 0; u < kMaxCols; ++u) {
+                    const int c = cg + kCG * u;
                     if (c < D) {
                         dv[u] = fmaf(pv, sdO[i * D + c], dv[u]);
                         dk[u] = fmaf(dsv, sQ[i * D + c], dk[u]);
@@ -1003,12 +1235,11 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
                 }
             }
             // Phase C: dQ[r] = Σ_j dS[r][j] K[j], added to the accumulator.
-            if (m0 + r < p.seq_q) {
-                float* dqa =
-                    bp.dq_accum + ((static_cast<int64_t>(b) * p.heads + h) * bp.seq_q_pad + m0 + r) * bp.head_dim_inst;
+            if (m0 + r < sv.sq) {
+                float* dqa = bp.dq_accum + (stat_row + r) * bp.head_dim_inst;
 #pragma unroll
-                for (int u = 0; u < kMaxColsPerThread; ++u) {
-                    const int c = cg + 16 * u;
+                for (int u = 0; u < kMaxCols; ++u) {
+                    const int c = cg + kCG * u;
                     if (c < D) {
                         float acc = 0.f;
 #pragma unroll
@@ -1024,10 +1255,10 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
     const int key = n0 + r;
     if (bp.dk_accum != nullptr) {
         if (cta.items == 0) return;
-        const int64_t row = ((static_cast<int64_t>(b) * p.kv_heads + kvh) * bp.seq_k_pad + key) * bp.head_dim_inst;
+        const int64_t row = (sv.ws_k0 + static_cast<int64_t>(kvh) * bp.ws_rows_k + key) * bp.head_dim_inst;
 #pragma unroll
-        for (int u = 0; u < kMaxColsPerThread; ++u) {
-            const int c = cg + 16 * u;
+        for (int u = 0; u < kMaxCols; ++u) {
+            const int c = cg + kCG * u;
             if (c < D) {
                 atomicAdd(bp.dk_accum + row + c, dk[u] * scale);
                 atomicAdd(bp.dv_accum + row + c, dv[u]);
@@ -1035,11 +1266,11 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
         }
         return;
     }
-    if (key >= p.seq_k) return;
-    const int64_t row = ((static_cast<int64_t>(b) * p.seq_k + key) * p.kv_heads + kvh) * D;
+    if (key >= sv.sk) return;
+    const int64_t row = ((sv.kout_row0 + key) * p.kv_heads + kvh) * D;
 #pragma unroll
-    for (int u = 0; u < kMaxColsPerThread; ++u) {
-        const int c = cg + 16 * u;
+    for (int u = 0; u < kMaxCols; ++u) {
+        const int c = cg + kCG * u;
         if (c < D) {
             static_cast<float*>(bp.dk)[row + c] = dk[u] * scale;
             static_cast<float*>(bp.dv)[row + c] = dv[u];
@@ -1060,11 +1291,12 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
 
 namespace fattn {
 namespace bwd {
-// The f32 kernel's shared memory for every head dim 1..=256 is what the crate launches with
+// The f32 kernel's shared memory for every head dim 1..=D is what the crate launches with
 // (`table`: the generated fattn_gen::NAME_smem_bytes, index = head dim).
-constexpr bool f32_smem_bytes_match(const unsigned (&table)[257]) {
-    for (int d = 1; d <= 256; ++d) {
-        if (table[d] != static_cast<unsigned>(f32::smem_floats(d)) * 4u) return false;
+template <int D>
+constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
+    for (int d = 1; d <= D; ++d) {
+        if (table[d] != static_cast<unsigned>(f32::smem_floats(f32::block_for(D), d)) * 4u) return false;
     }
     return true;
 }
@@ -1094,15 +1326,14 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[257]) {
 #define FATTN_BWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS)                               \
     static_assert(VARIANT == 2 && SMEM == 0 && COL_SPLITS == 1,                                                    \
                   #NAME ": one kernel for both variants, smem per head dim, no column split");                     \
-    static_assert(D <= fattn::bwd::f32::kMaxColsPerThread * 16, #NAME ": head dim above the kernel's columns");    \
     static_assert(fattn::bwd::f32::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs");       \
-    static_assert(fattn::bwd::f32::kBlockM == ROWS, #NAME ": query rows differ from src/cuda/instances.rs");        \
-    static_assert(fattn::bwd::f32::kBlockN == KEYS, #NAME ": key block differs from src/cuda/instances.rs");        \
-    static_assert(fattn::bwd::f32_smem_bytes_match(fattn_gen::NAME##_smem_bytes),                                 \
+    static_assert(fattn::bwd::f32::Cfg<D>::kBlockM == ROWS, #NAME ": query rows differ from src/cuda/instances.rs"); \
+    static_assert(fattn::bwd::f32::Cfg<D>::kBlockN == KEYS, #NAME ": key block differs from src/cuda/instances.rs"); \
+    static_assert(fattn::bwd::f32_smem_bytes_match<D>(fattn_gen::NAME##_smem_bytes),                              \
                   #NAME ": smem bytes differ from src/cuda/instances.rs");                                         \
     extern "C" __global__ void __launch_bounds__(fattn::bwd::f32::kThreads)                                        \
         NAME(const __grid_constant__ FattnBwdParams p) {                                                           \
-        fattn::bwd::bwd_f32(p);                                                                                    \
+        fattn::bwd::bwd_f32<D>(p);                                                                                 \
     }
 
 // The element type of each dtype tag.

@@ -191,6 +191,62 @@ pub fn attention_varlen_with_lse(
     }
 }
 
+/// The backward of [`attention_varlen`] (packed, unpaged K/V) as a plain function: `(dq, dk,
+/// dv)` in q's, k's and v's packed shapes from the forward's output `out` (q's shape), its
+/// gradient `grad_out` and the `(heads, total_q)` LSE that [`attention_varlen_with_lse`]
+/// returned, with the same `varlen` and `params`. What autograd runs for `attention_varlen`;
+/// as [`attention_backward`] for a dense call, per sequence.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_varlen_backward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    out: &Tensor,
+    grad_out: &Tensor,
+    lse: &Tensor,
+    varlen: &Varlen,
+    params: &AttnParams,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let problem = validate_packed(q, k, v, varlen, params)?;
+    let packed = problem.packed().cloned().expect("validate_packed returns a packed problem");
+    if packed.pages.is_some() {
+        bail!("fused-attn: attention over a paged KV cache has no backward; pass k and v packed")
+    }
+    for (name, t) in [("out", out), ("grad_out", grad_out)] {
+        if t.dims() != q.dims() {
+            bail!("fused-attn: {name} must have q's shape {:?}, got {:?}", q.dims(), t.dims())
+        }
+        if !t.device().same_device(q.device()) {
+            bail!("fused-attn: {name} is on {:?} but q is on {:?}", t.device().location(), q.device().location())
+        }
+    }
+    if out.dtype() != q.dtype() {
+        bail!("fused-attn: out must have q's dtype {:?}, got {:?}", q.dtype(), out.dtype())
+    }
+    let lse_shape = problem.lse_shape();
+    if lse.dims() != lse_shape.as_slice()
+        || lse.dtype() != candle_core::DType::F32
+        || !lse.device().same_device(q.device())
+    {
+        bail!(
+            "fused-attn: lse must be f32 of shape {lse_shape:?} on q's device, got {:?} of shape {:?} on {:?}",
+            lse.dtype(),
+            lse.dims(),
+            lse.device().location()
+        )
+    }
+    if packed.total_q() * problem.heads * problem.head_dim == 0 || packed.cu_k[packed.batch()] == 0 {
+        // No dot products: every gradient is zero.
+        return Ok((q.zeros_like()?, k.zeros_like()?, v.zeros_like()?));
+    }
+    let alibi = match &params.alibi_slopes {
+        None => None,
+        Some(s) => Some(s.broadcast_as((problem.batch, problem.heads))?.contiguous()?),
+    };
+    let (q, k, v) = (head_dim_contiguous(q)?, head_dim_contiguous(k)?, head_dim_contiguous(v)?);
+    crate::op::backward(&problem, alibi.as_ref(), &q, &k, &v, out, grad_out, lse)
+}
+
 fn run_packed(
     q: &Tensor,
     k: &Tensor,

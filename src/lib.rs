@@ -57,7 +57,10 @@ mod packed;
 mod problem;
 mod reference;
 
-pub use api::{attention, attention_backward, attention_varlen, attention_varlen_with_lse, attention_with_lse};
+pub use api::{
+    attention, attention_backward, attention_varlen, attention_varlen_backward, attention_varlen_with_lse,
+    attention_with_lse,
+};
 pub use dropin::{
     flash_attn, flash_attn_alibi, flash_attn_alibi_windowed, flash_attn_alibi_windowed_softcap, flash_attn_varlen,
     flash_attn_varlen_alibi, flash_attn_varlen_alibi_windowed, flash_attn_varlen_alibi_windowed_softcap,

@@ -112,14 +112,26 @@ struct FattnBwdParams {
     int32_t heads_per_split;
     // 1 when every dO row start is 16-byte aligned and head_dim fills whole 16-byte chunks.
     int32_t vec_do;
+    // Rows per head of the workspaces: dsum/lse_log2/dq_accum (q rows) and dk/dv_accum (keys).
+    // Dense: seq_q_pad and seq_k_pad. Packed: total + 136 · batch, sequence b from row
+    // packed_ws_base(cu[b], b) of kernels/bwd_sm80.cu.
+    int32_t ws_rows_q;
+    int32_t ws_rows_k;
+    // Packed: total_q, the row stride of the (heads, total_q) LSE; 0 dense.
+    int32_t total_q;
+    int32_t pad_bwd_;
 };
 
 // The backward's convert kernel: an f32 accumulator (batch, heads, seq_pad, d_inst) × scale →
 // a (batch, seq, heads, head_dim) contiguous output in the input dtype.
+// Packed (cu_seqlens not null): the output is (total, heads, head_dim), `seq_pad` the
+// accumulator's rows per head, sequence b from row packed_ws_base(cu_seqlens[b], b).
 struct FattnBwdConvertParams {
     const float* src;
     void* dst;
     int32_t batch, heads, seq, head_dim, seq_pad, d_inst;
     float scale;
     int32_t pad_;
+    // (batch + 1) cumulative row counts of a packed output; null dense.
+    const int32_t* cu_seqlens;
 };

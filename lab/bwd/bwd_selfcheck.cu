@@ -872,20 +872,21 @@ static bool run_case(const Case& c, std::mt19937& rng) {
 
 static void replay_f32(const FattnBwdParams& bp, int block) {
     namespace F = fattn::bwd::f32;
+    using C = F::Cfg<256>;  // the d <= 256 instance: 16 x 16 tiles, one thread per pair
     const FattnParams& p = bp.fwd;
     const int D = p.head_dim;
     const int KS = F::k_stride(D);
-    std::vector<float> smem(F::smem_floats(D), NAN);
+    std::vector<float> smem(F::smem_floats(C::kBlock, D), NAN);
     float* sK = smem.data();
-    float* sV = sK + F::kBlockN * KS;
-    float* sQ = sV + F::kBlockN * KS;
-    float* sdO = sQ + F::kBlockM * D;
-    float* sP = sdO + F::kBlockM * D;
-    float* sdS = sP + F::kBlockM * (F::kBlockN + 1);
-    float* sLse = sdS + F::kBlockM * (F::kBlockN + 1);
-    float* sDsum = sLse + F::kBlockM;
+    float* sV = sK + C::kBlockN * KS;
+    float* sQ = sV + C::kBlockN * KS;
+    float* sdO = sQ + C::kBlockM * D;
+    float* sP = sdO + C::kBlockM * D;
+    float* sdS = sP + C::kBlockM * (C::kBlockN + 1);
+    float* sLse = sdS + C::kBlockM * (C::kBlockN + 1);
+    float* sDsum = sLse + C::kBlockM;
     const BwdCta cta = bwd_cta(block, p.seq_q, p.seq_k, p.kv_heads, p.kv_group, p.window_left, p.window_right,
-                               bp.kv_splits, bp.heads_per_split, F::kBlockN, F::kBlockM, 1, D);
+                               bp.kv_splits, bp.heads_per_split, C::kBlockN, C::kBlockM, 1, D);
     const int b = cta.b, kvh = cta.kvh, n0 = cta.n0;
     static float dk[F::kThreads][F::kMaxColsPerThread], dv[F::kThreads][F::kMaxColsPerThread];
     memset(dk, 0, sizeof(dk));
@@ -894,7 +895,7 @@ static void replay_f32(const FattnBwdParams& bp, int block) {
         const float* kg = static_cast<const float*>(p.k) + b * p.k_batch_stride + kvh * p.k_head_stride;
         const float* vg = static_cast<const float*>(p.v) + b * p.v_batch_stride + kvh * p.v_head_stride;
         for (int tid = 0; tid < F::kThreads; ++tid)
-            for (int idx = tid; idx < F::kBlockN * D; idx += F::kThreads) {
+            for (int idx = tid; idx < C::kBlockN * D; idx += F::kThreads) {
                 const int rr = idx / D, c = idx - (idx / D) * D;
                 const bool ok = n0 + rr < p.seq_k;
                 sK[rr * KS + c] = ok ? kg[static_cast<int64_t>(n0 + rr) * p.k_seq_stride + c] : 0.f;
@@ -902,26 +903,26 @@ static void replay_f32(const FattnBwdParams& bp, int block) {
             }
         for (int it = 0; it < cta.items; ++it) {
             const int h = cta.h_first + it / cta.nm;
-            const int m0 = (cta.mb_begin + it % cta.nm) * F::kBlockM;
+            const int m0 = (cta.mb_begin + it % cta.nm) * C::kBlockM;
             // barrier
             const float* qg = static_cast<const float*>(p.q) + b * p.q_batch_stride + h * p.q_head_stride;
             const float* dog = static_cast<const float*>(bp.d_o) + b * bp.do_batch_stride + h * bp.do_head_stride;
             for (int tid = 0; tid < F::kThreads; ++tid) {
-                for (int idx = tid; idx < F::kBlockM * D; idx += F::kThreads) {
+                for (int idx = tid; idx < C::kBlockM * D; idx += F::kThreads) {
                     const int rr = idx / D, c = idx - (idx / D) * D;
                     const bool ok = m0 + rr < p.seq_q;
                     sQ[idx] = ok ? qg[static_cast<int64_t>(m0 + rr) * p.q_seq_stride + c] : 0.f;
                     sdO[idx] = ok ? dog[static_cast<int64_t>(m0 + rr) * bp.do_seq_stride + c] : 0.f;
                 }
                 const int64_t stat_row = (static_cast<int64_t>(b) * p.heads + h) * bp.seq_q_pad + m0;
-                if (tid < F::kBlockM) {
+                if (tid < C::kBlockM) {
                     sLse[tid] = bp.lse_log2[stat_row + tid];
                     sDsum[tid] = bp.dsum[stat_row + tid];
                 }
             }
             // barrier: phase A
             for (int tid = 0; tid < F::kThreads; ++tid) {
-                const int pi = tid / F::kBlockN, pj = tid % F::kBlockN;
+                const int pi = tid / C::kBlockN, pj = tid % C::kBlockN;
                 const int key = n0 + pj;
                 const RowRange vis = rows_seeing_key(p.seq_q, p.seq_k, p.window_left, p.window_right, key);
                 float dot = 0.f, dp = 0.f;
@@ -945,15 +946,15 @@ static void replay_f32(const FattnBwdParams& bp, int block) {
                     pr = exp2f(x - sLse[pi]);
                     ds = pr * (dp - sDsum[pi]) * (1.f - th * th);
                 }
-                sP[pi * (F::kBlockN + 1) + pj] = pr;
-                sdS[pi * (F::kBlockN + 1) + pj] = ds;
+                sP[pi * (C::kBlockN + 1) + pj] = pr;
+                sdS[pi * (C::kBlockN + 1) + pj] = ds;
             }
             // barrier: phases B and C
             for (int tid = 0; tid < F::kThreads; ++tid) {
                 const int r = tid / 16, cg = tid % 16;
-                for (int i = 0; i < F::kBlockM; ++i) {
-                    const float pv = sP[i * (F::kBlockN + 1) + r];
-                    const float dsv = sdS[i * (F::kBlockN + 1) + r];
+                for (int i = 0; i < C::kBlockM; ++i) {
+                    const float pv = sP[i * (C::kBlockN + 1) + r];
+                    const float dsv = sdS[i * (C::kBlockN + 1) + r];
                     for (int u = 0; u < F::kMaxColsPerThread; ++u) {
                         const int c = cg + 16 * u;
                         if (c < D) {
@@ -969,8 +970,8 @@ static void replay_f32(const FattnBwdParams& bp, int block) {
                         const int c = cg + 16 * u;
                         if (c < D) {
                             float acc = 0.f;
-                            for (int j = 0; j < F::kBlockN; ++j)
-                                acc = fmaf(sdS[r * (F::kBlockN + 1) + j], sK[j * KS + c], acc);
+                            for (int j = 0; j < C::kBlockN; ++j)
+                                acc = fmaf(sdS[r * (C::kBlockN + 1) + j], sK[j * KS + c], acc);
                             dqa[c] += acc;
                         }
                     }
@@ -1020,8 +1021,8 @@ static bool run_case_f32(const Case& c, std::mt19937& rng) {
     reference(c, to64(q), to64(k), to64(v), to64(d_o), alibi, o, lse, rdq, rdk, rdv);
 
     const int seq_q_pad = (c.seq_q + 127) / 128 * 128;
-    const int nkb = (c.seq_k + fattn::bwd::f32::kBlockN - 1) / fattn::bwd::f32::kBlockN;
-    const int seq_k_pad = nkb * fattn::bwd::f32::kBlockN;
+    const int nkb = (c.seq_k + fattn::bwd::f32::Cfg<256>::kBlockN - 1) / fattn::bwd::f32::Cfg<256>::kBlockN;
+    const int seq_k_pad = nkb * fattn::bwd::f32::Cfg<256>::kBlockN;
     const size_t stat_rows = static_cast<size_t>(c.batch) * c.heads * seq_q_pad;
     std::vector<float> dsum(stat_rows), lse2(stat_rows);
     for (int b = 0; b < c.batch; ++b)

@@ -7,6 +7,11 @@
 //! plain f32 FMA for f32) accumulates dQ with atomics and writes dK/dV; `fattn_bwd_convert_*`
 //! scales dQ into the input dtype (and dK/dV when they were accumulated).
 //!
+//! Packed (varlen, unpaged) problems run the same kernels: q/o/dO are `(total_q, heads, d)`,
+//! k/v `(total_k, kv_heads, d)`, the LSE `(heads, total_q)`; the kernels read each
+//! sequence's rows from `cu_q`/`cu_k` on the device, and the f32 workspaces are per head with
+//! [`PACKED_GAP`] padding rows per sequence.
+//!
 //! The parameters cross the FFI boundary as `FattnBwdParams` (which embeds the forward's
 //! `FattnParams`) and `FattnBwdConvertParams`, declared in src/cuda/params.rs.
 
@@ -14,10 +19,11 @@ use std::sync::Arc;
 
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::{
-    CudaFunction, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+    CudaFunction, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg, SyncOnDrop,
+    ValidAsZeroBits,
 };
 use candle_core::cuda_backend::{CudaDevice, WrapErr};
-use candle_core::{bail, CudaStorage, DType, Layout, Result, Tensor};
+use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
 use super::heuristics::{self, Prepared};
@@ -59,8 +65,12 @@ pub(crate) fn backward(
     lse: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
 ) -> Result<(CudaStorage, CudaStorage, CudaStorage)> {
-    if p.packed().is_some() {
-        candle_core::bail!("fused-attn: the backward of packed (varlen) batches is not implemented yet")
+    if let Some(packed) = p.packed() {
+        if packed.pages.is_some() {
+            bail!("fused-attn cuda backward: a paged KV cache has no backward (pass k and v packed)")
+        }
+    } else if p.has_mm_ranges() {
+        bail!("fused-attn cuda backward: multimodal prefix ranges are supported on packed batches only")
     }
     let dtype = q.0.dtype();
     for (name, s) in [("k", k.0), ("v", v.0), ("o", o.0), ("d_o", d_o.0)] {
@@ -71,7 +81,7 @@ pub(crate) fn backward(
     if lse.0.dtype() != DType::F32 {
         bail!("fused-attn cuda backward: lse must be f32, got {:?}", lse.0.dtype())
     }
-    let lse_dims = [p.batch, p.heads, p.seq_q];
+    let lse_dims = p.lse_shape();
     if lse.1.dims() != lse_dims || !lse.1.is_contiguous() {
         bail!(
             "fused-attn cuda backward: lse must be contiguous with shape {lse_dims:?}, got shape {:?} strides {:?}",
@@ -112,6 +122,35 @@ fn launch_config(inst: &Instance, blocks: i32, smem_bytes: u32) -> LaunchConfig 
     LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (inst.threads, 1, 1), shared_mem_bytes: smem_bytes }
 }
 
+/// A rank-3 packed `(rows, heads, head_dim)` layout as the rank-4 `(1, rows, heads,
+/// head_dim)` one that [`dev_tensor`] reads (batch stride 0: the kernels offset rows per
+/// sequence). Dense rank-4 layouts pass through.
+fn as_rank4(l: &Layout) -> Result<Layout> {
+    match (l.dims(), l.stride()) {
+        (&[n, h, d], &[s0, s1, s2]) => Ok(Layout::new((1, n, h, d).into(), vec![0, s0, s1, s2], l.start_offset())),
+        (&[_, _, _, _], _) => Ok(l.clone()),
+        (dims, _) => bail!("fused-attn cuda backward: expected a rank-3 (packed) or rank-4 tensor, got shape {dims:?}"),
+    }
+}
+
+/// Raw pointer (start offset applied) of a contiguous i32 index tensor of a packed batch on
+/// q's device; the guard must live until the launches are enqueued.
+fn i32_ptr<'a>(storage: &'a Storage, layout: &Layout, stream: &'a CudaStream) -> Result<(u64, SyncOnDrop<'a>)> {
+    match storage {
+        Storage::Cuda(c) => {
+            let (base, guard) = c.as_cuda_slice::<i32>()?.device_ptr(stream);
+            Ok((base + (layout.start_offset() * 4) as u64, guard))
+        }
+        _ => bail!("fused-attn cuda backward: the packed index tensors must be on q's CUDA device"),
+    }
+}
+
+/// Rows per head of a packed workspace over `total` rows of `batch` sequences: each sequence
+/// starts at `packed_ws_base` (kernels/bwd_sm80.cu), `PACKED_GAP` rows further per sequence,
+/// rounded down to 8, so that whole query/key blocks past its end stay inside it.
+/// Must equal `kPackedGap` there.
+const PACKED_GAP: usize = 136;
+
 #[allow(clippy::too_many_arguments)]
 fn launch<T: KernelDtype + ValidAsZeroBits>(
     p: &Problem,
@@ -126,10 +165,17 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
     let dev: &CudaDevice = &q.device;
     let stream = dev.cuda_stream();
     let d = p.head_dim;
-    let q_len = p.batch * p.seq_q * p.heads * d;
-    let kv_len = p.batch * p.seq_k * p.kv_heads * d;
-    if p.batch == 0 || p.heads == 0 || d == 0 {
-        // Nothing to differentiate: empty (or zero-width) gradients.
+    let packed = p.packed();
+    // Rows of q (and o, dO, dq) and of k/v (and dk, dv) in memory.
+    let (q_total, k_total) = match packed {
+        Some(pk) => (pk.total_q(), pk.cu_k[pk.batch()]),
+        None => (p.batch * p.seq_q, p.batch * p.seq_k),
+    };
+    let q_len = q_total * p.heads * d;
+    let kv_len = k_total * p.kv_heads * d;
+    if p.batch == 0 || p.heads == 0 || d == 0 || q_total == 0 || k_total == 0 {
+        // Nothing to differentiate: empty (or zero-width) gradients, or no query row sees a
+        // key (no keys at all, or no queries whose scores could depend on them).
         let dq = dev.alloc_zeros::<T>(q_len)?;
         let dk = dev.alloc_zeros::<T>(kv_len)?;
         let dv = dev.alloc_zeros::<T>(kv_len)?;
@@ -140,7 +186,7 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
         ));
     }
     // The kernels index rows and keys in i32, including row + seq_k - seq_q and the window
-    // bounds derived from it.
+    // bounds derived from it; packed workspaces' rows too.
     to_i32(p.seq_q + p.seq_k, "seq_q + seq_k")?;
     let main_inst = instance::<T>(p, Family::Bwd)?;
     let pre_inst = instance::<T>(p, Family::BwdPreprocess)?;
@@ -169,33 +215,63 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
     let grid_main = to_i32(ctas * splits, "backward CTAs (key blocks · column splits · kv splits · kv heads · batch)")?;
     let seq_q_pad = p.seq_q.div_ceil(SEQ_Q_PAD) * SEQ_Q_PAD;
     let seq_k_pad = key_blocks * main_inst.key_block as usize;
-    let stat_rows = p.batch * p.heads * seq_q_pad;
-    let pre_blocks = to_i32(stat_rows.div_ceil(pre_inst.block_rows as usize), "preprocess blocks")?;
-    let q_rows = to_i32(p.batch * p.seq_q, "batch · seq_q")?;
-    let k_rows = to_i32(p.batch * p.seq_k, "batch · seq_k")?;
+    // Workspace rows per head (q rows; keys), and the (batch, heads) groups of them: dense
+    // (batch, heads, seq_q_pad), packed (heads, total + gap · batch).
+    let (ws_rows_q, ws_rows_k, ws_groups_q, ws_groups_k) = match packed {
+        // Rounded up to 8 rows, so that every head's rows start 32-byte aligned (the main
+        // kernel's 16-byte cp.async of lse/D).
+        Some(_) => (
+            (q_total + PACKED_GAP * p.batch).next_multiple_of(8),
+            (k_total + PACKED_GAP * p.batch).next_multiple_of(8),
+            p.heads,
+            p.kv_heads,
+        ),
+        None => (seq_q_pad, seq_k_pad, p.batch * p.heads, p.batch * p.kv_heads),
+    };
+    let stat_words = ws_groups_q * ws_rows_q;
+    // The kernels hold a sequence's first workspace row (< stat_words) in i32.
+    to_i32(stat_words, "backward workspace rows (batch · heads · padded rows)")?;
+    // The preprocess walks (batch, heads, seq_q_pad) rows in both layouts.
+    let pre_rows = p.batch * p.heads * seq_q_pad;
+    let pre_blocks = to_i32(pre_rows.div_ceil(pre_inst.block_rows as usize), "preprocess blocks")?;
+    let q_rows = to_i32(q_total, "query rows")?;
+    let k_rows = to_i32(k_total, "key rows")?;
+    to_i32(ws_rows_q.max(ws_rows_k), "workspace rows")?;
 
     let elem = std::mem::size_of::<T>();
-    let qt = dev_tensor::<T>(q, ql, &stream)?;
-    let kt = dev_tensor::<T>(k, kl, &stream)?;
-    let vt = dev_tensor::<T>(v, vl, &stream)?;
-    let ot = dev_tensor::<T>(o, ol, &stream)?;
-    let dot = dev_tensor::<T>(d_o, dol, &stream)?;
+    let (ql, kl, vl, ol, dol) = (as_rank4(ql)?, as_rank4(kl)?, as_rank4(vl)?, as_rank4(ol)?, as_rank4(dol)?);
+    let qt = dev_tensor::<T>(q, &ql, &stream)?;
+    let kt = dev_tensor::<T>(k, &kl, &stream)?;
+    let vt = dev_tensor::<T>(v, &vl, &stream)?;
+    let ot = dev_tensor::<T>(o, &ol, &stream)?;
+    let dot = dev_tensor::<T>(d_o, &dol, &stream)?;
     let (lse_base, lse_guard) = lse.as_cuda_slice::<f32>()?.device_ptr(&stream);
     let lse_ptr = lse_base + (lsel.start_offset() * std::mem::size_of::<f32>()) as u64;
+    let packed_ptrs = packed
+        .map(|pk| -> Result<_> {
+            let cu_q = pk.device.cu_q.storage_and_layout();
+            let cu_k = pk.device.cu_k.storage_and_layout();
+            let ranges = pk.device.ranges.as_ref().map(|t| t.storage_and_layout());
+            Ok((cu_q, cu_k, ranges, pk.max_ranges))
+        })
+        .transpose()?;
 
-    // Workspaces. `stats` is fully written by the preprocess (D then lse·log2 e, every padded
-    // row); the accumulators start at zero (memset on the stream).
-    // SAFETY: the preprocess writes all `2 · stat_rows` words before the main kernel reads any.
-    let mut stats = unsafe { dev.alloc::<f32>(2 * stat_rows) }?;
-    let mut dq_accum = dev.alloc_zeros::<f32>(p.batch * p.heads * seq_q_pad * d_inst)?;
-    let dkv_words = p.batch * p.kv_heads * seq_k_pad * d_inst;
+    // Workspaces. `stats` is written by the preprocess (D then lse·log2 e) in every row a
+    // kernel reads; the accumulators start at zero (memset on the stream).
+    // SAFETY: the preprocess writes every word the main kernel reads before it runs (dense:
+    // all `2 · stat_words`; packed: each sequence's rows and the 128 after them, all that a
+    // query block reads), and no other kernel reads `stats`.
+    let mut stats = unsafe { dev.alloc::<f32>(2 * stat_words) }?;
+    let mut dq_accum = dev.alloc_zeros::<f32>(stat_words * d_inst)?;
+    let dkv_words = ws_groups_k * ws_rows_k * d_inst;
     let mut dkv_accum = if splits > 1 { Some(dev.alloc_zeros::<f32>(2 * dkv_words)?) } else { None };
-    // SAFETY: dq is written in full by the convert kernel (one CTA per (batch, row), every
-    // head and column).
+    // SAFETY: dq is written in full by the convert kernel (one CTA per q row, every head and
+    // column).
     let mut dq = unsafe { dev.alloc::<T>(q_len) }?;
     // SAFETY: dk is written in full either by the main kernel (kv_splits == 1: the CTA of
-    // each (key block, column split, kv head, batch) stores every key below seq_k and column
-    // below head_dim, zeros where no row sees the key) or by the convert kernel (kv_splits > 1).
+    // each (key block, column split, kv head, sequence) stores every key of its sequence and
+    // column below head_dim, zeros where no row sees the key; the key blocks cover seq_k,
+    // the longest sequence) or by the convert kernel (kv_splits > 1, one CTA per key row).
     let mut dk = unsafe { dev.alloc::<T>(kv_len) }?;
     // SAFETY: as dk.
     let mut dv = unsafe { dev.alloc::<T>(kv_len) }?;
@@ -204,6 +280,15 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
     let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
 
     {
+        // Packed: the device copies of cu_q, cu_k (and ranges), i32, contiguous.
+        let cu_q = packed_ptrs.as_ref().map(|(c, _, _, _)| i32_ptr(&c.0, c.1, &stream)).transpose()?;
+        let cu_k = packed_ptrs.as_ref().map(|(_, c, _, _)| i32_ptr(&c.0, c.1, &stream)).transpose()?;
+        let ranges = packed_ptrs
+            .as_ref()
+            .and_then(|(_, _, r, _)| r.as_ref())
+            .map(|r| i32_ptr(&r.0, r.1, &stream))
+            .transpose()?;
+        let max_ranges = packed_ptrs.as_ref().map_or(0, |(_, _, _, m)| *m);
         let (stats_ptr, _stats_guard) = stats.device_ptr_mut(&stream);
         let (dq_accum_ptr, _dq_accum_guard) = dq_accum.device_ptr_mut(&stream);
         let dkv = dkv_accum.as_mut().map(|s| s.device_ptr_mut(&stream));
@@ -221,6 +306,10 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
             o_head_stride: ot.strides.head as i64,
             vec_out: ot.rows_16b_aligned(d, elem) as i32,
             lse: lse_ptr,
+            cu_seqlens_q: cu_q.as_ref().map_or(0, |(ptr, _)| *ptr),
+            cu_seqlens_k: cu_k.as_ref().map_or(0, |(ptr, _)| *ptr),
+            mm_ranges: ranges.as_ref().map_or(0, |(ptr, _)| *ptr),
+            max_mm_ranges: if ranges.is_some() { to_i32(max_ranges, "max multimodal ranges")? } else { 0 },
             ..common_params(p, [&qt, &kt, &vt], ot.ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
         };
         let params = FattnBwdParams {
@@ -230,7 +319,7 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
             do_seq_stride: dot.strides.seq as i64,
             do_head_stride: dot.strides.head as i64,
             dsum: stats_ptr,
-            lse_log2: stats_ptr + (stat_rows * 4) as u64,
+            lse_log2: stats_ptr + (stat_words * 4) as u64,
             dq_accum: dq_accum_ptr,
             dk_accum: dk_accum_ptr,
             dv_accum: dv_accum_ptr,
@@ -242,24 +331,29 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
             kv_splits: to_i32(splits, "kv splits")?,
             heads_per_split: to_i32(group / splits, "heads per kv split")?,
             vec_do: dot.rows_16b_aligned(d, elem) as i32,
+            ws_rows_q: to_i32(ws_rows_q, "workspace rows")?,
+            ws_rows_k: to_i32(ws_rows_k, "workspace rows")?,
+            total_q: if packed.is_some() { q_rows } else { 0 },
+            pad_bwd_: 0,
         };
 
         if pre_blocks > 0 {
             // SAFETY: `fattn_bwd_preprocess_*` takes `FattnBwdParams` by value. It reads o, dO
-            // (strided, inside the validated shapes) and lse ((batch, heads, seq_q), checked
-            // above), and writes one word per padded row into each half of `stats`
-            // (`2 · stat_rows` words); the grid has one warp per padded row.
+            // (strided, inside the validated shapes; packed rows through cu_q) and lse
+            // (`p.lse_shape()`, checked above), and writes one word per workspace row it
+            // owns into each half of `stats` (`2 · stat_words` words); the grid has one warp
+            // per (batch, head, row < seq_q_pad).
             unsafe { launch_one(&stream, &preprocess.func, launch_config(pre_inst, pre_blocks, 0), &params) }?;
         }
         if grid_main > 0 {
             // SAFETY: the main kernel takes `FattnBwdParams` by value; the grid is (key blocks
             // × column splits × kv splits × kv heads × batch) as `bwd_cta` decodes it, with
             // the block size and shared memory of the instance (asserted against the kernel's
-            // traits at build time). It reads q, k, v, dO inside their shapes (zero-filling
-            // padding), `stats` rows below seq_q_pad, and adds into dq_accum rows below seq_q
-            // (of seq_q_pad) and columns below d_inst, into the dK/dV accumulators (rows below
-            // seq_k_pad, when split), or stores dk/dv keys below seq_k and columns below
-            // head_dim.
+            // traits at build time). It reads q, k, v, dO inside their shapes (each
+            // sequence's rows; zero-filling padding), `stats` rows of its sequence's blocks,
+            // and adds into dq_accum rows below the sequence's length and columns below
+            // d_inst, into the dK/dV accumulators (its key block, when split), or stores
+            // dk/dv keys of its sequence and columns below head_dim.
             unsafe { launch_one(&stream, &main.func, launch_config(main_inst, grid_main, smem_bytes), &params) }?;
         }
         let base = FattnBwdConvertParams {
@@ -275,13 +369,14 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
                 dst: dq_ptr,
                 heads: params.fwd.heads,
                 seq: params.fwd.seq_q,
-                seq_pad: params.seq_q_pad,
+                seq_pad: params.ws_rows_q,
                 scale: p.scale,
+                cu_seqlens: params.fwd.cu_seqlens_q,
                 ..base
             };
             // SAFETY: `fattn_bwd_convert_*` takes `FattnBwdConvertParams` by value; one CTA per
-            // (batch, row) reads dq_accum at (b, h, row < seq_q_pad, col < d_inst) and writes
-            // dq's (batch, seq_q, heads, head_dim) elements, all of them.
+            // q row reads dq_accum at its workspace row (every head, col < d_inst) and writes
+            // that row of dq, (rows, heads, head_dim), all of it.
             unsafe { launch_one(&stream, &convert.func, launch_config(convert_inst, q_rows, 0), &c) }?;
         }
         if splits > 1 && k_rows > 0 {
@@ -291,13 +386,14 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
                     dst,
                     heads: params.fwd.kv_heads,
                     seq: params.fwd.seq_k,
-                    seq_pad: params.seq_k_pad,
+                    seq_pad: params.ws_rows_k,
                     scale: 1.0,
+                    cu_seqlens: params.fwd.cu_seqlens_k,
                     ..base
                 };
-                // SAFETY: as for dq: the accumulator is (batch, kv_heads, seq_k_pad, d_inst)
-                // (dK already scaled by the main kernel), the output (batch, seq_k, kv_heads,
-                // head_dim), every element written.
+                // SAFETY: as for dq: the accumulator has ws_rows_k rows per kv head (dK
+                // already scaled by the main kernel), the output (rows, kv_heads, head_dim),
+                // every element written.
                 unsafe { launch_one(&stream, &convert.func, launch_config(convert_inst, k_rows, 0), &c) }?;
             }
         }
@@ -305,6 +401,7 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
     drop(alibi_ptr);
     drop(lse_guard);
     drop((qt, kt, vt, ot, dot));
+    drop(packed_ptrs);
     // The workspaces are freed in stream order (after the kernels that use them).
     drop((stats, dq_accum, dkv_accum));
     Ok((

@@ -296,8 +296,17 @@ macro_rules! decode {
 /// stride), Q and dO (16 rows), P and dS (16 × 17), lse and D (16 each), f32; as
 /// `fattn::bwd::f32::smem_floats` in kernels/bwd_sm80.cu.
 pub const fn bwd_f32_smem_bytes(head_dim: u32) -> u32 {
+    bwd_f32_smem_bytes_block(16, head_dim)
+}
+
+/// The same for the d512 f32 backward instance, whose tiles hold 8 rows and 8 keys.
+pub const fn bwd_f32_d512_smem_bytes(head_dim: u32) -> u32 {
+    bwd_f32_smem_bytes_block(8, head_dim)
+}
+
+const fn bwd_f32_smem_bytes_block(block: u32, head_dim: u32) -> u32 {
     let k_stride = if head_dim.is_multiple_of(2) { head_dim + 1 } else { head_dim };
-    (2 * 16 * k_stride + 2 * 16 * head_dim + 2 * 16 * 17 + 2 * 16) * 4
+    (2 * block * k_stride + 2 * block * head_dim + 2 * block * (block + 1) + 2 * block) * 4
 }
 
 /// Backward f16/bf16 instances, `BwdTraits<D>` in kernels/bwd_sm80.cu: threads (warps · 32),
@@ -333,7 +342,7 @@ macro_rules! bwd_aux {
             family: Family::$family,
             arch: Arch::Sm80,
             dtype: Dtype::$dtype,
-            head_dim: 256,
+            head_dim: 512,
             variant: Variant::Both,
             threads: $threads,
             block_rows: $rows,
@@ -427,6 +436,10 @@ pub const INSTANCES: &[Instance] = &[
     bwd_tc!("fattn_bwd_f16_d128_mods", F16, 128, Mods, 256, 64, 128, 1, 98816),
     bwd_tc!("fattn_bwd_f16_d256", F16, 256, Plain, 128, 32, 64, 2, 98560),
     bwd_tc!("fattn_bwd_f16_d256_mods", F16, 256, Mods, 128, 32, 64, 2, 98560),
+    bwd_tc!("fattn_bwd_f16_d384", F16, 384, Plain, 64, 32, 32, 3, 98560),
+    bwd_tc!("fattn_bwd_f16_d384_mods", F16, 384, Mods, 64, 32, 32, 3, 98560),
+    bwd_tc!("fattn_bwd_f16_d512", F16, 512, Plain, 32, 32, 16, 4, 98560),
+    bwd_tc!("fattn_bwd_f16_d512_mods", F16, 512, Mods, 32, 32, 16, 4, 98560),
     bwd_tc!("fattn_bwd_bf16_d32", BF16, 32, Plain, 256, 64, 128, 1, 50176),
     bwd_tc!("fattn_bwd_bf16_d32_mods", BF16, 32, Mods, 256, 64, 128, 1, 50176),
     bwd_tc!("fattn_bwd_bf16_d64", BF16, 64, Plain, 256, 64, 128, 1, 82944),
@@ -437,6 +450,10 @@ pub const INSTANCES: &[Instance] = &[
     bwd_tc!("fattn_bwd_bf16_d128_mods", BF16, 128, Mods, 256, 64, 128, 1, 98816),
     bwd_tc!("fattn_bwd_bf16_d256", BF16, 256, Plain, 128, 32, 64, 2, 98560),
     bwd_tc!("fattn_bwd_bf16_d256_mods", BF16, 256, Mods, 128, 32, 64, 2, 98560),
+    bwd_tc!("fattn_bwd_bf16_d384", BF16, 384, Plain, 64, 32, 32, 3, 98560),
+    bwd_tc!("fattn_bwd_bf16_d384_mods", BF16, 384, Mods, 64, 32, 32, 3, 98560),
+    bwd_tc!("fattn_bwd_bf16_d512", BF16, 512, Plain, 32, 32, 16, 4, 98560),
+    bwd_tc!("fattn_bwd_bf16_d512_mods", BF16, 512, Mods, 32, 32, 16, 4, 98560),
     Instance {
         name: "fattn_bwd_f32",
         family: Family::Bwd,
@@ -449,6 +466,19 @@ pub const INSTANCES: &[Instance] = &[
         key_block: 16,
         col_splits: 1,
         smem: Smem::PerHeadDim(bwd_f32_smem_bytes),
+    },
+    Instance {
+        name: "fattn_bwd_f32_d512",
+        family: Family::Bwd,
+        arch: Arch::Sm80,
+        dtype: Dtype::F32,
+        head_dim: 512,
+        variant: Variant::Both,
+        threads: 256,
+        block_rows: 8,
+        key_block: 8,
+        col_splits: 1,
+        smem: Smem::PerHeadDim(bwd_f32_d512_smem_bytes),
     },
     bwd_aux!(BwdPreprocess, "fattn_bwd_preprocess_f16", F16, 256, 8),
     bwd_aux!(BwdPreprocess, "fattn_bwd_preprocess_bf16", BF16, 256, 8),
@@ -488,7 +518,8 @@ mod tests {
                     inst.head_dim,
                     if v == Variant::Mods { "_mod" } else { "" }
                 ),
-                (Family::Bwd, Dtype::F32, _) => "fattn_bwd_f32".to_string(),
+                (Family::Bwd, Dtype::F32, _) if inst.head_dim == 256 => "fattn_bwd_f32".to_string(),
+                (Family::Bwd, Dtype::F32, _) => format!("fattn_bwd_f32_d{}", inst.head_dim),
                 (Family::Bwd, d, v) => format!(
                     "fattn_bwd_{}_d{}{}",
                     dtype_name(d),
@@ -522,10 +553,13 @@ mod tests {
                         .filter(|i| i.family == family && i.dtype == dtype && i.variant.serves(mods))
                         .map(|i| i.head_dim)
                         .max();
-                    // Prefill runs every head dim up to MAX_HEAD_DIM; decode hands head dims
-                    // above 256 to it (src/cuda/heuristics.rs); the backward's are its own.
-                    let want = if family == Family::Fwd { 512 } else { 256 };
-                    assert_eq!(max, Some(want), "{family:?} {dtype:?} mods {mods}");
+                    // Prefill and the backward serve every head dim up to MAX_HEAD_DIM;
+                    // decode hands head dims above 256 to prefill (src/cuda/heuristics.rs).
+                    let expected = match family {
+                        Family::Fwd | Family::Bwd | Family::BwdPreprocess | Family::BwdConvert => 512,
+                        Family::Decode => 256,
+                    };
+                    assert_eq!(max, Some(expected), "{family:?} {dtype:?} mods {mods}");
                 }
             }
         }

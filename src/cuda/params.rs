@@ -129,7 +129,7 @@ ffi_struct! {
     /// The backward's parameters (kernels/bwd_sm80.cu): the forward's (`o` and its strides are
     /// the forward's output, `lse` its log-sum-exp, `scale` multiplies dQ and dK), then the
     /// backward's own. Workspaces are f32; `seq_q_pad` rows per (batch, head).
-    pub struct FattnBwdParams, size 416 {
+    pub struct FattnBwdParams, size 432 {
         fwd: FattnParams = 0,
         /// dO, `(batch, seq_q, heads, head_dim)`, head dim contiguous, input dtype.
         d_o: u64 = 304,
@@ -159,13 +159,22 @@ ffi_struct! {
         heads_per_split: i32 = 408,
         /// 1 when every dO row start is 16-byte aligned and rows are whole 16-byte chunks.
         vec_do: i32 = 412,
+        /// Rows per head of the q-row workspaces (dsum, lse_log2, dq_accum) and of the key
+        /// workspaces (dk/dv_accum): dense `seq_q_pad`/`seq_k_pad`; packed
+        /// `total + PACKED_GAP · batch`, sequence b from `packed_ws_base(cu[b], b)`.
+        ws_rows_q: i32 = 416,
+        ws_rows_k: i32 = 420,
+        /// Packed: `total_q`, the row stride of the `(heads, total_q)` LSE; 0 dense.
+        total_q: i32 = 424,
+        /// Explicit tail padding, so that every byte passed to the kernels is initialized.
+        pad_bwd_: i32 = 428,
     }
 }
 
 ffi_struct! {
     /// The backward's convert kernel: `(batch, heads, seq_pad, d_inst)` f32 accumulator ×
     /// `scale` → `(batch, seq, heads, head_dim)` contiguous output in the input dtype.
-    pub struct FattnBwdConvertParams, size 48 {
+    pub struct FattnBwdConvertParams, size 56 {
         src: u64 = 0,
         dst: u64 = 8,
         batch: i32 = 16,
@@ -177,6 +186,9 @@ ffi_struct! {
         scale: f32 = 40,
         /// Explicit tail padding, so that every byte passed to the kernel is initialized.
         pad_: i32 = 44,
+        /// Packed: `(batch + 1)` i32 cumulative row counts of the `(total, heads, head_dim)`
+        /// output (`seq_pad` is then the accumulator's rows per head); 0 dense.
+        cu_seqlens: u64 = 48,
     }
 }
 

@@ -12,7 +12,10 @@
 //! missing (`None` from the backward) is an error, never a pass.
 
 use candle_core::{backprop::GradStore, DType, Device, Result, Tensor, Var};
-use candle_fused_attn::{attention, attention_ref, attention_ref_lse, attention_ref_probs, AttnParams};
+use candle_fused_attn::{
+    attention, attention_backward, attention_ref, attention_ref_lse, attention_ref_probs, attention_with_lse,
+    AttnParams,
+};
 use rand::{rngs::StdRng, SeedableRng};
 
 use super::{dtype_epsilon, randn, to_f64_vec, Case, InputLayout};
@@ -119,8 +122,29 @@ impl GradResult {
     }
 }
 
+/// The forward's output and LSE on `dev` for the backward: `attention_with_lse` there, or,
+/// where the CUDA forward has no instance for the head dim (d > 256 before the forward's
+/// large instances), the CPU forward in the same dtype, moved to `dev`.
+pub fn forward_with_lse(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) -> Result<(Tensor, Tensor)> {
+    match attention_with_lse(q, k, v, params) {
+        Err(e) if q.device().is_cuda() && e.to_string().contains("kernel instance") => {
+            let cpu = |t: &Tensor| t.to_device(&Device::Cpu);
+            let (o, l) = attention_with_lse(&cpu(q)?, &cpu(k)?, &cpu(v)?, &params_on_cpu(params)?)?;
+            Ok((o.to_device(q.device())?, l.to_device(q.device())?))
+        }
+        r => r,
+    }
+}
+
 /// Runs one case's backward on `dev` in `dtype` and measures dq, dk, dv.
 pub fn check_grad_case(case: &Case, dev: &Device, dtype: DType) -> Result<Vec<GradResult>> {
+    check_grad_case_with(case, dev, dtype, false)
+}
+
+/// [`check_grad_case`]; with `explicit`, the fused gradients come from `attention_backward`
+/// on [`forward_with_lse`]'s output instead of autograd through `attention` (so that the
+/// backward is checked at head dims the CUDA forward does not run yet).
+pub fn check_grad_case_with(case: &Case, dev: &Device, dtype: DType, explicit: bool) -> Result<Vec<GradResult>> {
     let (q, k, v, params) = case.inputs(dev, dtype)?;
     let mut rng = StdRng::seed_from_u64(case.seed ^ 0x5eed_9bad);
     let (b, sq, h, d) = q.dims4()?;
@@ -132,8 +156,14 @@ pub fn check_grad_case(case: &Case, dev: &Device, dtype: DType) -> Result<Vec<Gr
         Trainable::new(&v, case.layouts[2])?,
     ];
     let up_dev = upstream.to_device(dev)?;
-    let fused =
-        grads_of(&fused_in[0], &fused_in[1], &fused_in[2], &up_dev, true, |q, k, v| attention(q, k, v, &params))?;
+    let fused = if explicit {
+        let [q, k, v] = [&fused_in[0].view, &fused_in[1].view, &fused_in[2].view];
+        let (out, lse) = forward_with_lse(q, k, v, &params)?;
+        let (dq, dk, dv) = attention_backward(q, k, v, &out, &up_dev.to_dtype(dtype)?, &lse, &params)?;
+        [dq, dk, dv]
+    } else {
+        grads_of(&fused_in[0], &fused_in[1], &fused_in[2], &up_dev, true, |q, k, v| attention(q, k, v, &params))?
+    };
     let naive =
         grads_of(&fused_in[0], &fused_in[1], &fused_in[2], &up_dev, false, |q, k, v| attention_ref(q, k, v, &params))?;
 
@@ -174,7 +204,7 @@ pub fn check_grad_case(case: &Case, dev: &Device, dtype: DType) -> Result<Vec<Gr
     Ok(results)
 }
 
-fn params_on_cpu(p: &AttnParams) -> Result<AttnParams> {
+pub fn params_on_cpu(p: &AttnParams) -> Result<AttnParams> {
     let mut c = p.clone();
     c.alibi_slopes = p.alibi_slopes.as_ref().map(|s| s.to_device(&Device::Cpu)).transpose()?;
     Ok(c)
