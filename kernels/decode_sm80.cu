@@ -26,6 +26,9 @@
 // sequence's key range itself (bottom-right masks and prefix ranges per sequence), and reads
 // K/V pages through the block table, one lookup per 16-key tile when the page size is a
 // multiple of 16, per row otherwise. Head dims above 256 run on the prefill kernel.
+// Measured (H100, bf16, lab/results/varlen-h100-2026-11-23.md): paged caches are 0.60-0.75×
+// the contiguous decode's GB/s on (8,32,8,1,8192) and (32,32,8,1,4096), pages 16 and 256: the
+// packed d128 entry spills (255 registers, 352-byte stack; dense: 222, none). To fix.
 //
 // Fragments without ldmatrix. A dot product does not care about the order of its terms, so
 // the head dims are permuted: a thread reads 8 contiguous dims of Q and K with one 16-byte

@@ -126,12 +126,11 @@ pub(super) fn dev_tensor<'a, T: CudaDType + DeviceRepr + 'a>(
     layout: &Layout,
     stream: &'a CudaStream,
 ) -> Result<DevTensor<'a>> {
-    dev_tensor_with(storage, layout, stream, Strides::from_layout(layout)?)
+    dev_tensor_with::<T>(storage, stream, Strides::from_layout(layout)?)
 }
 
 fn dev_tensor_with<'a, T: CudaDType + DeviceRepr + 'a>(
     storage: &'a CudaStorage,
-    layout: &Layout,
     stream: &'a CudaStream,
     strides: Strides,
 ) -> Result<DevTensor<'a>> {
@@ -174,9 +173,9 @@ pub(super) fn dev_qkv<'a, T: CudaDType + DeviceRepr + 'a>(
         SeqLayout::Packed(pk) => {
             let page = pk.pages.as_ref().map(|pg| pg.page_size);
             Ok([
-                dev_tensor_with::<T>(q, ql, stream, packed_strides(ql, None, "q")?)?,
-                dev_tensor_with::<T>(k, kl, stream, packed_strides(kl, page, "k")?)?,
-                dev_tensor_with::<T>(v, vl, stream, packed_strides(vl, page, "v")?)?,
+                dev_tensor_with::<T>(q, stream, packed_strides(ql, None, "q")?)?,
+                dev_tensor_with::<T>(k, stream, packed_strides(kl, page, "k")?)?,
+                dev_tensor_with::<T>(v, stream, packed_strides(vl, page, "v")?)?,
             ])
         }
     }
