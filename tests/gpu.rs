@@ -1120,6 +1120,7 @@ fn gpu_sanitizer_varlen() {
         }
     }
     check_all_varlen("gpu_sanitizer_varlen", &dev, &cases);
+}
 
 /// Head dims above 256 (the d384/d512 backward instances, and the f32 kernel's 8-row tiles):
 /// random cases of the gradient sweep's space at head dims 257..=512, dq, dk, dv against the
