@@ -10,6 +10,8 @@ use candle_core::{CustomOp3, DType, Device, Result, Tensor, D};
 type T<'a> = &'a Tensor;
 
 #[test]
+// The point is to write each signature out whole, as upstream's source has it.
+#[allow(clippy::type_complexity)]
 fn every_upstream_function_has_its_signature() {
     let _: fn(T, T, T, f32, bool) -> Result<Tensor> = candle_flash_attn::flash_attn;
     let _: fn(T, T, T, f32, Option<usize>, Option<usize>) -> Result<Tensor> = candle_flash_attn::flash_attn_windowed;
