@@ -54,6 +54,20 @@ while read -r kind name exe; do
   echo "device-pack: bin/$dest <- $exe ($(du -h "$exe" | cut -f1) -> $(du -h "$STAGE/bin/$dest" | cut -f1) stripped)" >&2
 done <<<"$artifacts"
 
+# candle-transformers through the [patch] (compat/transformers-check): its test binaries, for
+# device-run.sh's `transformers` stage; PACK_TRANSFORMERS=1 builds them (a long first build).
+if [ "${PACK_TRANSFORMERS:-0}" = 1 ] && [ -f compat/transformers-check/Cargo.toml ]; then
+  echo "device-pack: compat/transformers-check: cargo test --release --no-run" >&2
+  tc="$( (cd compat/transformers-check && cargo test --release --no-run --locked --message-format=json-render-diagnostics) \
+    | jq -r 'select(.reason == "compiler-artifact" and .executable != null and .target.kind[0] == "test")
+             | "\(.target.name) \(.executable)"')"
+  while read -r name exe; do
+    case "$name" in llama | models) ;; *) continue ;; esac
+    strip -o "$STAGE/bin/tc-$name" "$exe"
+    echo "device-pack: bin/tc-$name <- $exe ($(du -h "$STAGE/bin/tc-$name" | cut -f1) stripped)" >&2
+  done <<<"$tc"
+fi
+
 cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch.py scripts/bench_torch_varlen.py "$STAGE/scripts/"
 # The llama and train examples' device runs: one line of arguments per run.
 cp scripts/llama-device*.txt scripts/train-device.txt "$STAGE/" 2>/dev/null || true
@@ -81,5 +95,5 @@ cat <<EOF
 Send to the GPU machine (device tool \`run\`):
   carry:   ["device-pack"]
   command: bash scripts/device-run.sh device-pack/fused-attn-device.tar.xz \$OUT all
-Stages instead of \`all\`: tests oracle sanitize bench torch llama; train (not in \`all\`). The table comes back in summary.md.
+Stages instead of \`all\`: tests oracle sanitize bench torch llama; train and transformers (not in \`all\`). The table comes back in summary.md.
 EOF

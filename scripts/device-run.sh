@@ -20,6 +20,11 @@
 #             before the run) passes only if the run exits nonzero with an out-of-memory error
 #             in its output (CUDA_ERROR_OUT_OF_MEMORY or "out of memory"): the naive back end
 #             at a context where it is expected not to fit. Its log is train.log.
+#   transformers  not in `all`: candle-transformers 0.11.1 through the [patch]
+#             (compat/transformers-check's test binaries tc-llama and tc-models) on GPU 0 in
+#             bf16 against the same models with use_flash_attn false; tc-llama needs the real
+#             SmolLM2 GGUF at LLAMA_MODEL, as the llama stage's gguf list does. Its log is
+#             transformers.log.
 #
 # OUT_DIR gets summary.md (environment, one row per stage, pass/fail, bench tables), one log
 # per stage (tests, oracle, sanitize, bench, llama, train) and the torch bench's json/md: at
@@ -43,7 +48,7 @@ if [ "${STAGES[*]}" = "all" ]; then
   STAGES=(tests oracle sanitize bench llama)
 fi
 # Per-stage time limits (s); `all` stays well inside one 10-minute device command.
-: "${LIMIT_TESTS:=300}" "${LIMIT_ORACLE:=120}" "${LIMIT_SANITIZE:=150}" "${LIMIT_BENCH:=200}" "${LIMIT_LLAMA:=90}" "${LIMIT_TRAIN:=150}"
+: "${LIMIT_TESTS:=300}" "${LIMIT_ORACLE:=120}" "${LIMIT_SANITIZE:=150}" "${LIMIT_BENCH:=200}" "${LIMIT_LLAMA:=90}" "${LIMIT_TRAIN:=150}" "${LIMIT_TRANSFORMERS:=240}"
 : "${BENCH_FILTER:=cuda}"   # criterion filter for the bench stage
 # TESTS_FILTER (default: all) selects GPU tests by name for the tests stage.
 
@@ -226,6 +231,23 @@ stage_llama() {
   done <"$list"
 }
 
+stage_transformers() {
+  local log="$OUT/transformers.log" t0 name
+  if [ ! -f "${LLAMA_MODEL:-}" ]; then
+    record transformers FAIL 0 "tc-llama needs LLAMA_MODEL, the SmolLM2 GGUF (got '${LLAMA_MODEL:-}')"
+    return
+  fi
+  for name in models llama; do
+    have_bin "tc-$name" "transformers $name" || continue
+    t0=$SECONDS
+    if TRANSFORMERS_CHECK_DEVICE=cuda timed "$LIMIT_TRANSFORMERS" "$log" "$BIN/tc-$name" --nocapture --test-threads=1; then
+      record "transformers $name" PASS $((SECONDS - t0)) "$(grep '^test result' "$log" | tail -1)"
+    else
+      record "transformers $name" FAIL $((SECONDS - t0)) "see transformers.log"
+    fi
+  done
+}
+
 stage_train() {
   local log="$OUT/train.log" t0 n=0 line rc expect_oom line_log
   have_bin train train || return
@@ -265,8 +287,8 @@ stage_train() {
 
 for stage in "${STAGES[@]}"; do
   case "$stage" in
-    tests | oracle | sanitize | bench | torch | llama | train) "stage_$stage" ;;
-    *) record "$stage" FAIL 0 "unknown stage (tests oracle sanitize bench torch llama train all)" ;;
+    tests | oracle | sanitize | bench | torch | llama | train | transformers) "stage_$stage" ;;
+    *) record "$stage" FAIL 0 "unknown stage (tests oracle sanitize bench torch llama train transformers all)" ;;
   esac
 done
 

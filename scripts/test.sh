@@ -19,7 +19,16 @@
 #   FUSED_ATTN_CACHE         default ~/.cache/candle-fused-attn (toolkit, model, targets)
 #   FUSED_ATTN_CPU_TARGET    default $FUSED_ATTN_CACHE/target
 #   FUSED_ATTN_CUDA_TARGET   default $FUSED_ATTN_CACHE/target-cuda
-#   FUSED_ATTN_SKIP_CUDA=1   skip step 4 (for a quick CPU-only loop)
+#   FUSED_ATTN_SKIP_CUDA=1   skip steps 4-8 (for a quick CPU-only loop)
+#
+# 6. candle-transformers 0.11.1 through the [patch] (compat/transformers-check): llama on the
+#    real SmolLM2 weights, mistral, gemma and gemma2 on random weights, flash vs naive. Its
+#    `flash-attn` feature enables candle's `cuda`, so it needs the toolkit of step 4 and
+#    shares the CUDA target dir.
+# 7. the published crate (scripts/package-check.sh): `cargo publish --dry-run` on a clean
+#    clone of HEAD, the packaged crate built with `--features cuda`, docs as on docs.rs.
+# 8. MSRV: `cargo +$MSRV check` of the library and tests (CPU; the toolchain is installed with
+#    rustup's minimal profile when missing; FUSED_ATTN_SKIP_MSRV=1 skips it).
 # Measured times are in docs/device-loop.md; CI's budget is 90 minutes.
 set -euo pipefail
 
@@ -75,6 +84,31 @@ else
   step "CUDA: unit tests and GPU tests of the CUDA build (LD_LIBRARY_PATH=$RUN_LIBS)"
   LD_LIBRARY_PATH="$RUN_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CARGO_TARGET_DIR="$CUDA_TARGET" \
     cargo test --release --features cuda --lib --test gpu -- --nocapture --test-threads=1
+fi
+
+if [ "${FUSED_ATTN_SKIP_CUDA:-0}" != 1 ]; then
+  step "candle-transformers through the [patch] (compat/transformers-check, target $CUDA_TARGET)"
+  (
+    cd compat/transformers-check
+    CARGO_TARGET_DIR="$CUDA_TARGET" cargo fmt --check
+    CARGO_TARGET_DIR="$CUDA_TARGET" cargo clippy --release --all-targets --locked -- -D warnings
+    LD_LIBRARY_PATH="$RUN_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CARGO_TARGET_DIR="$CUDA_TARGET" \
+      cargo test --release --locked -- --nocapture
+  )
+
+  step "the published crate: scripts/package-check.sh"
+  FUSED_ATTN_CPU_TARGET="$CPU_TARGET" FUSED_ATTN_CUDA_TARGET="$CUDA_TARGET" scripts/package-check.sh
+
+  MSRV="$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+  if [ "${FUSED_ATTN_SKIP_MSRV:-0}" = 1 ]; then
+    step "MSRV $MSRV check skipped (FUSED_ATTN_SKIP_MSRV=1)"
+  elif ! command -v rustup >/dev/null; then
+    step "MSRV $MSRV check skipped: no rustup to install the toolchain"
+  else
+    step "MSRV: cargo +$MSRV check --lib --tests (target $FUSED_ATTN_CACHE/target-msrv)"
+    rustup toolchain list | grep -q "^$MSRV" || rustup toolchain install "$MSRV" --profile minimal
+    CARGO_TARGET_DIR="$FUSED_ATTN_CACHE/target-msrv" cargo "+$MSRV" check --release --lib --tests --locked
+  fi
 fi
 
 step "all steps passed in $((SECONDS - T_START)) s"

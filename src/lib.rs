@@ -26,6 +26,13 @@
 //! * **NaN** in a query row reaches only that row's output; NaN in a key reaches only
 //!   the rows that see that key.
 //!
+//! # Cargo features
+//! * `cuda`: the CUDA path (sm_80 and newer), and candle's own `cuda` feature. The build
+//!   compiles `kernels/*.cu` to PTX with nvcc (tested with CUDA 13.0; `scripts/cuda-toolkit.sh` in
+//!   the repository installs a pinned one without root). Without it the crate needs no CUDA
+//!   toolkit, and a call on a CUDA tensor returns an error. The public API is the same
+//!   either way; these docs are built without it (docs.rs has no CUDA toolkit).
+//!
 //! # Example
 //! ```
 //! use candle_core::{Device, DType, Tensor};

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Renders the README's charts (docs/charts/*.svg) from the committed raw results.
+
+    python3 -m pip install matplotlib      # once
+    python3 scripts/charts.py              # rewrites docs/charts/*.svg
+
+Every number is read from a file under docs/results/ (named in each chart's caption), except
+the CPU llama rows, which exist only as the README's table (no raw log was committed); those
+are written out below with that source. Re-run this script whenever a README table is
+re-measured and its raw file replaced. No PyTorch CPU SDPA run has been measured, so the CPU
+chart compares the fused op with candle's naive path only.
+"""
+import pathlib
+import re
+import sys
+
+import matplotlib
+
+matplotlib.use("svg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+OUT = ROOT / "docs" / "charts"
+H100_RUNS = RESULTS / "h100-2026-11-22-session3.md"  # runs A (prefill) and B (decode)
+H100_LLAMA = RESULTS / "h100-2026-11-22-final.md"  # runs 14 and 15
+CPU_CRITERION = RESULTS / "cpu-criterion-1537ee7.txt"  # run 1 = the README table
+
+# The README's CPU llama table (SmolLM2-135M-Instruct Q4_1 → f32, 2-core machine, --repeats 3,
+# 2026-11-22 05:53 UTC): (prompt, prefill tok/s fused, naive, decode tok/s fused, naive).
+CPU_LLAMA = [(128, 241.0, 204.9, 18.04, 13.57), (2048, 327.8, 89.9, 17.13, 10.33)]
+
+plt.rcParams.update({"font.size": 9, "svg.fonttype": "none", "svg.hashsalt": "candle-fused-attn"})
+COLORS = {"ours": "#d62728", "FA2": "#1f77b4", "cuDNN": "#7f7f7f", "naive": "#bcbd22"}
+
+
+def sections(text, heading):
+    """The text of each run ('## Run X', with its subsections) whose title starts with `heading`."""
+    parts = re.split(r"^(?=## Run )", text, flags=re.M)
+    return [p for p in parts if p.startswith("## " + heading)]
+
+
+def torch_rows(section):
+    """PyTorch SDPA table rows: {(kind, shape, mask): (flash µs, cuDNN µs)}."""
+    rows = {}
+    for line in section.splitlines():
+        m = re.match(r"\| (prefill|decode) \| \(([\d,]+)\) \| (\w+) \| ([\d.]+) \|[^|]*\|[^|]*\| ([\d.]+) \|", line)
+        if m:
+            shape = tuple(int(x) for x in m.group(2).split(","))
+            rows[(m.group(1), shape, m.group(3))] = (float(m.group(4)), float(m.group(5)))
+    return rows
+
+
+def criterion_rows(section):
+    """Our criterion times in µs: {(shape, causal): µs} from the 'time: [lo mid hi]' lines."""
+    rows, medians = {}, {}
+    name = None
+    for line in section.splitlines():
+        m = re.match(r"cuda_fused_attn_bf16/b(\d+)_h(\d+)_kv(\d+)_q(\d+)_k(\d+)_d(\d+)(_causal)?(?: ([\d.]+))?\s*$",
+                     line.strip())
+        if m:
+            name = (tuple(int(m.group(i)) for i in range(1, 7)), bool(m.group(7)))
+            if m.group(8):  # the 'criterion medians (µs)' list: estimates.json's median
+                medians[name] = float(m.group(8))
+                name = None
+            continue
+        t = re.search(r"time:\s+\[\S+ \S+ ([\d.]+) (µs|ms)", line)
+        if t and name:
+            rows[name] = float(t.group(1)) * (1000.0 if t.group(2) == "ms" else 1.0)
+            name = None
+    rows.update(medians)
+    return rows
+
+
+def flops(shape, causal):
+    b, h, _, sq, sk, d = shape
+    return 4 * b * h * sq * sk * d / (2 if causal else 1)
+
+
+def kv_bytes(shape):
+    b, _, hkv, _, sk, d = shape
+    return 2 * b * sk * hkv * d * 2  # K and V, bf16
+
+
+def save(fig, name):
+    path = OUT / name
+    fig.savefig(path, bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    print(f"wrote {path.relative_to(ROOT)}")
+
+
+def prefill_chart(run_a):
+    ours, torch = criterion_rows(run_a), torch_rows(run_a)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
+    top = 0.0
+    for ax, d in zip(axes, (64, 128)):
+        shown = set()
+        for causal, style in ((False, "-"), (True, "--")):
+            pts = sorted(
+                (shape, ours[(shape, causal)], torch[("prefill", shape, "causal" if causal else "none")])
+                for (shape, c) in ours
+                if c == causal and shape[5] == d and shape[3] > 1
+                and ("prefill", shape, "causal" if causal else "none") in torch
+            )
+            if not pts:
+                continue
+            seq = [s[3] for s, _, _ in pts]
+            f = [flops(s, causal) for s, _, _ in pts]
+            tag = "causal" if causal else "no mask"
+            for label, us in (("ours", [o for _, o, _ in pts]), ("FA2", [t[0] for _, _, t in pts]),
+                              ("cuDNN", [t[1] for _, _, t in pts])):
+                tfs = [fl / (u * 1e-6) / 1e12 for fl, u in zip(f, us)]
+                top = max(top, *tfs)
+                ax.plot(seq, tfs, style, marker="o", color=COLORS[label], label=f"{label}, {tag}")
+            for s, _, _ in pts:
+                if s[3] not in shown:
+                    shown.add(s[3])
+                    ax.annotate(f"batch {s[0]}, {s[1]} heads", (s[3], 8), fontsize=6, ha="center", color="#555")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"head dim {d}")
+        ax.set_xlabel("sequence length (Sq = Sk)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylim(0, top * 1.08)
+    axes[0].set_ylabel("TF/s (attention FLOPs, causal halved)")
+    axes[1].legend(fontsize=6, loc="lower right", ncol=2)
+    fig.suptitle("Prefill, bf16, NVIDIA H100 80GB HBM3: ours vs PyTorch 2.11 SDPA (FA2, cuDNN), same device run",
+                 fontsize=9)
+    fig.text(0.01, -0.04, f"Source: {H100_RUNS.relative_to(ROOT)}, run A (criterion medians and do_bench medians, "
+             "L2 flushed). Points are the benchmark shapes measured, not a sweep.", fontsize=7)
+    save(fig, "gpu-prefill.svg")
+
+
+def decode_chart(run_b):
+    ours, torch = criterion_rows(run_b), torch_rows(run_b)
+    shapes = [s for (s, c) in ours if not c and ("decode", s, "none") in torch]
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    width = 0.27
+    for i, s in enumerate(shapes):
+        fa2, cudnn = torch[("decode", s, "none")]
+        for j, (label, us) in enumerate((("ours", ours[(s, False)]), ("FA2", fa2), ("cuDNN", cudnn))):
+            gbs = kv_bytes(s) / (us * 1e-6) / 1e9
+            ax.bar(i + (j - 1) * width, gbs, width, color=COLORS[label], label=label if i == 0 else None)
+            ax.text(i + (j - 1) * width, gbs + 20, f"{gbs:.0f}", ha="center", fontsize=6)
+    ax.set_xticks(range(len(shapes)))
+    ax.set_xticklabels([f"B{s[0]} H{s[1]}/{s[2]}\nSq {s[3]}, Sk {s[4]}, d {s[5]}" for s in shapes], fontsize=7)
+    ax.set_ylabel("K+V read, GB/s")
+    ax.legend(fontsize=7)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title("Decode (KV-cache step), bf16, NVIDIA H100 80GB HBM3, no mask, GQA", fontsize=9)
+    fig.text(0.01, -0.1, f"Source: {H100_RUNS.relative_to(ROOT)}, run B (criterion and do_bench medians, L2 flushed). "
+             "GB/s = bytes of K and V / time.", fontsize=7)
+    save(fig, "gpu-decode.svg")
+
+
+def cpu_chart():
+    rows = {}
+    for line in CPU_CRITERION.read_text().split("# run 2")[0].splitlines():
+        m = re.match(r"cpu_(fused_attn|naive)_(f32|bf16)/b(\d+)_h(\d+)_kv(\d+)_q(\d+)_k(\d+)_d(\d+)(_causal)? ([\d.]+)", line)
+        if m:
+            shape = tuple(int(m.group(i)) for i in range(3, 9))
+            rows[(m.group(1), m.group(2), shape, bool(m.group(9)))] = float(m.group(10)) / 1000.0  # ms
+    keys = sorted({(s, c) for (_, _, s, c) in rows}, key=lambda k: (k[0][3] == 1, k[0][3], k[1]))
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    width = 0.2
+    bars = (("fused_attn", "f32", "ours f32", "#d62728"), ("naive", "f32", "naive f32", "#bcbd22"),
+            ("fused_attn", "bf16", "ours bf16", "#ff9896"), ("naive", "bf16", "naive bf16", "#dbdb8d"))
+    for i, (s, c) in enumerate(keys):
+        for j, (impl, dt, label, color) in enumerate(bars):
+            ms = rows[(impl, dt, s, c)]
+            ax.bar(i + (j - 1.5) * width, ms, width, color=color, label=label if i == 0 else None)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([f"B{s[0]} H{s[1]}/{s[2]} Sq {s[3]} Sk {s[4]} d {s[5]}{' causal' if c else ''}"
+                        for s, c in keys], fontsize=6)
+    ax.set_ylabel("time per call, ms (log)")
+    ax.legend(fontsize=7, ncol=4)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title("CPU, 2-core AMD EPYC Zen 3 (AVX2): fused op vs candle's naive attention", fontsize=9)
+    fig.text(0.01, -0.1, f"Source: {CPU_CRITERION.relative_to(ROOT)}, run 1 (criterion medians, 2 rayon threads). "
+             "No PyTorch CPU SDPA run has been measured yet.", fontsize=7)
+    save(fig, "cpu.svg")
+
+
+def llama_rows(text):
+    """{(model, prompt): (prefill fused, naive, decode fused, naive)} tok/s from the llama runs."""
+    rows, key = {}, None
+    for line in text.splitlines():
+        if line.startswith("$ ") and "llama" in line and "--prompt-len" in line:
+            prompt = int(re.search(r"--prompt-len (\d+)", line).group(1))
+            syn = re.search(r"--synthetic (\S+)", line)
+            model = f"{syn.group(1)} (synthetic)" if syn else "SmolLM2-135M"
+            key, vals = (model, prompt), {}
+            continue
+        m = re.match(r"\| (fused|naive) \| [\d.]+ \| ([\d.]+) \| \d+ \| [\d.]+ \| ([\d.]+) \|", line)
+        if m and key:
+            vals[m.group(1)] = (float(m.group(2)), float(m.group(3)))
+            if len(vals) == 2:
+                rows[key] = (vals["fused"][0], vals["naive"][0], vals["fused"][1], vals["naive"][1])
+    return rows
+
+
+def llama_chart():
+    text = H100_LLAMA.read_text()
+    gpu = {}
+    for run in sections(text, "Run 14") + sections(text, "Run 15"):
+        gpu.update(llama_rows(run))
+    series = [(m, p, v) for (m, p), v in sorted(gpu.items()) if m in ("SmolLM2-135M", "llama3-8b (synthetic)")]
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), gridspec_kw={"width_ratios": [3, 3, 1.4]})
+    for ax, idx, what in ((axes[0], (0, 1), "prefill"), (axes[1], (2, 3), "decode")):
+        labels = []
+        for i, (m, p, v) in enumerate(series):
+            ax.bar(i - 0.2, v[idx[0]], 0.4, color=COLORS["ours"], label="fused" if i == 0 else None)
+            ax.bar(i + 0.2, v[idx[1]], 0.4, color=COLORS["naive"], label="naive" if i == 0 else None)
+            ax.text(i, max(v[idx[0]], v[idx[1]]) * 1.05, f"{v[idx[0]] / v[idx[1]]:.2f}×", ha="center", fontsize=6)
+            labels.append(("SmolLM2\n" if m.startswith("SmolLM2") else "Llama-3-8B\nrandom w.\n") + f"ctx {p}")
+        ax.set_xticks(range(len(series)))
+        ax.set_xticklabels(labels, fontsize=6)
+        ax.set_ylabel(f"{what} tokens/s")
+        if what == "prefill":
+            ax.set_yscale("log")
+        ax.set_title(f"H100, bf16: {what}", fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    ax = axes[2]
+    for i, (p, pf, pn, df, dn) in enumerate(CPU_LLAMA):
+        ax.bar(i - 0.2, df, 0.4, color=COLORS["ours"])
+        ax.bar(i + 0.2, dn, 0.4, color=COLORS["naive"])
+        ax.text(i, df * 1.05, f"{df / dn:.2f}×", ha="center", fontsize=6)
+    ax.set_xticks(range(len(CPU_LLAMA)))
+    ax.set_xticklabels([f"{p} prompt" for p, *_ in CPU_LLAMA], fontsize=6)
+    ax.set_ylabel("decode tokens/s")
+    ax.set_title("CPU, f32: decode", fontsize=9)
+    ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("examples/llama.rs --compare: fused vs naive attention (ratio above each pair)", fontsize=9)
+    fig.text(0.01, -0.08, f"Sources: {H100_LLAMA.relative_to(ROOT)} runs 14 (llama3-8b, random weights) and 15 "
+             "(SmolLM2-135M-Instruct GGUF), medians of 3; 16384 prefills in 4096-token chunks. CPU: the README's "
+             "table (2-core machine, SmolLM2 f32, medians of 3).", fontsize=7)
+    save(fig, "llama-tokens.svg")
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    text = H100_RUNS.read_text()
+    run_a = sections(text, "Run A")
+    run_b = sections(text, "Run B")
+    if len(run_a) != 1 or len(run_b) != 1:
+        sys.exit(f"{H100_RUNS}: expected one 'Run A' and one 'Run B' section")
+    prefill_chart(run_a[0])
+    decode_chart(run_b[0])
+    cpu_chart()
+    llama_chart()
+
+
+if __name__ == "__main__":
+    main()
