@@ -927,7 +927,7 @@ fn check_all_varlen(test: &str, dev: &Device, cases: &[(DType, VarCase)]) {
         let prepared: Vec<_> = chunk
             .par_iter()
             .enumerate()
-            .map(|(i, (dtype, case))| prepare_varlen(*dtype, case, (c * PREPARE_AHEAD * 2 + i) % 4 == 0))
+            .map(|(i, (dtype, case))| prepare_varlen(*dtype, case, (c * PREPARE_AHEAD * 2 + i).is_multiple_of(4)))
             .collect();
         for ((dtype, case), prep) in chunk.iter().zip(prepared) {
             let r = prep.and_then(|prep| check_varlen(dev, *dtype, case, &prep)).unwrap_or_else(|e| {
