@@ -103,7 +103,9 @@ pub(crate) struct Packed {
     /// their sequence, `0 <= start <= end <= len_k` (`start == end`: none); empty if none.
     pub ranges: Vec<[i32; 2]>,
     pub max_ranges: usize,
-    /// The index tensors as contiguous i32 on q's device, copies of the checked host values.
+    /// The index tensors as contiguous i32 on q's device, copies of the checked host values
+    /// (read by the CUDA kernels; the CPU back end reads the host copies above).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub device: PackedTensors,
 }
 
@@ -120,6 +122,7 @@ pub(crate) struct Pages {
 
 /// [`Packed`]'s index arrays on q's device, i32, contiguous.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) struct PackedTensors {
     /// `(batch + 1)`.
     pub cu_q: Tensor,
@@ -218,6 +221,7 @@ impl Problem {
     }
 
     /// Whether any row's visible keys are not just its window's (multimodal ranges).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub fn has_mm_ranges(&self) -> bool {
         self.mm_ranges.as_ref().is_some_and(|r| r.iter().any(|&[s, e]| s < e))
     }

@@ -66,7 +66,7 @@ pub fn attention_ref_varlen(
     varlen: &Varlen,
     params: &AttnParams,
 ) -> Result<Tensor> {
-    let parts = per_sequence(q, k, v, varlen, params, |p, q, k, v, params| reference(p, q, k, v, params))?;
+    let parts = per_sequence(q, k, v, varlen, params, reference)?;
     let parts = parts.into_iter().map(|t| t.squeeze(0)).collect::<Result<Vec<_>>>()?;
     if parts.is_empty() {
         return Tensor::zeros(q.shape(), q.dtype(), q.device());

@@ -1302,7 +1302,7 @@ fn check_packed_case(dev: &Device, dtype: DType, seed: u64, autograd: bool) -> R
         dense.push(grads);
     }
     let (pdq, pdk, pdv) = if autograd {
-        let vars = [&q, &k, &v].map(|t| candle_core::Var::from_tensor(t));
+        let vars = [&q, &k, &v].map(candle_core::Var::from_tensor);
         let [qv, kv, vv] = vars;
         let (qv, kv, vv) = (qv?, kv?, vv?);
         let out = match attention_varlen_with_lse(qv.as_tensor(), kv.as_tensor(), vv.as_tensor(), &vl, &c.packed) {
