@@ -361,9 +361,9 @@ mod tests {
             for dtype in [Dtype::BF16, Dtype::F16, Dtype::F32] {
                 for mods in [false, true] {
                     let key = |head_dim| KernelKey { family, dtype, head_dim, mods };
-                    // Prefill holds every head dim; decode up to 256 (use_decode sends larger
-                    // ones to prefill); the backward's range is its own.
-                    let max_d = if family == Family::Fwd { MAX_HEAD_DIM } else { 256 };
+                    // Prefill and the backward hold every head dim; decode up to 256
+                    // (use_decode sends larger ones to prefill).
+                    let max_d = if family == Family::Decode { 256 } else { MAX_HEAD_DIM };
                     for d in 1..=max_d {
                         let inst = instance(key(d), Arch::Sm80).unwrap();
                         let smem = inst.smem_bytes(d as u32);
@@ -379,7 +379,7 @@ mod tests {
                             assert_eq!(inst.key_block as usize, KEYS_PER_ROUND);
                         }
                     }
-                    assert!(instance(key(max_d + 1), Arch::Sm80).is_err() || family == Family::Bwd);
+                    assert!(instance(key(max_d + 1), Arch::Sm80).is_err());
                 }
             }
         }
