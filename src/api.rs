@@ -112,25 +112,7 @@ pub fn attention_backward(
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let problem = validate(q, k, v, params)?;
     let (b, sq, h, d) = (problem.batch, problem.seq_q, problem.heads, problem.head_dim);
-    for (name, t) in [("out", out), ("grad_out", grad_out)] {
-        if t.dims() != q.dims() {
-            bail!("fused-attn: {name} must have q's shape {:?}, got {:?}", q.dims(), t.dims())
-        }
-        if !t.device().same_device(q.device()) {
-            bail!("fused-attn: {name} is on {:?} but q is on {:?}", t.device().location(), q.device().location())
-        }
-    }
-    if out.dtype() != q.dtype() {
-        bail!("fused-attn: out must have q's dtype {:?}, got {:?}", q.dtype(), out.dtype())
-    }
-    if lse.dims() != [b, h, sq] || lse.dtype() != candle_core::DType::F32 || !lse.device().same_device(q.device()) {
-        bail!(
-            "fused-attn: lse must be f32 of shape ({b}, {h}, {sq}) on q's device, got {:?} of shape {:?} on {:?}",
-            lse.dtype(),
-            lse.dims(),
-            lse.device().location()
-        )
-    }
+    check_backward_inputs(&problem, q, out, grad_out, lse)?;
     if b * sq * h * d == 0 || problem.seq_k == 0 {
         // No dot products: every gradient is zero.
         return Ok((q.zeros_like()?, k.zeros_like()?, v.zeros_like()?));
@@ -212,6 +194,22 @@ pub fn attention_varlen_backward(
     if packed.pages.is_some() {
         bail!("fused-attn: attention over a paged KV cache has no backward; pass k and v packed")
     }
+    check_backward_inputs(&problem, q, out, grad_out, lse)?;
+    if packed.total_q() * problem.heads * problem.head_dim == 0 || packed.cu_k[packed.batch()] == 0 {
+        // No dot products: every gradient is zero.
+        return Ok((q.zeros_like()?, k.zeros_like()?, v.zeros_like()?));
+    }
+    let alibi = match &params.alibi_slopes {
+        None => None,
+        Some(s) => Some(s.broadcast_as((problem.batch, problem.heads))?.contiguous()?),
+    };
+    let (q, k, v) = (head_dim_contiguous(q)?, head_dim_contiguous(k)?, head_dim_contiguous(v)?);
+    crate::op::backward(&problem, alibi.as_ref(), &q, &k, &v, out, grad_out, lse)
+}
+
+/// The checks both backward entries make on the forward's output, its gradient and the LSE
+/// (shape `problem.lse_shape()`).
+fn check_backward_inputs(problem: &Problem, q: &Tensor, out: &Tensor, grad_out: &Tensor, lse: &Tensor) -> Result<()> {
     for (name, t) in [("out", out), ("grad_out", grad_out)] {
         if t.dims() != q.dims() {
             bail!("fused-attn: {name} must have q's shape {:?}, got {:?}", q.dims(), t.dims())
@@ -235,16 +233,7 @@ pub fn attention_varlen_backward(
             lse.device().location()
         )
     }
-    if packed.total_q() * problem.heads * problem.head_dim == 0 || packed.cu_k[packed.batch()] == 0 {
-        // No dot products: every gradient is zero.
-        return Ok((q.zeros_like()?, k.zeros_like()?, v.zeros_like()?));
-    }
-    let alibi = match &params.alibi_slopes {
-        None => None,
-        Some(s) => Some(s.broadcast_as((problem.batch, problem.heads))?.contiguous()?),
-    };
-    let (q, k, v) = (head_dim_contiguous(q)?, head_dim_contiguous(k)?, head_dim_contiguous(v)?);
-    crate::op::backward(&problem, alibi.as_ref(), &q, &k, &v, out, grad_out, lse)
+    Ok(())
 }
 
 fn run_packed(

@@ -5,13 +5,9 @@
 mod common;
 
 use candle_core::{DType, Device, Result, Tensor, Var};
-use candle_fused_attn::{
-    attention_ref_varlen, attention_ref_varlen_lse, attention_varlen, attention_varlen_with_lse, AttnParams, Varlen,
-};
-use common::grad::grad_floor;
-use common::varlen::{run_varlen_sweep, varlen_on_cpu, VarlenCase, VarlenLimits};
-use common::{case_seed, randn, to_f64_vec};
-use rand::{rngs::StdRng, SeedableRng};
+use candle_fused_attn::{attention_ref_varlen_lse, attention_varlen, attention_varlen_with_lse, AttnParams, Varlen};
+use common::varlen::{run_varlen_grad_sweep, run_varlen_sweep, VarlenCase, VarlenLimits};
+use common::{case_seed, to_f64_vec};
 
 fn sweep(dtype: DType, n: usize, seed: u64) {
     let st = run_varlen_sweep(&Device::Cpu, dtype, n, seed, &VarlenLimits::cpu()).unwrap();
@@ -98,113 +94,16 @@ fn varlen_lse_matches_the_oracle() -> Result<()> {
     Ok(())
 }
 
-/// Gradients of packed (unpaged) batches: dq, dk, dv through autograd on the fused op
-/// against autograd through `attention_ref_varlen` in f64, with the dense harness's
-/// tolerance (2 × the naive error in the same dtype + the derived floor, taken per
-/// sequence).
-fn grad_sweep(dtype: DType, n: usize, seed: u64) -> Result<()> {
-    let limits = VarlenLimits { max_len: 120, max_work: 1_500_000 };
-    let mut failures = 0;
-    let mut checked = 0;
-    for i in 0..n {
-        let mut case = VarlenCase::random(case_seed(seed, i), &limits);
-        case.paging = None;
-        let (q, k, v, vl, p) = case.inputs(&Device::Cpu, dtype)?;
-        let mut rng = StdRng::seed_from_u64(case.seed ^ 0x9bad);
-        let up = Tensor::from_vec(randn(&mut rng, q.elem_count()), q.dims(), &Device::Cpu)?;
-        let grads = |q: &Tensor, k: &Tensor, v: &Tensor, up: &Tensor, fused: bool| -> Result<[Tensor; 3]> {
-            let vars = [q, k, v].map(|t| Var::from_tensor(&t.contiguous()?));
-            let [vq, vk, vv] = vars;
-            let (vq, vk, vv) = (vq?, vk?, vv?);
-            let vl_here = if q.dtype() == DType::F64 { varlen_on_cpu(&vl)? } else { vl.clone() };
-            let out = if fused {
-                attention_varlen(vq.as_tensor(), vk.as_tensor(), vv.as_tensor(), &vl_here, &p)?
-            } else {
-                attention_ref_varlen(vq.as_tensor(), vk.as_tensor(), vv.as_tensor(), &vl_here, &p)?
-            };
-            let loss = (out.to_dtype(DType::F64)? * up.to_dtype(DType::F64)?)?.sum_all()?;
-            let g = loss.backward()?;
-            let get = |x: &Var| -> Result<Tensor> {
-                match g.get(x.as_tensor()) {
-                    Some(t) => Ok(t.clone()),
-                    None => Ok(x.as_tensor().zeros_like()?), // a branch candle pruned: zero
-                }
-            };
-            Ok([get(&vq)?, get(&vk)?, get(&vv)?])
-        };
-        let fused = grads(&q, &k, &v, &up, true)?;
-        let naive = grads(&q, &k, &v, &up, false)?;
-        let f64s = |t: &Tensor| t.to_dtype(DType::F64);
-        let (q64, k64, v64) = (f64s(&q)?, f64s(&k)?, f64s(&v)?);
-        let oracle = grads(&q64, &k64, &v64, &up.to_dtype(DType::F64)?, false)?;
-        // The floor per sequence, through the dense harness on each sequence sliced out.
-        let mut floors = [0f64; 3];
-        let (mut oq, mut ok) = (0usize, 0usize);
-        for b in 0..case.batch() {
-            let (lq, lk) = (case.lens_q[b], case.lens_k[b]);
-            let seq = |t: &Tensor, o: usize, l: usize| t.narrow(0, o, l)?.unsqueeze(0);
-            let mut pb = p.clone();
-            if let Some(s) = &p.alibi_slopes {
-                if s.rank() == 2 {
-                    pb.alibi_slopes = Some(s.narrow(0, b, 1)?);
-                }
-            }
-            let fb = grad_floor(
-                dtype,
-                &seq(&q64, oq, lq)?,
-                &seq(&k64, ok, lk)?,
-                &seq(&v64, ok, lk)?,
-                &seq(&up.to_dtype(DType::F64)?, oq, lq)?,
-                &pb_mm(&pb, &case, b),
-                &[seq(&oracle[0], oq, lq)?, seq(&oracle[1], ok, lk)?, seq(&oracle[2], ok, lk)?],
-            )?;
-            for (f, x) in floors.iter_mut().zip(fb) {
-                *f = f.max(x);
-            }
-            oq += lq;
-            ok += lk;
-        }
-        for (j, name) in ["dq", "dk", "dv"].iter().enumerate() {
-            let o = to_f64_vec(&oracle[j])?;
-            let err = |t: &Tensor| -> Result<f64> {
-                Ok(to_f64_vec(t)?.iter().zip(&o).filter(|(_, o)| o.is_finite()).fold(0f64, |a, (x, o)| {
-                    if x.is_finite() {
-                        a.max((x - o).abs())
-                    } else {
-                        f64::INFINITY
-                    }
-                }))
-            };
-            let (fe, ne) = (err(&fused[j])?, err(&naive[j])?);
-            let allowed = 2.0 * ne + floors[j];
-            checked += 1;
-            if fe > allowed {
-                failures += 1;
-                eprintln!("FAIL varlen grad {dtype:?} {name}: fused {fe:.3e} > allowed {allowed:.3e} (naive {ne:.3e}), case {case:?}");
-            }
-        }
-    }
-    eprintln!("varlen grad sweep {dtype:?}: {checked} gradients of {n} cases, {failures} failures");
-    assert_eq!(failures, 0);
-    Ok(())
-}
-
-/// The floor's problem for sequence `b`: its params. The floor takes its probabilities from
-/// `attention_ref_probs`, which knows no multimodal ranges, so for cases with ranges it is
-/// the floor of the sequence's window alone: an approximation, and the floor only decides
-/// a case where the naive error is about zero; the 2 × naive term carries the rest.
-fn pb_mm(p: &AttnParams, _case: &VarlenCase, _b: usize) -> AttnParams {
-    p.clone()
-}
-
 #[test]
 fn varlen_grad_sweep_f32() -> Result<()> {
-    grad_sweep(DType::F32, 60, 0x6a1)
+    assert_eq!(run_varlen_grad_sweep(&Device::Cpu, DType::F32, 60, 0x6a1)?, 0);
+    Ok(())
 }
 
 #[test]
 fn varlen_grad_sweep_bf16() -> Result<()> {
-    grad_sweep(DType::BF16, 40, 0x6a2)
+    assert_eq!(run_varlen_grad_sweep(&Device::Cpu, DType::BF16, 40, 0x6a2)?, 0);
+    Ok(())
 }
 
 fn err_of(r: Result<Tensor>) -> String {

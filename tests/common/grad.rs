@@ -228,6 +228,12 @@ pub fn params_on_cpu(p: &AttnParams) -> Result<AttnParams> {
 ///   units in the last place of `|s|` and `|lse|`: `P` by a relative
 ///   `4·u·(max|s| + max|lse|)` (over visible keys), which scales every bound above.
 ///
+/// * **D from the stored output.** FlashAttention-2's `D_i = <dO_i, O_i>` reads the output as
+///   the forward stored it, rounded to `dtype`, where the naive softmax backward uses its own
+///   f32 probabilities: `|δD_i| ≤ eps(dtype)/2 · Σ_t |dO_it||O_it|`, which moves `dq` by
+///   `|scale|·max|δD|·max|k|` and `dk_j` by `|scale|·Σ_i P_ij|δD_i|·max|q|` (bf16 at d = 1
+///   showed it: the CPU and CUDA backwards both exceeded the floor without it).
+///
 /// The score error itself (each score a d-term f32 dot product) is not in the floor: the
 /// naive path computes its scores in f32 too, so `2 × naive` covers it.
 pub fn grad_floor(
@@ -257,7 +263,8 @@ pub fn grad_floor(
     };
     let d_o = upstream.transpose(1, 2)?.contiguous()?; // (b, h, sq, d)
     let dp = d_o.matmul(&rep(v)?.t()?)?.abs()?; // (b, h, sq, sk)
-    let dsum = (d_o * out.transpose(1, 2)?.contiguous()?)?.sum_keepdim(3)?.abs()?; // (b, h, sq, 1)
+    let out_t = out.transpose(1, 2)?.contiguous()?; // (b, h, sq, d)
+    let dsum = (&d_o * &out_t)?.sum_keepdim(3)?.abs()?; // (b, h, sq, 1)
     let a = (&probs * dp.broadcast_add(&dsum)?)?;
     // max|s| over visible keys, from s = ln P + lse where P > 0.
     let lse = attention_ref_lse(q, k, v, params)?; // (b, h, sq) f64
@@ -272,10 +279,17 @@ pub fn grad_floor(
     let b_dv = max_abs(&group_sum(&probs.sum(2)?)?)? * max_abs(upstream)?;
     let b_dq = scale * max_abs(&a.sum(3)?)? * max_abs(k)?;
     let b_dk = scale * max_abs(&group_sum(&a.sum(2)?)?)? * max_abs(q)?;
+    // D = <dO, O> from the output rounded to `dtype` (the fused backward reads the forward's
+    // output as stored): |δD_i| ≤ eps(dtype)/2 · Σ_t |dO_it|·|O_it|. It enters dS_ij =
+    // P_ij (dP_ij − D_i), so dq_i moves by ≤ |scale|·|δD_i|·Σ_j P_ij·max|k| ≤
+    // |scale|·max|δD|·max|k|, and dk_j by ≤ |scale|·Σ_i P_ij |δD_i|·max|q|; dv has no D.
+    let delta_d = (d_o.abs()? * out_t.abs()?)?.sum_keepdim(3)?.affine(dtype_epsilon(dtype) / 2.0, 0.0)?; // (b, h, sq, 1)
+    let d_dq = scale * max_abs(&delta_d)? * max_abs(k)?;
+    let d_dk = scale * max_abs(&group_sum(&probs.broadcast_mul(&delta_d)?.sum(2)?)?)? * max_abs(q)?;
     let round = |t: &Tensor| -> Result<f64> { Ok(dtype_epsilon(dtype) / 2.0 * max_abs(t)?) };
     Ok([
-        round(&oracle[0])? + level(sk) * b_dq,
-        round(&oracle[1])? + level(sq * g) * b_dk,
+        round(&oracle[0])? + level(sk) * b_dq + d_dq,
+        round(&oracle[1])? + level(sq * g) * b_dk + d_dk,
         round(&oracle[2])? + level(sq * g) * b_dv,
     ])
 }

@@ -16,7 +16,9 @@ use rand::{
     Rng, SeedableRng,
 };
 
-use super::{case_seed, measure_with, randn, CaseResult, FloorInputs, SweepStats};
+use super::grad::{grad_floor, params_on_cpu};
+use super::{case_seed, measure_with, randn, to_f64_vec, CaseResult, FloorInputs, SweepStats};
+use candle_core::Var;
 
 /// The size space of a varlen sweep.
 #[derive(Debug, Clone, Copy)]
@@ -380,4 +382,102 @@ pub fn run_varlen_sweep(dev: &Device, dtype: DType, n: usize, seed: u64, limits:
         st.elapsed.as_secs_f64()
     );
     Ok(st)
+}
+
+/// Gradients of packed (unpaged) batches: dq, dk, dv through autograd on the fused op
+/// against autograd through `attention_ref_varlen` in f64, with the dense harness's
+/// tolerance (2 × the naive error in the same dtype + the derived floor, taken per
+/// sequence; the floor takes its probabilities from `attention_ref_probs`, which knows no
+/// multimodal ranges, so for cases with ranges it is the floor of the window alone, an
+/// approximation that only decides cases where the naive error is about zero). Returns the
+/// number of failing gradients, each printed with its case.
+pub fn run_varlen_grad_sweep(dev: &Device, dtype: DType, n: usize, seed: u64) -> Result<usize> {
+    let limits = VarlenLimits { max_len: 120, max_work: 1_500_000 };
+    let mut failures = 0;
+    let mut checked = 0;
+    for i in 0..n {
+        let mut case = VarlenCase::random(case_seed(seed, i), &limits);
+        case.paging = None;
+        let (q, k, v, vl, p) = case.inputs(dev, dtype)?;
+        let mut rng = StdRng::seed_from_u64(case.seed ^ 0x9bad);
+        let up = Tensor::from_vec(randn(&mut rng, q.elem_count()), q.dims(), &Device::Cpu)?;
+        let grads = |q: &Tensor, k: &Tensor, v: &Tensor, up: &Tensor, fused: bool| -> Result<[Tensor; 3]> {
+            let vars = [q, k, v].map(|t| Var::from_tensor(&t.contiguous()?));
+            let [vq, vk, vv] = vars;
+            let (vq, vk, vv) = (vq?, vk?, vv?);
+            let vl_here = if q.dtype() == DType::F64 { varlen_on_cpu(&vl)? } else { vl.clone() };
+            let p = if q.dtype() == DType::F64 { params_on_cpu(&p)? } else { p.clone() };
+            let out = if fused {
+                attention_varlen(vq.as_tensor(), vk.as_tensor(), vv.as_tensor(), &vl_here, &p)?
+            } else {
+                attention_ref_varlen(vq.as_tensor(), vk.as_tensor(), vv.as_tensor(), &vl_here, &p)?
+            };
+            let up = up.to_device(q.device())?.to_dtype(DType::F64)?;
+            let loss = (out.to_dtype(DType::F64)? * up)?.sum_all()?;
+            let g = loss.backward()?;
+            let get = |x: &Var| -> Result<Tensor> {
+                match g.get(x.as_tensor()) {
+                    Some(t) => Ok(t.clone()),
+                    None => Ok(x.as_tensor().zeros_like()?), // a branch candle pruned: zero
+                }
+            };
+            Ok([get(&vq)?, get(&vk)?, get(&vv)?])
+        };
+        let fused = grads(&q, &k, &v, &up, true)?;
+        let naive = grads(&q, &k, &v, &up, false)?;
+        let f64s = |t: &Tensor| t.to_device(&Device::Cpu)?.to_dtype(DType::F64);
+        let (q64, k64, v64) = (f64s(&q)?, f64s(&k)?, f64s(&v)?);
+        let oracle = grads(&q64, &k64, &v64, &up.to_dtype(DType::F64)?, false)?;
+        // The floor per sequence, through the dense harness on each sequence sliced out.
+        let mut floors = [0f64; 3];
+        let (mut oq, mut ok) = (0usize, 0usize);
+        for b in 0..case.batch() {
+            let (lq, lk) = (case.lens_q[b], case.lens_k[b]);
+            let seq = |t: &Tensor, o: usize, l: usize| t.narrow(0, o, l)?.unsqueeze(0);
+            let mut pb = params_on_cpu(&p)?;
+            if let Some(s) = &p.alibi_slopes {
+                if s.rank() == 2 {
+                    pb.alibi_slopes = Some(s.narrow(0, b, 1)?);
+                }
+            }
+            let fb = grad_floor(
+                dtype,
+                &seq(&q64, oq, lq)?,
+                &seq(&k64, ok, lk)?,
+                &seq(&v64, ok, lk)?,
+                &seq(&up.to_dtype(DType::F64)?, oq, lq)?,
+                &pb,
+                &[seq(&oracle[0], oq, lq)?, seq(&oracle[1], ok, lk)?, seq(&oracle[2], ok, lk)?],
+            )?;
+            for (f, x) in floors.iter_mut().zip(fb) {
+                *f = f.max(x);
+            }
+            oq += lq;
+            ok += lk;
+        }
+        for (j, name) in ["dq", "dk", "dv"].iter().enumerate() {
+            let o = to_f64_vec(&oracle[j])?;
+            let err = |t: &Tensor| -> Result<f64> {
+                Ok(to_f64_vec(t)?.iter().zip(&o).filter(|(_, o)| o.is_finite()).fold(0f64, |a, (x, o)| {
+                    if x.is_finite() {
+                        a.max((x - o).abs())
+                    } else {
+                        f64::INFINITY
+                    }
+                }))
+            };
+            let (fe, ne) = (err(&fused[j])?, err(&naive[j])?);
+            let allowed = 2.0 * ne + floors[j];
+            checked += 1;
+            if fe > allowed {
+                failures += 1;
+                eprintln!("FAIL varlen grad {dtype:?} {name}: fused {fe:.3e} > allowed {allowed:.3e} (naive {ne:.3e}), case {case:?}");
+            }
+        }
+    }
+    eprintln!(
+        "varlen grad sweep {dtype:?} on {:?}: {checked} gradients of {n} cases, {failures} failures",
+        dev.location()
+    );
+    Ok(failures)
 }
