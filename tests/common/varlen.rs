@@ -439,7 +439,7 @@ pub fn run_varlen_grad_sweep(dev: &Device, dtype: DType, n: usize, seed: u64) ->
             let (lq, lk) = (case.lens_q[b], case.lens_k[b]);
             let seq = |t: &Tensor, o: usize, l: usize| t.narrow(0, o, l)?.unsqueeze(0);
             let mut pb = params_on_cpu(&p)?;
-            if let Some(s) = &p.alibi_slopes {
+            if let Some(s) = pb.alibi_slopes.clone() {
                 if s.rank() == 2 {
                     pb.alibi_slopes = Some(s.narrow(0, b, 1)?);
                 }
