@@ -32,6 +32,9 @@ VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
 
 say "cargo publish --dry-run (packages, then builds the package without features)"
 CARGO_TARGET_DIR="$CPU_TARGET" cargo publish --dry-run
+# The dry run does not leave its .crate behind (cargo 1.9x packages into a staging dir);
+# `cargo package` writes the same file where the checks below read it (already verified).
+CARGO_TARGET_DIR="$CPU_TARGET" cargo package --no-verify
 CRATE="$CPU_TARGET/package/candle-fused-attn-$VERSION.crate"
 echo "package: $CRATE ($(du -h "$CRATE" | cut -f1)); files:"
 tar tzf "$CRATE" | sed 's/^/  /'
