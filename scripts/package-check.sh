@@ -37,13 +37,15 @@ CARGO_TARGET_DIR="$CPU_TARGET" cargo publish --dry-run
 CARGO_TARGET_DIR="$CPU_TARGET" cargo package --no-verify
 CRATE="$CPU_TARGET/package/candle-fused-attn-$VERSION.crate"
 echo "package: $CRATE ($(du -h "$CRATE" | cut -f1)); files:"
-tar tzf "$CRATE" | sed 's/^/  /'
-if tar tzf "$CRATE" | grep -E '^[^/]+/(lab|docs|tests|benches|examples|scripts|compat)/' >/dev/null; then
+# The list once (grep -q on a pipe from tar would stop tar early: SIGPIPE under pipefail).
+LIST="$(tar tzf "$CRATE")"
+sed 's/^/  /' <<<"$LIST"
+if grep -E '^[^/]+/(lab|docs|tests|benches|examples|scripts|compat)/' <<<"$LIST" >/dev/null; then
   echo "package-check: the package holds development files (see the list above)" >&2
   exit 1
 fi
 for f in build.rs kernels/fwd_sm80.cu kernels/decode_sm80.cu kernels/bwd_sm80.cu LICENSE-MIT LICENSE-APACHE CHANGELOG.md; do
-  tar tzf "$CRATE" | grep -qx "candle-fused-attn-$VERSION/$f" || { echo "package-check: $f missing from the package" >&2; exit 1; }
+  grep -qx "candle-fused-attn-$VERSION/$f" <<<"$LIST" || { echo "package-check: $f missing from the package" >&2; exit 1; }
 done
 
 say "the packaged crate with --features cuda (pinned toolkit)"
