@@ -9,7 +9,7 @@ use candle_core::{bail, DType, Layout, Result, Tensor};
 /// The largest head dimension any back end supports.
 pub const MAX_HEAD_DIM: usize = 512;
 
-/// Everything [`attention`] needs besides q, k and v.
+/// Everything [`crate::attention`] needs besides q, k and v.
 ///
 /// ```
 /// # use candle_fused_attn::AttnParams;
