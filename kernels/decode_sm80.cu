@@ -164,12 +164,18 @@ __device__ __forceinline__ void load_kv_tile(const FattnParams& p, const T* k_he
     }
 }
 
+// A paged split's block-table entries, staged in shared memory when the block starts: the
+// pages that hold keys [split_begin, split_end) of its sequence, first_page onwards. The host
+// keeps a split within kSplitPages pages (src/cuda/decode.rs, DECODE_SPLIT_PAGES); a block that
+// would need more traps rather than read past the array.
+constexpr int kSplitPages = 512;
+
 // load_kv_tile for a paged sequence whose page size is not a multiple of 16: each key's row
-// through the block table. `k_base`/`v_base` are the kv head's start in the cache.
+// through the staged page list. `k_base`/`v_base` are the kv head's start in the cache.
 template <typename T, int D>
-__device__ __noinline__ void load_kv_tile_paged(const FattnParams& p, const T* k_base, const T* v_base,
-                                                const int32_t* table, T* sk, T* sv, int key0, int key_limit,
-                                                int lane) {
+__device__ __forceinline__ void load_kv_tile_paged(const FattnParams& p, const T* k_base, const T* v_base,
+                                                   const int32_t* pages, int first_page, T* sk, T* sv, int key0,
+                                                   int key_limit, int lane) {
     using Tr = Traits<D>;
 #pragma unroll
     for (int it = 0; it < Tr::kTileElems / 8 / 32; ++it) {
@@ -178,10 +184,15 @@ __device__ __noinline__ void load_kv_tile_paged(const FattnParams& p, const T* k
         const int key = key0 + row;
         int valid = p.head_dim - chunk * 8;
         valid = key < key_limit ? (valid < 0 ? 0 : (valid > 8 ? 8 : valid)) : 0;
-        const T* ks = valid ? fattn::kv_key_row(p, k_base, p.k_batch_stride, p.k_seq_stride, table, 0, key) + chunk * 8
-                            : k_base;
-        const T* vs = valid ? fattn::kv_key_row(p, v_base, p.v_batch_stride, p.v_seq_stride, table, 0, key) + chunk * 8
-                            : v_base;
+        const T* ks = k_base;
+        const T* vs = v_base;
+        if (valid) {
+            const int page = key / p.page_block_size;
+            const int64_t blk = pages[page - first_page];
+            const int64_t in_page = key - page * p.page_block_size;
+            ks = k_base + blk * p.k_batch_stride + in_page * p.k_seq_stride + chunk * 8;
+            vs = v_base + blk * p.v_batch_stride + in_page * p.v_seq_stride + chunk * 8;
+        }
         const int off = Tr::offset(row, chunk);
         load_chunk(sk + off, ks, valid, p.vec_in);
         load_chunk(sv + off, vs, valid, p.vec_in);
@@ -434,20 +445,37 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     const T* v_head = kPacked ? static_cast<const T*>(p.v) + kvh * p.v_head_stride +
                                     (table == nullptr ? bk.k0 * p.v_seq_stride : 0)
                               : fattn::v_head_rows<T>(p, b, kvh);
+    // Paged: the split's block-table entries go to shared memory once, so that no tile's copy
+    // waits on a dependent global load of its page (a load per tile in the loop cost 25-40 %
+    // of the contiguous GB/s, lab/README.md). Visible to every warp after the barrier.
+    int first_page = 0;
+    const int32_t* pages = nullptr;
+    if constexpr (kPacked) {
+        __shared__ int32_t split_pages[kSplitPages];
+        if (table != nullptr) {
+            first_page = split_begin / p.page_block_size;
+            const int n_pages = split_end > split_begin ? (split_end - 1) / p.page_block_size - first_page + 1 : 0;
+            if (n_pages > kSplitPages) __trap();  // the host's bound (DECODE_SPLIT_PAGES) broken
+            for (int i = tid; i < n_pages; i += kThreads) split_pages[i] = table[first_page + i];
+            __syncthreads();
+            pages = split_pages;
+        }
+    }
     // Copies the 16-key tile at key0 into a stage.
     auto issue_tile = [&](T* st, int key0) {
-        if (!kPacked || table == nullptr) {
+        if (!kPacked || pages == nullptr) {
             load_kv_tile<T, D>(p, k_head, v_head, st, st + Tr::kTileElems, key0, split_end, lane);
         } else if (p.page_block_size % kTileKeys == 0) {
             // key0 is a multiple of 16: the tile lies in one page.
             const int page = key0 / p.page_block_size;
-            const int64_t blk = table[page];
+            const int64_t blk = pages[page - first_page];
             const int off = key0 - page * p.page_block_size;
             load_kv_tile<T, D>(p, k_head + blk * p.k_batch_stride + off * p.k_seq_stride,
                                v_head + blk * p.v_batch_stride + off * p.v_seq_stride, st, st + Tr::kTileElems, 0,
                                split_end - key0, lane);
         } else {
-            load_kv_tile_paged<T, D>(p, k_head, v_head, table, st, st + Tr::kTileElems, key0, split_end, lane);
+            load_kv_tile_paged<T, D>(p, k_head, v_head, pages, first_page, st, st + Tr::kTileElems, key0,
+                                     split_end, lane);
         }
     };
 

@@ -132,6 +132,19 @@ fn split_range(p: &Problem) -> (usize, usize) {
     }
 }
 
+/// Block-table entries a paged decode block stages in shared memory (`kSplitPages` in
+/// kernels/decode_sm80.cu; a block that needs more traps).
+const DECODE_SPLIT_PAGES: usize = 512;
+
+/// Splits of a paged launch: `keys_per_split` lowered, in whole rounds, until a split's keys
+/// span at most `DECODE_SPLIT_PAGES` pages wherever it starts (`keys_per_split / page + 2`
+/// pages at worst). Returns `(splits, keys_per_split)` covering `key_len` keys.
+fn paged_split(key_len: usize, keys_per_split: usize, page: usize) -> (usize, usize) {
+    let most = ((DECODE_SPLIT_PAGES - 2) * page.max(1)) / KEYS_PER_ROUND * KEYS_PER_ROUND;
+    let keys_per_split = keys_per_split.min(most).max(KEYS_PER_ROUND);
+    (key_len.div_ceil(keys_per_split).max(1), keys_per_split)
+}
+
 /// The rounding of a packed sequence's first key (kernels/decode_sm80.cu, `block_keys`).
 const KEYS_PER_ROUND: usize = DECODE_KEYS_PER_ROUND as usize;
 
@@ -172,6 +185,12 @@ pub(super) fn forward<T: KernelDtype>(
         kernel.device.sms.max(1) as usize,
         kernel.blocks_per_sm as usize,
     );
+    // A paged split's block-table entries must fit the kernel's shared page list.
+    let page_size = p.packed().and_then(|pk| pk.pages.as_ref()).map(|pages| pages.page_size);
+    let (num_splits, keys_per_split) = match page_size {
+        Some(page) => paged_split(key_end - key_begin, keys_per_split, page),
+        None => (num_splits, keys_per_split),
+    };
     let grid_y = p.kv_heads * row_groups;
     if p.batch > 65535 || grid_y > 65535 {
         bail!("fused-attn decode: grid too large: batch {} and kv_heads · row groups {grid_y} must be ≤ 65535", p.batch)
@@ -249,4 +268,30 @@ pub(super) fn forward<T: KernelDtype>(
     drop((qt, kt, vt));
     let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
     Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), lse))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{paged_split, DECODE_SPLIT_PAGES, KEYS_PER_ROUND};
+
+    /// Every split of a paged launch, wherever it starts on a round boundary, spans at most
+    /// the kernel's staged pages, and the splits cover the keys.
+    #[test]
+    fn paged_splits_fit_the_staged_page_list() {
+        for page in [1, 7, 16, 32, 100, 256, 4096] {
+            for key_len in [0, 1, 63, 64, 1000, 8192, 100_000, 1 << 20] {
+                for kps in [0, 64, 640, 4096, 1 << 16, 1 << 22] {
+                    let (splits, per) = paged_split(key_len, kps, page);
+                    assert!(per % KEYS_PER_ROUND == 0 && per > 0, "page {page}: {per} keys per split");
+                    assert!(splits * per >= key_len, "page {page}: {splits} × {per} < {key_len}");
+                    assert!(per <= kps.max(KEYS_PER_ROUND), "page {page}: the split grew");
+                    for start in (0..page.max(64) * 2).step_by(KEYS_PER_ROUND) {
+                        let end = start + per;
+                        let pages = (end - 1) / page - start / page + 1;
+                        assert!(pages <= DECODE_SPLIT_PAGES, "page {page}, start {start}: {pages} pages");
+                    }
+                }
+            }
+        }
+    }
 }
