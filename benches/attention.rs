@@ -393,6 +393,9 @@ fn bench_varlen(c: &mut Criterion) {
 /// convention, Σ 4·len²·H·D per sequence (halved for causal), for both rows.
 /// `cuda_paged_decode_bf16`: one query per sequence against its cache, contiguous (dense
 /// decode) and paged (pages 16 and 256, shuffled block tables); throughput in bytes of K+V.
+/// Packed rows run twice: `hostidx` with the index tensors (cumulative lengths, block table)
+/// on the CPU, as a server builds them, and `devidx` with them on the GPU, where validation
+/// reads them back (a device-to-host copy, which waits for the stream, per call).
 #[cfg(feature = "cuda")]
 fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()> {
     let dtype = DType::BF16;
@@ -406,11 +409,15 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
             Some(*a)
         }))
         .collect();
+    // The index tensors on the host (how a server builds them: validated without a device
+    // sync) and on the GPU (read back for validation: one device-to-host copy per call).
+    let cu_host = Tensor::new(cu.as_slice(), &Device::Cpu)?;
     let cu = Tensor::new(cu.as_slice(), dev)?;
     let randn = |shape: &[usize]| Tensor::randn(0f32, 1.0, shape, dev)?.to_dtype(dtype);
     let (q, k, v) = (randn(&[total, h, d])?, randn(&[total, hkv, d])?, randn(&[total, hkv, d])?);
     let (qp, kp, vp) = (randn(&[64, max, h, d])?, randn(&[64, max, hkv, d])?, randn(&[64, max, hkv, d])?);
     let varlen = Varlen::new(&cu, &cu, max, max);
+    let varlen_host = Varlen::new(&cu_host, &cu_host, max, max);
     let mut group = c.benchmark_group("cuda_varlen_bf16");
     group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
     for causal in [false, true] {
@@ -418,9 +425,13 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
         let flops: usize = lens.iter().map(|&l| 4 * l * l * h * d / if causal { 2 } else { 1 }).sum();
         group.throughput(Throughput::Elements(flops as u64));
         let tag = if causal { "_causal" } else { "" };
-        let ours = || attention_varlen(&q, &k, &v, &varlen, &params);
-        group.bench_function(format!("ours_64seq_h32_kv8_d128{tag}"), |b| {
+        let ours = || attention_varlen(&q, &k, &v, &varlen_host, &params);
+        group.bench_function(format!("ours_hostidx_64seq_h32_kv8_d128{tag}"), |b| {
             b.iter_custom(|iters| rep_times(dev, iters, &ours).expect("timed reps"))
+        });
+        let ours_dev = || attention_varlen(&q, &k, &v, &varlen, &params);
+        group.bench_function(format!("ours_devidx_64seq_h32_kv8_d128{tag}"), |b| {
+            b.iter_custom(|iters| rep_times(dev, iters, &ours_dev).expect("timed reps"))
         });
         let padded = || attention(&qp, &kp, &vp, &params);
         group.bench_function(format!("padded_dense_64x{max}_h32_kv8_d128{tag}"), |b| {
@@ -442,19 +453,23 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
         });
         let cu_q: Vec<u32> = (0..=b as u32).collect();
         let cu_k: Vec<u32> = (0..=b as u32).map(|i| i * sk as u32).collect();
-        let (cu_q, cu_k) = (Tensor::new(cu_q.as_slice(), dev)?, Tensor::new(cu_k.as_slice(), dev)?);
         let qv = q.reshape((b, h, d))?;
         for page in [16usize, 256] {
             let blocks = b * sk / page;
             // A fixed shuffle of the blocks (multiplication by an odd number modulo a power of 2).
             let table: Vec<u32> = (0..blocks).map(|i| ((i * 2654435761usize) % blocks) as u32).collect();
-            let table = Tensor::from_vec(table, (b, sk / page), dev)?;
             let (kpg, vpg) = (randn(&[blocks, page, hkv, d])?, randn(&[blocks, page, hkv, d])?);
-            let vl = Varlen::new(&cu_q, &cu_k, 1, sk).paged(&table, page);
-            let paged = || attention_varlen(&qv, &kpg, &vpg, &vl, &params);
-            group.bench_function(format!("paged{page}_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
-                bb.iter_custom(|iters| rep_times(dev, iters, &paged).expect("timed reps"))
-            });
+            // Index tensors on the host, then on the GPU (see the varlen group).
+            for (idx, idx_dev) in [("hostidx", Device::Cpu), ("devidx", dev.clone())] {
+                let cu_q = Tensor::new(cu_q.as_slice(), &idx_dev)?;
+                let cu_k = Tensor::new(cu_k.as_slice(), &idx_dev)?;
+                let table = Tensor::from_vec(table.clone(), (b, sk / page), &idx_dev)?;
+                let vl = Varlen::new(&cu_q, &cu_k, 1, sk).paged(&table, page);
+                let paged = || attention_varlen(&qv, &kpg, &vpg, &vl, &params);
+                group.bench_function(format!("paged{page}_{idx}_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
+                    bb.iter_custom(|iters| rep_times(dev, iters, &paged).expect("timed reps"))
+                });
+            }
         }
     }
     group.finish();

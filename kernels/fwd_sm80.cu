@@ -21,9 +21,7 @@
 //
 // Packed batches (varlen, issue 13): the same entry points run a second instantiation when
 // cu_seqlens_q is set. A CTA reads its sequence's offsets and lengths (kv_addr.cuh); the grid
-// is the host's list of every sequence's query blocks, heaviest first, times the heads
-// (query_block; no CTA for rows past a sequence's end, and the light blocks fill the last
-// wave). Masks align
+// covers the longest sequence and CTAs past their sequence's end exit at once. Masks align
 // bottom-right per sequence and add the multimodal prefix ranges (mask.cuh). Paged K/V come
 // through the block table: one lookup per key block when the page size is a multiple of the
 // block, one per row otherwise (any page size >= 1). No gather or padding copy. The dense
@@ -129,26 +127,16 @@ struct FwdTraits<256> : TileConfig<256, 4, 1, 32, 2, false> {};
 template <>
 struct FwdTraits<512> : TileConfig<512, 4, 1, 16, 2, false, 1, 2> {};
 
-// This CTA's (batch, head, first query row). Dense: the 1-D grid is (batch·head)-major with
-// the query blocks of one head consecutive, last (heaviest under a causal mask) first.
-// Packed: the grid is work_items_len × heads, item-major; the host lists every query block
-// of every sequence once, heaviest first (longest-processing-time order, so that the short
-// blocks fill the last wave; and no CTA is launched for rows past a sequence's end).
+// This CTA's (batch, head, first query row). The 1-D grid is (batch·head)-major with the
+// query blocks of one head consecutive, last (heaviest under a causal mask) first.
 struct QueryBlock {
     int batch, head, m0;
 };
-template <bool kPacked>
 __device__ __forceinline__ QueryBlock query_block(const FattnParams& p, int block_m, unsigned block = blockIdx.x) {
-    if constexpr (kPacked) {
-        const int item = static_cast<int>(block) / p.heads;
-        const int2 w = reinterpret_cast<const int2*>(p.work_items)[item];
-        return QueryBlock{w.x, static_cast<int>(block) - item * p.heads, w.y};
-    } else {
-        const int num_m = (p.seq_q + block_m - 1) / block_m;
-        const int bh = block / num_m;
-        const int m_block = num_m - 1 - static_cast<int>(block % num_m);
-        return QueryBlock{bh / p.heads, bh % p.heads, m_block * block_m};
-    }
+    const int num_m = (p.seq_q + block_m - 1) / block_m;
+    const int bh = block / num_m;
+    const int m_block = num_m - 1 - static_cast<int>(block % num_m);
+    return QueryBlock{bh / p.heads, bh % p.heads, m_block * block_m};
 }
 
 // Physical chunk index of (row, chunk) in a tile with kChunksPerRow chunks per row. The XOR
@@ -318,7 +306,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     const int g = lane / 4;  // mma fragment row within 8
     const int t = lane % 4;  // mma fragment column pair
 
-    const QueryBlock qb = query_block<kPacked>(p, BM);
+    const QueryBlock qb = query_block(p, BM);
     const int b = qb.batch;
     const int h = qb.head;
     const int kvh = h / p.kv_group;
@@ -614,7 +602,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
             const int r = warp_row0 + mt * 16 + g + hf * 8;
             if (p.lse != nullptr && t == 0 && warp_col == 0 && m0 + r < len_q()) {
                 // (batch, head) read again here, only when the LSE is wanted (see below).
-                const QueryBlock ql = query_block<kPacked>(p, BM, ctaid_x());
+                const QueryBlock ql = query_block(p, BM, ctaid_x());
                 float* slot = kPacked ? lse_slot_packed(p, seq_span<kPacked>(p, ql.batch), ql.head, m0 + r)
                                       : lse_slot(p, ql.batch, ql.head, m0 + r);
                 *slot = row_lse(row_max[mt][hf] * exp_scale, l);
@@ -629,7 +617,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 
     // (batch, head) again from a fresh read of the block index: the divisions cost a few
     // instructions once, where keeping b and h (with sign words) across the loop spilled.
-    const QueryBlock qo = query_block<kPacked>(p, BM, ctaid_x());
+    const QueryBlock qo = query_block(p, BM, ctaid_x());
     uint16_t* og;
     int rows;
     if constexpr (kPacked) {
@@ -705,7 +693,7 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     const int tid = threadIdx.x;
     const int warp = tid / 32;
     const int lane = tid % 32;
-    const QueryBlock qb = query_block<kPacked>(p, kBlockM);
+    const QueryBlock qb = query_block(p, kBlockM);
     const int b = qb.batch;
     const int h = qb.head;
     const int kvh = h / p.kv_group;

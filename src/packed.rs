@@ -225,9 +225,14 @@ pub(crate) fn validate_packed_shapes(
             bail!("fused-attn: {name} must have rank 1 (batch + 1), got shape {:?}", t.dims())
         }
     }
-    let cu_q = cumulative(&host_indices(&vl.seqlens_q, "seqlens_q", &ints)?, "seqlens_q", Some((total_q, "total_q")))?;
+    let q_vals = host_indices(&vl.seqlens_q, "seqlens_q", &ints)?;
+    let cu_q = cumulative(&q_vals, "seqlens_q", Some((total_q, "total_q")))?;
     let total_k_check = if paging.is_none() { Some((total_k, "total_k")) } else { None };
-    let cu_k = cumulative(&host_indices(&vl.seqlens_k, "seqlens_k", &ints)?, "seqlens_k", total_k_check)?;
+    // The same tensor for q and k (self-attention) is read once: on a GPU each read is a
+    // device-to-host copy that waits for the stream.
+    let k_vals =
+        if vl.seqlens_k.id() == vl.seqlens_q.id() { q_vals } else { host_indices(&vl.seqlens_k, "seqlens_k", &ints)? };
+    let cu_k = cumulative(&k_vals, "seqlens_k", total_k_check)?;
     if cu_k.len() != cu_q.len() {
         bail!(
             "fused-attn: seqlens_q and seqlens_k must have the same length (batch + 1), got {} and {}",
@@ -335,7 +340,9 @@ pub(crate) fn validate_packed_shapes(
     Ok(problem)
 }
 
-/// The checked index arrays as i32 tensors on `dev`.
+/// The checked index arrays as i32 tensors on `dev`: one host-to-device copy of them all,
+/// one after another, and contiguous views into it (each copy costs a driver call and an
+/// allocation; a decode step of a paged cache otherwise paid four).
 fn upload(
     dev: &Device,
     cu_q: &[usize],
@@ -344,23 +351,35 @@ fn upload(
     ranges: &[[i32; 2]],
     max_ranges: usize,
 ) -> Result<PackedTensors> {
-    let i32s = |x: &[usize]| x.iter().map(|&v| v as i32).collect::<Vec<_>>();
     let batch = cu_q.len() - 1;
+    let mut all: Vec<i32> = Vec::with_capacity(cu_q.len() + cu_k.len() + pages.map_or(0, |pg| pg.table.len()));
+    all.extend(cu_q.iter().map(|&v| v as i32));
+    all.extend(cu_k.iter().map(|&v| v as i32));
+    if let Some(pg) = pages {
+        all.extend(pg.table.iter().map(|&v| v as i32));
+    }
+    if max_ranges > 0 {
+        all.extend(ranges.iter().flatten().copied());
+    }
+    let len = all.len();
+    let all = Tensor::from_vec(all, len, dev)?;
+    let mut at = 0;
+    let mut take = |n: usize| {
+        let view = all.narrow(0, at, n);
+        at += n;
+        view
+    };
     Ok(PackedTensors {
-        cu_q: Tensor::from_vec(i32s(cu_q), cu_q.len(), dev)?,
-        cu_k: Tensor::from_vec(i32s(cu_k), cu_k.len(), dev)?,
+        cu_q: take(cu_q.len())?,
+        cu_k: take(cu_k.len())?,
         block_table: match pages {
             None => None,
-            Some(pg) => Some(Tensor::from_vec(
-                pg.table.iter().map(|&v| v as i32).collect::<Vec<_>>(),
-                (batch, pg.max_blocks),
-                dev,
-            )?),
+            Some(pg) => Some(take(pg.table.len())?.reshape((batch, pg.max_blocks))?),
         },
         ranges: if max_ranges == 0 {
             None
         } else {
-            Some(Tensor::from_vec(ranges.iter().flatten().copied().collect::<Vec<_>>(), (batch, max_ranges, 2), dev)?)
+            Some(take(batch * max_ranges * 2)?.reshape((batch, max_ranges, 2))?)
         },
     })
 }

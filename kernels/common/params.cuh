@@ -78,11 +78,7 @@ struct FattnParams {
     // end: none), contiguous; null when there are none.
     const int32_t* mm_ranges;
     int32_t max_mm_ranges;
-    // ---- packed prefill: the order of the query blocks ------------------------------------
-    // Entries of work_items: (sequence, first query row) pairs, heaviest first; the prefill
-    // grid is work_items_len × heads (src/cuda/prefill.rs). Null for dense and decode launches.
-    int32_t work_items_len;
-    const int32_t* work_items;
+    int32_t pad_mm_;
 };
 
 // The backward's parameters (kernels/bwd_sm80.cu): the forward's, whose fields keep their

@@ -44,7 +44,7 @@ ffi_struct! {
     /// The kernels' parameters. Device pointers are `u64` addresses with the tensors' start
     /// offsets already applied (0 = null); strides are in elements; the head dimension is
     /// contiguous. Fields a kernel does not read stay zero (`Default`).
-    pub struct FattnParams, size 312 {
+    pub struct FattnParams, size 304 {
         // ---- every kernel ----
         q: u64 = 0,
         k: u64 = 8,
@@ -120,13 +120,8 @@ ffi_struct! {
         /// (`start == end`: none), contiguous; 0 when there are none.
         mm_ranges: u64 = 288,
         max_mm_ranges: i32 = 296,
-        // ---- packed prefill: the order of the query blocks ----
-        /// Entries of `work_items`.
-        work_items_len: i32 = 300,
-        /// `(work_items_len, 2)` i32 (sequence, first query row) of each query block of a
-        /// packed prefill launch, heaviest first; its grid is `work_items_len × heads`
-        /// (src/cuda/prefill.rs). 0 for dense and decode launches.
-        work_items: u64 = 304,
+        /// Explicit tail padding, so that every byte passed to the kernels is initialized.
+        pad_mm_: i32 = 300,
     }
 }
 
@@ -134,45 +129,45 @@ ffi_struct! {
     /// The backward's parameters (kernels/bwd_sm80.cu): the forward's (`o` and its strides are
     /// the forward's output, `lse` its log-sum-exp, `scale` multiplies dQ and dK), then the
     /// backward's own. Workspaces are f32; `seq_q_pad` rows per (batch, head).
-    pub struct FattnBwdParams, size 440 {
+    pub struct FattnBwdParams, size 432 {
         fwd: FattnParams = 0,
         /// dO, `(batch, seq_q, heads, head_dim)`, head dim contiguous, input dtype.
-        d_o: u64 = 312,
-        do_batch_stride: i64 = 320,
-        do_seq_stride: i64 = 328,
-        do_head_stride: i64 = 336,
+        d_o: u64 = 304,
+        do_batch_stride: i64 = 312,
+        do_seq_stride: i64 = 320,
+        do_head_stride: i64 = 328,
         /// `(batch, heads, seq_q_pad)` f32: D = rowsum(dO∘O) and lse·log2 e, written by the
         /// preprocess.
-        dsum: u64 = 344,
-        lse_log2: u64 = 352,
+        dsum: u64 = 336,
+        lse_log2: u64 = 344,
         /// `(batch, heads, seq_q_pad, head_dim_inst)` f32, zeroed before the main kernel.
-        dq_accum: u64 = 360,
+        dq_accum: u64 = 352,
         /// `(batch, kv_heads, seq_k_pad, head_dim_inst)` f32, zeroed; 0 unless `kv_splits > 1`.
-        dk_accum: u64 = 368,
-        dv_accum: u64 = 376,
+        dk_accum: u64 = 360,
+        dv_accum: u64 = 368,
         /// `(batch, seq_k, kv_heads, head_dim)` contiguous outputs (written when `kv_splits == 1`).
-        dk: u64 = 384,
-        dv: u64 = 392,
+        dk: u64 = 376,
+        dv: u64 = 384,
         /// `seq_q` rounded up to a multiple of 128.
-        seq_q_pad: i32 = 400,
+        seq_q_pad: i32 = 392,
         /// Key blocks × the instance's key block.
-        seq_k_pad: i32 = 404,
+        seq_k_pad: i32 = 396,
         /// Row length of the accumulators: the instance's head dim (f32 kernel: head_dim).
-        head_dim_inst: i32 = 408,
+        head_dim_inst: i32 = 400,
         /// CTAs per kv head along its group, and q heads per such CTA.
-        kv_splits: i32 = 412,
-        heads_per_split: i32 = 416,
+        kv_splits: i32 = 404,
+        heads_per_split: i32 = 408,
         /// 1 when every dO row start is 16-byte aligned and rows are whole 16-byte chunks.
-        vec_do: i32 = 420,
+        vec_do: i32 = 412,
         /// Rows per head of the q-row workspaces (dsum, lse_log2, dq_accum) and of the key
         /// workspaces (dk/dv_accum): dense `seq_q_pad`/`seq_k_pad`; packed
         /// `total + PACKED_GAP · batch`, sequence b from `packed_ws_base(cu[b], b)`.
-        ws_rows_q: i32 = 424,
-        ws_rows_k: i32 = 428,
+        ws_rows_q: i32 = 416,
+        ws_rows_k: i32 = 420,
         /// Packed: `total_q`, the row stride of the `(heads, total_q)` LSE; 0 dense.
-        total_q: i32 = 432,
+        total_q: i32 = 424,
         /// Explicit tail padding, so that every byte passed to the kernels is initialized.
-        pad_bwd_: i32 = 436,
+        pad_bwd_: i32 = 428,
     }
 }
 
