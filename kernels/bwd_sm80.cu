@@ -109,7 +109,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 // ---- tile traits --------------------------------------------------------------------------
 
 template <int kHeadDim_, int kDOut_, int kWarps_, int kMTiles_, int kBlockM_, int kStages_, bool kDSInQ_,
-          int kDQWarpsM_, bool kKVInRegs_, int kMinBlocksPerSM_, int kDQChunk_ = 0>
+          int kDQWarpsM_, bool kKVInRegs_, int kMinBlocksPerSM_, int kDQChunk_ = 0, int kSmemLimit_ = 99 * 1024>
 struct BwdTileConfig {
     static constexpr int kHeadDim = kHeadDim_;
     // Columns of dK/dV/dQ one CTA produces; kHeadDim / kDOut CTAs split the columns.
@@ -158,8 +158,10 @@ struct BwdTileConfig {
     static_assert(kDQChunk % 16 == 0 && kDQCols % kDQChunk == 0, "dQ passes must be 16-column multiples dividing the warp's part");
     static_assert(kBlockN % 16 == 0 && kBlockN <= 128, "key blocks of whole m16 tiles, at most the 128-key workspace padding");
     static_assert(kThreads >= kBlockM / 2, "lse/D loads need kBlockM / 2 threads");
-    // One build runs on every sm_80+ GPU: sm_86/sm_89 give a block at most 99 KiB.
-    static_assert(kSmemBytes <= 99 * 1024, "tile does not fit in shared memory on every sm_80+ GPU");
+    // One build runs on every sm_80+ GPU: sm_86/sm_89 give a block at most 99 KiB. The
+    // large-smem tiles (BwdTraitsLarge) run only where the device allows them (the host
+    // checks the opt-in limit and falls back to BwdTraits).
+    static_assert(kSmemBytes <= kSmemLimit_, "tile does not fit in its shared-memory limit");
 };
 
 // Per head-dim instance. src/cuda/instances.rs declares each instance's threads, query rows
@@ -189,6 +191,20 @@ template <>
 struct BwdTraits<384> : BwdTileConfig<384, 128, 2, 1, 32, 1, true, 2, false, 1, 32> {};
 template <>
 struct BwdTraits<512> : BwdTileConfig<512, 128, 1, 1, 32, 1, true, 1, false, 1, 32> {};
+
+// Large-smem tiles, for GPUs whose blocks may opt into more than 99 KiB (sm_80: 163 KiB,
+// sm_90: 227 KiB); src/cuda/backward.rs launches the `_l` entry points only where the
+// device's opt-in limit holds kSmemBytes, and BwdTraits elsewhere. kSmemBytes 0: none.
+// d128 (145 KiB): the 99 KiB tile is single-buffered with dS written into the dead Q tile,
+// 5 barriers per item and each load hidden behind a fifth of one; here Q/dO are
+// double-buffered (the next item's load runs under the whole current item) and dS has its
+// own tile: 2 barriers per item, the same loop as d64.
+template <int kHeadDim>
+struct BwdTraitsLarge {
+    static constexpr int kSmemBytes = 0;
+};
+template <>
+struct BwdTraitsLarge<128> : BwdTileConfig<128, 128, 8, 1, 64, 2, false, 2, false, 1, 0, 227 * 1024> {};
 
 // ---- index helpers (host-callable, so that lab/bwd/bwd_selfcheck.cu can test them) ----
 
@@ -278,10 +294,15 @@ struct SeqView {
     int64_t ws_k0;      // split dK/dV accumulator row of (kv head 0, key 0): + kvh · ws_rows_k + key
     const int32_t* ranges;  // max_mm_ranges [start, end) pairs, or null
 };
+// kPacked: the packed entry point (`_varlen`), which reads cu_seqlens; the dense one keeps
+// the lengths in param space (compile-time known layout, no multimodal ranges: the host
+// refuses ranges on dense batches), so that the packed path's registers never change the
+// dense kernel's allocation.
+template <bool kPacked>
 __device__ __forceinline__ SeqView seq_view(const FattnBwdParams& bp, int b) {
     const FattnParams& p = bp.fwd;
     SeqView s;
-    if (p.cu_seqlens_q != nullptr) {
+    if constexpr (kPacked) {
         const int q0 = p.cu_seqlens_q[b], k0 = p.cu_seqlens_k[b];
         s.sq = p.cu_seqlens_q[b + 1] - q0;
         s.sk = p.cu_seqlens_k[b + 1] - k0;
@@ -299,7 +320,7 @@ __device__ __forceinline__ SeqView seq_view(const FattnBwdParams& bp, int b) {
         s.ws_q0 = b * p.heads * bp.ws_rows_q;
         s.ws_k0 = static_cast<int64_t>(b) * p.kv_heads * bp.ws_rows_k;
     }
-    s.ranges = (p.mm_ranges != nullptr && p.max_mm_ranges > 0)
+    s.ranges = (kPacked && p.mm_ranges != nullptr && p.max_mm_ranges > 0)
                    ? p.mm_ranges + static_cast<int64_t>(b) * p.max_mm_ranges * 2
                    : nullptr;
     return s;
@@ -485,7 +506,7 @@ __device__ __forceinline__ float mod_score_log2(const FattnParams& p, float dot,
 
 // ---- tensor-core kernel -------------------------------------------------------------------
 
-template <class Cfg, class E, bool kMods>
+template <class Cfg, class E, bool kMods, bool kPacked>
 __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
     const FattnParams& p = bp.fwd;
     constexpr int D = Cfg::kHeadDim;
@@ -523,7 +544,7 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
 
     BwdCta cta = bwd_cta(static_cast<int>(blockIdx.x), p.seq_q, p.seq_k, p.kv_heads, p.kv_group, p.window_left,
                          p.window_right, bp.kv_splits, bp.heads_per_split, BN, BM, Cfg::kDSplits, DO);
-    const SeqView sv = seq_view(bp, cta.b);
+    const SeqView sv = seq_view<kPacked>(bp, cta.b);
     cta_rows(cta, sv, p.window_left, p.window_right, p.max_mm_ranges, bp.heads_per_split, BN, BM);
     const int b = cta.b;
     const int n0 = cta.n0;
@@ -1108,7 +1129,7 @@ __host__ __device__ constexpr int smem_floats(int block, int head_dim) {
 }
 }  // namespace f32
 
-template <int kMaxD>
+template <int kMaxD, bool kPacked>
 __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
     using C = f32::Cfg<kMaxD>;
     constexpr int kBlockN = C::kBlockN;
@@ -1133,7 +1154,7 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
     const int tid = threadIdx.x;
     BwdCta cta = bwd_cta(static_cast<int>(blockIdx.x), p.seq_q, p.seq_k, p.kv_heads, p.kv_group, p.window_left,
                          p.window_right, bp.kv_splits, bp.heads_per_split, kBlockN, kBlockM, 1, D);
-    const SeqView sv = seq_view(bp, cta.b);
+    const SeqView sv = seq_view<kPacked>(bp, cta.b);
     cta_rows(cta, sv, p.window_left, p.window_right, p.max_mm_ranges, bp.heads_per_split, kBlockN, kBlockM);
     const int b = cta.b;
     const int kvh = cta.kvh;
@@ -1287,7 +1308,10 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
 // FATTN_INSTANCE_BWD_CONVERT once per instance of this file (the generated lists
 // FATTN_INSTANCES_BWD_SM80, FATTN_INSTANCES_BWD_PREPROCESS_SM80, FATTN_INSTANCES_BWD_CONVERT_SM80)
 // into its extern "C" kernel, and checks that the numbers the crate launches it with are what
-// the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`), 2 both.
+// the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`), 2 both. Each main-kernel
+// instance (tensor-core and f32) has two entry points: NAME, the dense kernel, and
+// NAME_varlen, the packed one (src/cuda/backward.rs picks by the problem's layout), so that
+// the packed path's registers never change the dense kernel's allocation.
 
 namespace fattn {
 namespace bwd {
@@ -1303,12 +1327,17 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
 }  // namespace bwd
 }  // namespace fattn
 
-#define FATTN_INSTANCE_BWD(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS) \
-    FATTN_BWD_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS)
+#define FATTN_INSTANCE_BWD(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM) \
+    FATTN_BWD_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM)
 #define FATTN_BWD_ENTRY_F16(...) FATTN_BWD_ENTRY_TC(F16, __VA_ARGS__)
 #define FATTN_BWD_ENTRY_BF16(...) FATTN_BWD_ENTRY_TC(BF16, __VA_ARGS__)
 
-#define FATTN_BWD_ENTRY_TC(ELEM, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS)                          \
+// LARGE_SMEM (src/cuda/instances.rs, bwd_large_smem): the bytes of the instance's large-smem
+// tile (BwdTraitsLarge<D>), 0 for none; its entry points NAME_l and NAME_l_varlen are
+// listed by hand after the generated ones (FATTN_BWD_LARGE_ENTRIES).
+#define FATTN_BWD_ENTRY_TC(ELEM, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM)              \
+    static_assert(fattn::bwd::BwdTraitsLarge<D>::kSmemBytes == LARGE_SMEM,                                         \
+                  #NAME ": large-smem tile bytes differ from src/cuda/instances.rs");                               \
     static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a tensor-core instance is plain or _mods");               \
     static_assert(fattn::bwd::BwdTraits<D>::kHeadDim == D, #NAME ": head dim");                                   \
     static_assert(fattn::bwd::BwdTraits<D>::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs"); \
@@ -1320,11 +1349,16 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraits<D>::kThreads,                                 \
                                                  fattn::bwd::BwdTraits<D>::kMinBlocksPerSM)                          \
         NAME(const __grid_constant__ FattnBwdParams p) {                                                             \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT == 1>(p);                         \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT == 1, false>(p);                  \
+    }                                                                                                                \
+    extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraits<D>::kThreads,                                 \
+                                                 fattn::bwd::BwdTraits<D>::kMinBlocksPerSM)                          \
+        NAME##_varlen(const __grid_constant__ FattnBwdParams p) {                                                    \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT == 1, true>(p);                   \
     }
 
-#define FATTN_BWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS)                               \
-    static_assert(VARIANT == 2 && SMEM == 0 && COL_SPLITS == 1,                                                    \
+#define FATTN_BWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM)                   \
+    static_assert(VARIANT == 2 && SMEM == 0 && COL_SPLITS == 1 && LARGE_SMEM == 0,                                 \
                   #NAME ": one kernel for both variants, smem per head dim, no column split");                     \
     static_assert(fattn::bwd::f32::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs");       \
     static_assert(fattn::bwd::f32::Cfg<D>::kBlockM == ROWS, #NAME ": query rows differ from src/cuda/instances.rs"); \
@@ -1333,8 +1367,39 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
                   #NAME ": smem bytes differ from src/cuda/instances.rs");                                         \
     extern "C" __global__ void __launch_bounds__(fattn::bwd::f32::kThreads)                                        \
         NAME(const __grid_constant__ FattnBwdParams p) {                                                           \
-        fattn::bwd::bwd_f32<D>(p);                                                                                 \
+        fattn::bwd::bwd_f32<D, false>(p);                                                                          \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(fattn::bwd::f32::kThreads)                                        \
+        NAME##_varlen(const __grid_constant__ FattnBwdParams p) {                                                  \
+        fattn::bwd::bwd_f32<D, true>(p);                                                                           \
     }
+
+// The large-smem entry points (BwdTraitsLarge), dense and packed, of the instances whose
+// LARGE_SMEM is not 0 (the generated asserts above check the bytes; src/cuda/backward.rs
+// loads them by name, NAME_l and NAME_l_varlen).
+#define FATTN_BWD_LARGE_ENTRY(ELEM, NAME, D, MODS)                                                                  \
+    static_assert(fattn::bwd::BwdTraitsLarge<D>::kThreads == fattn::bwd::BwdTraits<D>::kThreads &&                   \
+                      fattn::bwd::BwdTraitsLarge<D>::kBlockM == fattn::bwd::BwdTraits<D>::kBlockM &&                 \
+                      fattn::bwd::BwdTraitsLarge<D>::kBlockN == fattn::bwd::BwdTraits<D>::kBlockN &&                 \
+                      fattn::bwd::BwdTraitsLarge<D>::kDSplits == fattn::bwd::BwdTraits<D>::kDSplits,                 \
+                  #NAME "_l: the large tile launches with the instance's threads, rows, keys and splits");         \
+    extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraitsLarge<D>::kThreads,                            \
+                                                 fattn::bwd::BwdTraitsLarge<D>::kMinBlocksPerSM)                     \
+        NAME##_l(const __grid_constant__ FattnBwdParams p) {                                                         \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, MODS, false>(p);                     \
+    }                                                                                                                \
+    extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraitsLarge<D>::kThreads,                            \
+                                                 fattn::bwd::BwdTraitsLarge<D>::kMinBlocksPerSM)                     \
+        NAME##_l_varlen(const __grid_constant__ FattnBwdParams p) {                                                  \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, MODS, true>(p);                      \
+    }
+#define FATTN_BWD_LARGE_ENTRIES                                   \
+    FATTN_BWD_LARGE_ENTRY(F16, fattn_bwd_f16_d128, 128, false)    \
+    FATTN_BWD_LARGE_ENTRY(F16, fattn_bwd_f16_d128_mods, 128, true) \
+    FATTN_BWD_LARGE_ENTRY(BF16, fattn_bwd_bf16_d128, 128, false)  \
+    FATTN_BWD_LARGE_ENTRY(BF16, fattn_bwd_bf16_d128_mods, 128, true)
+// Expanded by the generated unit after the generated entry points (build.rs).
+#define FATTN_EXTRA_ENTRIES FATTN_BWD_LARGE_ENTRIES
 
 // The element type of each dtype tag.
 #define FATTN_BWD_ELEM_F16 __half
