@@ -46,7 +46,10 @@
 //   d32:  8 warps, 128 keys × 64 queries, Q/dO double-buffered, K/V fragments in registers
 //   d64:  8 warps, 128 × 64, double-buffered, K/V fragments in registers
 //   d96:  8 warps, 128 × 64, single-buffered (dO first, then Q, each load under other work)
-//   d128: 8 warps, 128 × 64, single-buffered, dS written into the dead Q tile (96.5 KiB)
+//   d128: 8 warps, 128 × 64, single-buffered, dS written into the dead Q tile (96.5 KiB);
+//         where a block may opt into 145 KiB (sm_80, sm_90), the large-smem tile
+//         BwdTraitsLarge<128> (entry points `_l`): Q/dO double-buffered, dS in its own tile,
+//         2 barriers per item instead of 5 (the d64 loop)
 //   d256: 4 warps, 64 × 32, single-buffered, dS in the Q tile; dK/dV/dQ columns split in two
 //         CTAs of 128 columns each (S and dP recomputed by both: 7/5 of the minimum work,
 //         which keeps dK+dV at 128 registers)
@@ -86,7 +89,24 @@
 // spill bytes stored+loaded: d32 246/0 (_mods 250/0), d64 254/0 (255/44+36), d96 255/20+12
 // (255/104+120), d128 255/64+72 (255/68+92), d256 255/8+4 (255/24+24), d384 255/0 (255/0),
 // d512 255/20+16 (255/24+20); f32 148 (d512 144); preprocess 40, convert 30.
-// Correctness of this version (H100, 2026-11-23, lab/README.md "Backward: head dims to 512
+// Dense/packed split and the d128 large-smem tile (H100, 2026-11-23, lab/README.md "Backward:
+// dense/packed entry points and a large-smem d128 tile"): every main-kernel instance has a
+// dense entry NAME and a packed NAME_varlen, so the dense kernels read the lengths from param
+// space again. ptxas 13.0 sm_90, bf16 dense, registers / spill bytes stored+loaded: d32 230/0,
+// d64 240/0 (_mods 248/0), d96 249/0 (_mods 255/12+12), d128 255/24+24 (_mods 16+16), d128_l
+// 255/36+36 (_mods 16+16), d256 255/32+44 (_mods 0), d384 255/20+20, d512 255/16+20; packed
+// entries 247-255 with 0-56+108 (lab/results/bwd-ptxas-split-large-2026-11-23.txt). Same-run
+// A/B against main's binary, `attention_backward` alone (criterion medians of 2 runs each,
+// bf16): the split alone 0.988-0.993× the time at d128 and 0.997-1.004× at d64; with the
+// d128 large tile 0.931-0.943× at d128 (e.g. (16,16,2048,128) 7409 → 6952 µs, (1,32,16384,128)
+// 54614 → 50913). Against PyTorch 2.11 SDPA's backward in the same run: d128 0.71-0.77× FA2,
+// 0.40-0.44× cuDNN; d64 0.75-0.81× FA2, 0.46-0.50× cuDNN (lab/results/
+// bwd-ab-split-large-h100-2026-11-23.md): the bar (1.0× FA2) is not met. The gradient suites,
+// memcheck and racecheck pass (the large tile on the H100), and the bf16/f16 gradient sweeps
+// with FUSED_ATTN_BWD_LARGE_TILES=0 (the 99 KiB tiles) too. What is left: the per-item
+// efficiency of the 8-warp, 16-keys-per-warp layout (ncu: one CTA per SM, issue slots 25%
+// busy, stalls on short/long scoreboard and waits), not the pipeline depth.
+// Correctness of the version before (H100, 2026-11-23, lab/README.md "Backward: head dims to 512
 // and packed batches"): gradient sweeps 200 cases per dtype, 72 cases at d 257..512, 60
 // packed cases against per-sequence dense, no failure of the kernels (one bf16 sweep case at
 // d = 1 fails the derived floor on the CPU backward too, see there). Its speed against the
