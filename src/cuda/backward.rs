@@ -5,7 +5,10 @@
 //! and lse·log2 e per padded row; the main kernel (tensor cores for f16/bf16, one instance
 //! per head dim in src/cuda/instances.rs, smaller head dims zero-padded onto the next one;
 //! plain f32 FMA for f32) accumulates dQ with atomics and writes dK/dV; `fattn_bwd_convert_*`
-//! scales dQ into the input dtype (and dK/dV when they were accumulated).
+//! scales dQ into the input dtype (and dK/dV when they were accumulated). Where a block may
+//! opt into the shared memory of an instance's large-smem tile (d128: 145 KiB, sm_80 and
+//! sm_90), its `_l` entry points run instead of the 99 KiB tile (same launch geometry;
+//! `FUSED_ATTN_BWD_LARGE_TILES=0` keeps the 99 KiB tiles).
 //!
 //! Packed (varlen, unpaged) problems run the same algorithm, through the main kernel's
 //! `_varlen` entry point (the preprocess/convert kernels serve both): q/o/dO are `(total_q, heads, d)`,
