@@ -33,7 +33,7 @@ mod instances;
 #[path = "src/cuda/params.rs"]
 mod params;
 
-use instances::{Family, Instance, Smem, Source, INSTANCES, SOURCES};
+use instances::{bwd_large_smem, Family, Instance, Smem, Source, INSTANCES, SOURCES};
 
 /// The headers every kernel file includes.
 const COMMON_HEADERS: &str = "kernels/common";
@@ -156,7 +156,7 @@ fn list_name(family: Family, src: &Source) -> String {
 /// Arguments a family's X-macro takes after the common ones.
 fn extra_args(family: Family) -> &'static str {
     match family {
-        Family::Bwd => ", COL_SPLITS",
+        Family::Bwd => ", COL_SPLITS, LARGE_SMEM",
         Family::Fwd | Family::Decode | Family::BwdPreprocess | Family::BwdConvert => "",
     }
 }
@@ -164,7 +164,7 @@ fn extra_args(family: Family) -> &'static str {
 /// Their values for `inst`.
 fn extra_values(inst: &Instance) -> String {
     match inst.family {
-        Family::Bwd => format!(", {}", inst.col_splits),
+        Family::Bwd => format!(", {}, {}", inst.col_splits, bwd_large_smem(inst)),
         Family::Fwd | Family::Decode | Family::BwdPreprocess | Family::BwdConvert => String::new(),
     }
 }
@@ -265,6 +265,8 @@ fn write_generated_cpp(dir: &Path) {
         for &family in src.families {
             writeln!(unit, "{}(FATTN_INSTANCE_{})", list_name(family, src), family.cpp_tag()).unwrap();
         }
+        // Entry points a kernel file lists by hand (kernels/bwd_sm80.cu: its large-smem tiles).
+        unit.push_str("#ifdef FATTN_EXTRA_ENTRIES\nFATTN_EXTRA_ENTRIES\n#endif\n");
         write_if_changed(&dir.join(format!("{stem}.gen.cu")), &unit);
     }
 }

@@ -46,7 +46,10 @@
 //   d32:  8 warps, 128 keys × 64 queries, Q/dO double-buffered, K/V fragments in registers
 //   d64:  8 warps, 128 × 64, double-buffered, K/V fragments in registers
 //   d96:  8 warps, 128 × 64, single-buffered (dO first, then Q, each load under other work)
-//   d128: 8 warps, 128 × 64, single-buffered, dS written into the dead Q tile (96.5 KiB)
+//   d128: 8 warps, 128 × 64, single-buffered, dS written into the dead Q tile (96.5 KiB);
+//         where a block may opt into 145 KiB (sm_80, sm_90), the large-smem tile
+//         BwdTraitsLarge<128> (entry points `_l`): Q/dO double-buffered, dS in its own tile,
+//         2 barriers per item instead of 5 (the d64 loop)
 //   d256: 4 warps, 64 × 32, single-buffered, dS in the Q tile; dK/dV/dQ columns split in two
 //         CTAs of 128 columns each (S and dP recomputed by both: 7/5 of the minimum work,
 //         which keeps dK+dV at 128 registers)
@@ -86,7 +89,24 @@
 // spill bytes stored+loaded: d32 246/0 (_mods 250/0), d64 254/0 (255/44+36), d96 255/20+12
 // (255/104+120), d128 255/64+72 (255/68+92), d256 255/8+4 (255/24+24), d384 255/0 (255/0),
 // d512 255/20+16 (255/24+20); f32 148 (d512 144); preprocess 40, convert 30.
-// Correctness of this version (H100, 2026-11-23, lab/README.md "Backward: head dims to 512
+// Dense/packed split and the d128 large-smem tile (H100, 2026-11-23, lab/README.md "Backward:
+// dense/packed entry points and a large-smem d128 tile"): every main-kernel instance has a
+// dense entry NAME and a packed NAME_varlen, so the dense kernels read the lengths from param
+// space again. ptxas 13.0 sm_90, bf16 dense, registers / spill bytes stored+loaded: d32 230/0,
+// d64 240/0 (_mods 248/0), d96 249/0 (_mods 255/12+12), d128 255/24+24 (_mods 16+16), d128_l
+// 255/36+36 (_mods 16+16), d256 255/32+44 (_mods 0), d384 255/20+20, d512 255/16+20; packed
+// entries 247-255 with 0-56+108 (lab/results/bwd-ptxas-split-large-2026-11-23.txt). Same-run
+// A/B against main's binary, `attention_backward` alone (criterion medians of 2 runs each,
+// bf16): the split alone 0.988-0.993× the time at d128 and 0.997-1.004× at d64; with the
+// d128 large tile 0.931-0.943× at d128 (e.g. (16,16,2048,128) 7409 → 6952 µs, (1,32,16384,128)
+// 54614 → 50913). Against PyTorch 2.11 SDPA's backward in the same run: d128 0.71-0.77× FA2,
+// 0.40-0.44× cuDNN; d64 0.75-0.81× FA2, 0.46-0.50× cuDNN (lab/results/
+// bwd-ab-split-large-h100-2026-11-23.md): the bar (1.0× FA2) is not met. The gradient suites,
+// memcheck and racecheck pass (the large tile on the H100), and the bf16/f16 gradient sweeps
+// with FUSED_ATTN_BWD_LARGE_TILES=0 (the 99 KiB tiles) too. What is left: the per-item
+// efficiency of the 8-warp, 16-keys-per-warp layout (ncu: one CTA per SM, issue slots 25%
+// busy, stalls on short/long scoreboard and waits), not the pipeline depth.
+// Correctness of the version before (H100, 2026-11-23, lab/README.md "Backward: head dims to 512
 // and packed batches"): gradient sweeps 200 cases per dtype, 72 cases at d 257..512, 60
 // packed cases against per-sequence dense, no failure of the kernels (one bf16 sweep case at
 // d = 1 fails the derived floor on the CPU backward too, see there). Its speed against the
@@ -109,7 +129,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 // ---- tile traits --------------------------------------------------------------------------
 
 template <int kHeadDim_, int kDOut_, int kWarps_, int kMTiles_, int kBlockM_, int kStages_, bool kDSInQ_,
-          int kDQWarpsM_, bool kKVInRegs_, int kMinBlocksPerSM_, int kDQChunk_ = 0>
+          int kDQWarpsM_, bool kKVInRegs_, int kMinBlocksPerSM_, int kDQChunk_ = 0, int kSmemLimit_ = 99 * 1024>
 struct BwdTileConfig {
     static constexpr int kHeadDim = kHeadDim_;
     // Columns of dK/dV/dQ one CTA produces; kHeadDim / kDOut CTAs split the columns.
@@ -158,8 +178,10 @@ struct BwdTileConfig {
     static_assert(kDQChunk % 16 == 0 && kDQCols % kDQChunk == 0, "dQ passes must be 16-column multiples dividing the warp's part");
     static_assert(kBlockN % 16 == 0 && kBlockN <= 128, "key blocks of whole m16 tiles, at most the 128-key workspace padding");
     static_assert(kThreads >= kBlockM / 2, "lse/D loads need kBlockM / 2 threads");
-    // One build runs on every sm_80+ GPU: sm_86/sm_89 give a block at most 99 KiB.
-    static_assert(kSmemBytes <= 99 * 1024, "tile does not fit in shared memory on every sm_80+ GPU");
+    // One build runs on every sm_80+ GPU: sm_86/sm_89 give a block at most 99 KiB. The
+    // large-smem tiles (BwdTraitsLarge) run only where the device allows them (the host
+    // checks the opt-in limit and falls back to BwdTraits).
+    static_assert(kSmemBytes <= kSmemLimit_, "tile does not fit in its shared-memory limit");
 };
 
 // Per head-dim instance. src/cuda/instances.rs declares each instance's threads, query rows
@@ -189,6 +211,20 @@ template <>
 struct BwdTraits<384> : BwdTileConfig<384, 128, 2, 1, 32, 1, true, 2, false, 1, 32> {};
 template <>
 struct BwdTraits<512> : BwdTileConfig<512, 128, 1, 1, 32, 1, true, 1, false, 1, 32> {};
+
+// Large-smem tiles, for GPUs whose blocks may opt into more than 99 KiB (sm_80: 163 KiB,
+// sm_90: 227 KiB); src/cuda/backward.rs launches the `_l` entry points only where the
+// device's opt-in limit holds kSmemBytes, and BwdTraits elsewhere. kSmemBytes 0: none.
+// d128 (145 KiB): the 99 KiB tile is single-buffered with dS written into the dead Q tile,
+// 5 barriers per item and each load hidden behind a fifth of one; here Q/dO are
+// double-buffered (the next item's load runs under the whole current item) and dS has its
+// own tile: 2 barriers per item, the same loop as d64.
+template <int kHeadDim>
+struct BwdTraitsLarge {
+    static constexpr int kSmemBytes = 0;
+};
+template <>
+struct BwdTraitsLarge<128> : BwdTileConfig<128, 128, 8, 1, 64, 2, false, 2, false, 1, 0, 227 * 1024> {};
 
 // ---- index helpers (host-callable, so that lab/bwd/bwd_selfcheck.cu can test them) ----
 
@@ -278,10 +314,15 @@ struct SeqView {
     int64_t ws_k0;      // split dK/dV accumulator row of (kv head 0, key 0): + kvh · ws_rows_k + key
     const int32_t* ranges;  // max_mm_ranges [start, end) pairs, or null
 };
+// kPacked: the packed entry point (`_varlen`), which reads cu_seqlens; the dense one keeps
+// the lengths in param space (compile-time known layout, no multimodal ranges: the host
+// refuses ranges on dense batches), so that the packed path's registers never change the
+// dense kernel's allocation.
+template <bool kPacked>
 __device__ __forceinline__ SeqView seq_view(const FattnBwdParams& bp, int b) {
     const FattnParams& p = bp.fwd;
     SeqView s;
-    if (p.cu_seqlens_q != nullptr) {
+    if constexpr (kPacked) {
         const int q0 = p.cu_seqlens_q[b], k0 = p.cu_seqlens_k[b];
         s.sq = p.cu_seqlens_q[b + 1] - q0;
         s.sk = p.cu_seqlens_k[b + 1] - k0;
@@ -299,7 +340,7 @@ __device__ __forceinline__ SeqView seq_view(const FattnBwdParams& bp, int b) {
         s.ws_q0 = b * p.heads * bp.ws_rows_q;
         s.ws_k0 = static_cast<int64_t>(b) * p.kv_heads * bp.ws_rows_k;
     }
-    s.ranges = (p.mm_ranges != nullptr && p.max_mm_ranges > 0)
+    s.ranges = (kPacked && p.mm_ranges != nullptr && p.max_mm_ranges > 0)
                    ? p.mm_ranges + static_cast<int64_t>(b) * p.max_mm_ranges * 2
                    : nullptr;
     return s;
@@ -485,7 +526,7 @@ __device__ __forceinline__ float mod_score_log2(const FattnParams& p, float dot,
 
 // ---- tensor-core kernel -------------------------------------------------------------------
 
-template <class Cfg, class E, bool kMods>
+template <class Cfg, class E, bool kMods, bool kPacked>
 __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
     const FattnParams& p = bp.fwd;
     constexpr int D = Cfg::kHeadDim;
@@ -523,7 +564,7 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
 
     BwdCta cta = bwd_cta(static_cast<int>(blockIdx.x), p.seq_q, p.seq_k, p.kv_heads, p.kv_group, p.window_left,
                          p.window_right, bp.kv_splits, bp.heads_per_split, BN, BM, Cfg::kDSplits, DO);
-    const SeqView sv = seq_view(bp, cta.b);
+    const SeqView sv = seq_view<kPacked>(bp, cta.b);
     cta_rows(cta, sv, p.window_left, p.window_right, p.max_mm_ranges, bp.heads_per_split, BN, BM);
     const int b = cta.b;
     const int n0 = cta.n0;
@@ -1108,7 +1149,7 @@ __host__ __device__ constexpr int smem_floats(int block, int head_dim) {
 }
 }  // namespace f32
 
-template <int kMaxD>
+template <int kMaxD, bool kPacked>
 __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
     using C = f32::Cfg<kMaxD>;
     constexpr int kBlockN = C::kBlockN;
@@ -1133,7 +1174,7 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
     const int tid = threadIdx.x;
     BwdCta cta = bwd_cta(static_cast<int>(blockIdx.x), p.seq_q, p.seq_k, p.kv_heads, p.kv_group, p.window_left,
                          p.window_right, bp.kv_splits, bp.heads_per_split, kBlockN, kBlockM, 1, D);
-    const SeqView sv = seq_view(bp, cta.b);
+    const SeqView sv = seq_view<kPacked>(bp, cta.b);
     cta_rows(cta, sv, p.window_left, p.window_right, p.max_mm_ranges, bp.heads_per_split, kBlockN, kBlockM);
     const int b = cta.b;
     const int kvh = cta.kvh;
@@ -1287,7 +1328,10 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
 // FATTN_INSTANCE_BWD_CONVERT once per instance of this file (the generated lists
 // FATTN_INSTANCES_BWD_SM80, FATTN_INSTANCES_BWD_PREPROCESS_SM80, FATTN_INSTANCES_BWD_CONVERT_SM80)
 // into its extern "C" kernel, and checks that the numbers the crate launches it with are what
-// the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`), 2 both.
+// the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`), 2 both. Each main-kernel
+// instance (tensor-core and f32) has two entry points: NAME, the dense kernel, and
+// NAME_varlen, the packed one (src/cuda/backward.rs picks by the problem's layout), so that
+// the packed path's registers never change the dense kernel's allocation.
 
 namespace fattn {
 namespace bwd {
@@ -1303,12 +1347,17 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
 }  // namespace bwd
 }  // namespace fattn
 
-#define FATTN_INSTANCE_BWD(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS) \
-    FATTN_BWD_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS)
+#define FATTN_INSTANCE_BWD(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM) \
+    FATTN_BWD_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM)
 #define FATTN_BWD_ENTRY_F16(...) FATTN_BWD_ENTRY_TC(F16, __VA_ARGS__)
 #define FATTN_BWD_ENTRY_BF16(...) FATTN_BWD_ENTRY_TC(BF16, __VA_ARGS__)
 
-#define FATTN_BWD_ENTRY_TC(ELEM, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS)                          \
+// LARGE_SMEM (src/cuda/instances.rs, bwd_large_smem): the bytes of the instance's large-smem
+// tile (BwdTraitsLarge<D>), 0 for none; its entry points NAME_l and NAME_l_varlen are
+// listed by hand after the generated ones (FATTN_BWD_LARGE_ENTRIES).
+#define FATTN_BWD_ENTRY_TC(ELEM, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM)              \
+    static_assert(fattn::bwd::BwdTraitsLarge<D>::kSmemBytes == LARGE_SMEM,                                         \
+                  #NAME ": large-smem tile bytes differ from src/cuda/instances.rs");                               \
     static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a tensor-core instance is plain or _mods");               \
     static_assert(fattn::bwd::BwdTraits<D>::kHeadDim == D, #NAME ": head dim");                                   \
     static_assert(fattn::bwd::BwdTraits<D>::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs"); \
@@ -1320,11 +1369,16 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraits<D>::kThreads,                                 \
                                                  fattn::bwd::BwdTraits<D>::kMinBlocksPerSM)                          \
         NAME(const __grid_constant__ FattnBwdParams p) {                                                             \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT == 1>(p);                         \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT == 1, false>(p);                  \
+    }                                                                                                                \
+    extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraits<D>::kThreads,                                 \
+                                                 fattn::bwd::BwdTraits<D>::kMinBlocksPerSM)                          \
+        NAME##_varlen(const __grid_constant__ FattnBwdParams p) {                                                    \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT == 1, true>(p);                   \
     }
 
-#define FATTN_BWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS)                               \
-    static_assert(VARIANT == 2 && SMEM == 0 && COL_SPLITS == 1,                                                    \
+#define FATTN_BWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM)                   \
+    static_assert(VARIANT == 2 && SMEM == 0 && COL_SPLITS == 1 && LARGE_SMEM == 0,                                 \
                   #NAME ": one kernel for both variants, smem per head dim, no column split");                     \
     static_assert(fattn::bwd::f32::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs");       \
     static_assert(fattn::bwd::f32::Cfg<D>::kBlockM == ROWS, #NAME ": query rows differ from src/cuda/instances.rs"); \
@@ -1333,8 +1387,39 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
                   #NAME ": smem bytes differ from src/cuda/instances.rs");                                         \
     extern "C" __global__ void __launch_bounds__(fattn::bwd::f32::kThreads)                                        \
         NAME(const __grid_constant__ FattnBwdParams p) {                                                           \
-        fattn::bwd::bwd_f32<D>(p);                                                                                 \
+        fattn::bwd::bwd_f32<D, false>(p);                                                                          \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(fattn::bwd::f32::kThreads)                                        \
+        NAME##_varlen(const __grid_constant__ FattnBwdParams p) {                                                  \
+        fattn::bwd::bwd_f32<D, true>(p);                                                                           \
     }
+
+// The large-smem entry points (BwdTraitsLarge), dense and packed, of the instances whose
+// LARGE_SMEM is not 0 (the generated asserts above check the bytes; src/cuda/backward.rs
+// loads them by name, NAME_l and NAME_l_varlen).
+#define FATTN_BWD_LARGE_ENTRY(ELEM, NAME, D, MODS)                                                                  \
+    static_assert(fattn::bwd::BwdTraitsLarge<D>::kThreads == fattn::bwd::BwdTraits<D>::kThreads &&                   \
+                      fattn::bwd::BwdTraitsLarge<D>::kBlockM == fattn::bwd::BwdTraits<D>::kBlockM &&                 \
+                      fattn::bwd::BwdTraitsLarge<D>::kBlockN == fattn::bwd::BwdTraits<D>::kBlockN &&                 \
+                      fattn::bwd::BwdTraitsLarge<D>::kDSplits == fattn::bwd::BwdTraits<D>::kDSplits,                 \
+                  #NAME "_l: the large tile launches with the instance's threads, rows, keys and splits");         \
+    extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraitsLarge<D>::kThreads,                            \
+                                                 fattn::bwd::BwdTraitsLarge<D>::kMinBlocksPerSM)                     \
+        NAME##_l(const __grid_constant__ FattnBwdParams p) {                                                         \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, MODS, false>(p);                     \
+    }                                                                                                                \
+    extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraitsLarge<D>::kThreads,                            \
+                                                 fattn::bwd::BwdTraitsLarge<D>::kMinBlocksPerSM)                     \
+        NAME##_l_varlen(const __grid_constant__ FattnBwdParams p) {                                                  \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, MODS, true>(p);                      \
+    }
+#define FATTN_BWD_LARGE_ENTRIES                                   \
+    FATTN_BWD_LARGE_ENTRY(F16, fattn_bwd_f16_d128, 128, false)    \
+    FATTN_BWD_LARGE_ENTRY(F16, fattn_bwd_f16_d128_mods, 128, true) \
+    FATTN_BWD_LARGE_ENTRY(BF16, fattn_bwd_bf16_d128, 128, false)  \
+    FATTN_BWD_LARGE_ENTRY(BF16, fattn_bwd_bf16_d128_mods, 128, true)
+// Expanded by the generated unit after the generated entry points (build.rs).
+#define FATTN_EXTRA_ENTRIES FATTN_BWD_LARGE_ENTRIES
 
 // The element type of each dtype tag.
 #define FATTN_BWD_ELEM_F16 __half

@@ -716,9 +716,10 @@ static bool check_err(const std::vector<double>& got, const std::vector<double>&
     return good;
 }
 
-template <int kInst, bool kMods>
+// Replays instance kInst's tile Cfg (BwdTraits<kInst>, or its large-smem tile
+// BwdTraitsLarge<kInst>: run_case_large).
+template <int kInst, bool kMods, class Cfg = BwdTraits<kInst>>
 static bool run_case(const Case& c, std::mt19937& rng) {
-    using Cfg = BwdTraits<kInst>;
     const int row_len = c.head_dim + c.q_row_pad;
     const int group = c.heads / c.kv_heads;
     std::normal_distribution<float> nd(0.f, 1.f);
@@ -1198,7 +1199,7 @@ int main() {
     if (!ranges_check()) ok = false;
     printf("index ranges: %s\n", ok ? "ok" : "FAIL");
     const bool cover = tiles_cover<32>() && tiles_cover<64>() && tiles_cover<96>() && tiles_cover<128>() &&
-                       tiles_cover<256>();
+                       tiles_cover<256>() && tiles_cover<384>() && tiles_cover<512>();
     printf("tile loads cover every chunk once: %s\n", cover ? "ok" : "FAIL");
     ok = ok && cover;
 
@@ -1237,6 +1238,15 @@ int main() {
     ok &= run_case<128, false>({"edge unseen key blocks, split", 1, 2, 1, 20, 400, 128, 0.09f, 0, 3, 0, false, 2, 0},
                                rng);
     ok &= run_case<96, false>({"edge sq 0", 1, 2, 1, 0, 50, 96, 0.1f, 0, -1, -1, false, 1, 0}, rng);
+    // The d128 large-smem tile (BwdTraitsLarge<128>: Q/dO double-buffered, dS in its own tile).
+    ok &= run_case<128, false, BwdTraitsLarge<128>>(
+        {"d128 large plain", 1, 2, 2, 140, 260, 128, 0.088f, 0, -1, -1, false, 1, 0}, rng);
+    ok &= run_case<128, false, BwdTraitsLarge<128>>(
+        {"d128 large causal gqa 3 split 3", 1, 3, 1, 150, 150, 128, 0.088f, 0, -1, 0, false, 3, 0}, rng);
+    ok &= run_case<128, true, BwdTraitsLarge<128>>(
+        {"d100 large (odd chunks) alibi window softcap", 1, 2, 1, 90, 200, 100, 0.1f, 6.f, 50, 0, true, 1, 0}, rng);
+    ok &= run_case<128, false, BwdTraitsLarge<128>>(
+        {"d128 large window 3 strided, unseen key blocks", 2, 2, 1, 75, 300, 128, 0.09f, 0, 3, 0, false, 2, 8}, rng);
     // The f32 kernel.
     ok &= run_case_f32({"d64 causal gqa 2", 1, 4, 2, 70, 90, 64, 0.125f, 0, -1, 0, false, 1, 0}, rng);
     ok &= run_case_f32({"d33 window softcap alibi split", 2, 3, 1, 40, 57, 33, 0.2f, 7.f, 9, 3, true, 3, 0}, rng);

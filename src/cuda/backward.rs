@@ -5,9 +5,13 @@
 //! and lse·log2 e per padded row; the main kernel (tensor cores for f16/bf16, one instance
 //! per head dim in src/cuda/instances.rs, smaller head dims zero-padded onto the next one;
 //! plain f32 FMA for f32) accumulates dQ with atomics and writes dK/dV; `fattn_bwd_convert_*`
-//! scales dQ into the input dtype (and dK/dV when they were accumulated).
+//! scales dQ into the input dtype (and dK/dV when they were accumulated). Where a block may
+//! opt into the shared memory of an instance's large-smem tile (d128: 145 KiB, sm_80 and
+//! sm_90), its `_l` entry points run instead of the 99 KiB tile (same launch geometry;
+//! `FUSED_ATTN_BWD_LARGE_TILES=0` keeps the 99 KiB tiles).
 //!
-//! Packed (varlen, unpaged) problems run the same kernels: q/o/dO are `(total_q, heads, d)`,
+//! Packed (varlen, unpaged) problems run the same algorithm, through the main kernel's
+//! `_varlen` entry point (the preprocess/convert kernels serve both): q/o/dO are `(total_q, heads, d)`,
 //! k/v `(total_k, kv_heads, d)`, the LSE `(heads, total_q)`; the kernels read each
 //! sequence's rows from `cu_q`/`cu_k` on the device, and the f32 workspaces are per head with
 //! [`PACKED_GAP`] padding rows per sequence.
@@ -27,9 +31,9 @@ use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
 use super::heuristics::{self, Prepared};
-use super::instances::{Arch, Dtype, Family, Instance, KernelKey};
+use super::instances::{bwd_large_smem, Arch, Dtype, Family, Instance, KernelKey};
 use super::params::{FattnBwdConvertParams, FattnBwdParams, FattnParams};
-use super::{alibi_slopes_ptr, common_params, dev_tensor, to_i32, KernelDtype};
+use super::{alibi_slopes_ptr, common_params, dev_tensor, to_i32, Entry, KernelDtype};
 use crate::problem::Problem;
 
 /// Query rows are padded to a multiple of this in the f32 workspaces (every instance's
@@ -151,6 +155,16 @@ fn i32_ptr<'a>(storage: &'a Storage, layout: &Layout, stream: &'a CudaStream) ->
 /// Must equal `kPackedGap` there.
 const PACKED_GAP: usize = 136;
 
+/// Set to `0`, the backward runs the 99 KiB tiles even where the device allows the large-smem
+/// ones (a same-binary A/B on the GPU machine, and the sm_86/sm_89 path tested on an H100).
+/// Read once per process.
+const LARGE_TILES_VAR: &str = "FUSED_ATTN_BWD_LARGE_TILES";
+
+fn large_tiles_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os(LARGE_TILES_VAR).is_none_or(|v| v != "0"))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn launch<T: KernelDtype + ValidAsZeroBits>(
     p: &Problem,
@@ -191,10 +205,19 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
     let main_inst = instance::<T>(p, Family::Bwd)?;
     let pre_inst = instance::<T>(p, Family::BwdPreprocess)?;
     let convert_inst = instance::<T>(p, Family::BwdConvert)?;
-    let main: Prepared = heuristics::prepare(dev, main_inst)?;
+    // The packed (varlen) main kernel is the instance's `_varlen` entry point; where the device
+    // lets a block opt into the instance's large-smem tile (d128: double-buffered, 2 barriers
+    // per item instead of 5; kernels/bwd_sm80.cu, BwdTraitsLarge), its `_l` entry points,
+    // which launch with the same threads, rows, keys and splits.
+    let mut main: Prepared = heuristics::prepare_entry(dev, main_inst, Entry::of(p))?;
+    let mut smem_bytes = main_inst.smem_bytes(to_i32(d, "head_dim")? as u32);
+    let large = bwd_large_smem(main_inst);
+    if large > 0 && main.device.smem_optin >= large && large_tiles_enabled() {
+        main = heuristics::prepare_entry(dev, main_inst, Entry::of(p).large())?;
+        smem_bytes = large;
+    }
     let preprocess = heuristics::prepare(dev, pre_inst)?;
     let convert = heuristics::prepare(dev, convert_inst)?;
-    let smem_bytes = main_inst.smem_bytes(to_i32(d, "head_dim")? as u32);
     main.check_smem(smem_bytes)?;
     if main.blocks_per_sm == 0 {
         bail!(
@@ -415,6 +438,24 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
 mod tests {
     use super::*;
     use crate::cuda::instances::INSTANCES;
+
+    #[test]
+    fn every_main_kernel_entry_point_is_in_the_ptx() {
+        // The dense and packed entry points of every main-kernel instance, and the large-smem
+        // ones where `bwd_large_smem` names them (kernels/bwd_sm80.cu lists those by hand).
+        use crate::cuda::instances::SOURCES;
+        for inst in INSTANCES.iter().filter(|i| i.family == Family::Bwd) {
+            let at = SOURCES.iter().position(|s| s.builds(inst)).expect("a kernel file builds it");
+            let ptx = crate::cuda::ptx::PTX[at];
+            let mut names = vec![inst.name.to_string(), format!("{}_varlen", inst.name)];
+            if bwd_large_smem(inst) > 0 {
+                names.extend([format!("{}_l", inst.name), format!("{}_l_varlen", inst.name)]);
+            }
+            for name in names {
+                assert!(ptx.contains(&format!(".entry {name}(")), "{name} is not in {}", SOURCES[at].file);
+            }
+        }
+    }
 
     #[test]
     fn padded_rows_hold_whole_query_blocks() {

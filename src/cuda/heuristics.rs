@@ -18,7 +18,7 @@ use candle_core::cuda_backend::{CudaDevice, DeviceId, WrapErr};
 use candle_core::{bail, Result};
 
 use super::instances::{
-    Arch, Dtype, Family, Instance, KernelKey, Smem, DECODE_BLOCK_ROWS, DECODE_KEYS_PER_ROUND, INSTANCES,
+    bwd_large_smem, Arch, Dtype, Family, Instance, KernelKey, Smem, DECODE_BLOCK_ROWS, DECODE_KEYS_PER_ROUND, INSTANCES,
 };
 use super::{load_instance, Entry};
 use crate::problem::{Problem, MAX_HEAD_DIM};
@@ -246,7 +246,8 @@ pub(super) fn prepare_entry(dev: &CudaDevice, inst: &'static Instance, entry: En
         Some(facts) => facts,
         None => {
             // Two threads may both get here for one function: they set the same value.
-            let bytes = max_smem_bytes(inst).min(info.smem_optin);
+            let need = if entry.is_large() { bwd_large_smem(inst) } else { max_smem_bytes(inst) };
+            let bytes = need.min(info.smem_optin);
             func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32)
                 .w()?;
             let blocks_per_sm =

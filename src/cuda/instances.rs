@@ -309,6 +309,22 @@ const fn bwd_f32_smem_bytes_block(block: u32, head_dim: u32) -> u32 {
     (2 * block * k_stride + 2 * block * head_dim + 2 * block * (block + 1) + 2 * block) * 4
 }
 
+/// Dynamic shared memory of the d128 f16/bf16 backward's large-smem tile (`BwdTraitsLarge<128>`
+/// in kernels/bwd_sm80.cu): K and V (128 keys), two stages of Q and dO (64 rows) and a dS tile
+/// (128 × 64) in 16-bit, two stages of lse and D (64 rows, f32). For GPUs whose blocks may opt
+/// into it (sm_80, sm_90); the 99 KiB tile runs elsewhere.
+pub const BWD_D128_LARGE_SMEM: u32 = (2 * 128 * 128 + 2 * 2 * 64 * 128 + 128 * 64) * 2 + 2 * 2 * 64 * 4;
+
+/// The dynamic shared memory of `inst`'s large-smem tile, whose entry points are
+/// `<name>_l` and `<name>_l_varlen`; 0 where it has none (every instance but the d128 f16/bf16
+/// backward). Checked against the kernel by build.rs.
+pub fn bwd_large_smem(inst: &Instance) -> u32 {
+    match (inst.family, inst.dtype, inst.head_dim) {
+        (Family::Bwd, Dtype::F16 | Dtype::BF16, 128) => BWD_D128_LARGE_SMEM,
+        _ => 0,
+    }
+}
+
 /// Backward f16/bf16 instances, `BwdTraits<D>` in kernels/bwd_sm80.cu: threads (warps · 32),
 /// query rows per item (kBlockM), keys per block (16 · warps), column splits, and
 /// (2·keys·D + 2·stages·rows·D + dS tile)·2 + 2·stages·rows·4 bytes.
@@ -563,6 +579,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn large_backward_tiles_fit_sm80_and_sm90() {
+        // The large-smem tiles run where the device's opt-in limit holds them: sm_80 allows
+        // 163 KiB a block, sm_90 227 KiB.
+        for inst in INSTANCES {
+            let large = bwd_large_smem(inst);
+            assert!(large == 0 || (large > 99 * 1024 && large <= 163 * 1024), "{}: {large}", inst.name);
+        }
+        assert_eq!(BWD_D128_LARGE_SMEM, 148480);
     }
 
     #[test]

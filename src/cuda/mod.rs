@@ -64,7 +64,8 @@ pub(super) fn kernel_dtype(dtype: DType) -> Option<Dtype> {
 
 /// Loads `inst` from the PTX of the kernel file that builds it (compiled by build.rs, cached
 /// by candle under the file's module name): its dense entry point, or with `entry` =
-/// [`Entry::Packed`] its packed one, `<name>_varlen` (forward and decode instances have both).
+/// [`Entry::Packed`] its packed one, `<name>_varlen` (forward, decode and backward main-kernel
+/// instances have both).
 pub(super) fn load_instance(dev: &CudaDevice, inst: &Instance, entry: Entry) -> Result<CudaFunction> {
     let Some(at) = SOURCES.iter().position(|s| s.builds(inst)) else {
         bail!("fused-attn cuda: {} has no kernel file (src/cuda/instances.rs)", inst.name)
@@ -72,20 +73,38 @@ pub(super) fn load_instance(dev: &CudaDevice, inst: &Instance, entry: Entry) -> 
     let name = match entry {
         Entry::Dense => inst.name.to_string(),
         Entry::Packed => format!("{}_varlen", inst.name),
+        Entry::DenseLarge => format!("{}_l", inst.name),
+        Entry::PackedLarge => format!("{}_l_varlen", inst.name),
     };
     Ok(dev.get_or_load_custom_func(&name, SOURCES[at].module, ptx::PTX[at])?.into_cuda_function())
 }
 
-/// Which entry point of an instance: forward and decode instances compile the packed
+/// Which entry point of an instance: forward, decode and backward main-kernel instances compile the packed
 /// (varlen/paged) kernel as a second entry, so that its registers do not change the dense
 /// kernel's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Entry {
     Dense,
     Packed,
+    /// The backward's large-smem tile (`<name>_l`, `<name>_l_varlen`; instances with
+    /// `instances::bwd_large_smem` > 0), dense and packed.
+    DenseLarge,
+    PackedLarge,
 }
 
 impl Entry {
+    /// The large-smem entry point of the same layout.
+    pub fn large(self) -> Self {
+        match self {
+            Entry::Dense | Entry::DenseLarge => Entry::DenseLarge,
+            Entry::Packed | Entry::PackedLarge => Entry::PackedLarge,
+        }
+    }
+
+    pub fn is_large(self) -> bool {
+        matches!(self, Entry::DenseLarge | Entry::PackedLarge)
+    }
+
     pub fn of(p: &Problem) -> Self {
         if p.packed().is_some() {
             Entry::Packed
