@@ -24,11 +24,21 @@
 // Packed batches (varlen, paged): with cu_seqlens_q set, grid z is the sequence; a block maps
 // its rows with the longest sequence's length and skips queries past its own, finds its
 // sequence's key range itself (bottom-right masks and prefix ranges per sequence), and reads
-// K/V pages through the block table, one lookup per 16-key tile when the page size is a
-// multiple of 16, per row otherwise. Head dims above 256 run on the prefill kernel.
-// Measured (H100, bf16, lab/results/varlen-h100-2026-11-23.md): paged caches are 0.60-0.75×
-// the contiguous decode's GB/s on (8,32,8,1,8192) and (32,32,8,1,4096), pages 16 and 256: the
-// packed d128 entry spills (255 registers, 352-byte stack; dense: 222, none). To fix.
+// K/V pages through the block table: the split's table entries are staged in shared memory
+// when the block starts (at most kSplitPages; the host sizes paged splits for it), then one
+// lookup per 16-key tile when the page size is a multiple of 16, per row otherwise, all
+// inline. Head dims above 256 run on the prefill kernel.
+// Measured (H100, bf16, d128, lab/results/s6-run2-bench-h100-2026-11-23.log, same run as the
+// contiguous rows): with the index tensors on the host, pages of 16 / 256 run at 0.86 / 0.88×
+// the contiguous decode's GB/s on (8,32,8,1,8192) and 0.92 / 0.95× on (32,32,8,1,4096) (127.3 /
+// 124.4 µs against 109.7; 210.2 / 204.9 against 193.8). The rest of the gap is per call, not
+// in the loop: the checked index arrays' upload (one host-to-device copy on the stream) and the
+// packed block's start (cu_seqlens, then the table, then the first tiles: three dependent
+// loads where the dense block has one). With the index tensors on the GPU, validation reads
+// them back first (a device-to-host copy that waits for the stream): 0.54-0.71×.
+// ptxas (compute_80 → sm_90): the packed d128 entry 254 registers, no spills (it was 255 with a
+// 352-byte stack and spills when the per-row loader was a __noinline__ call); d256 packed
+// entries spill 180-220 B (the dense ones do not).
 //
 // Fragments without ldmatrix. A dot product does not care about the order of its terms, so
 // the head dims are permuted: a thread reads 8 contiguous dims of Q and K with one 16-byte
