@@ -82,7 +82,11 @@ use half::{bf16, f16};
 use crate::problem::{Problem, Strides};
 
 #[cfg(target_arch = "x86_64")]
+mod amx;
+#[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub(crate) mod backward;
 mod forward;
 mod pack;
@@ -143,7 +147,8 @@ fn run<T: Element>(
             Input::new((k, ks), (b, sk, hkv), d, "k")?,
             Input::new((v, vs), (b, sk, hkv), d, "v")?,
         );
-        let attend = kernel::<T>(path_for(p)?)?;
+        let path = path_for::<T>(p)?;
+        let (attend, pairs) = (kernel::<T>(path)?, path.bf16_pairs::<T>(d));
         let one = Problem { batch: 1, ..p.clone() };
         let seqs = (0..b)
             .map(|bi| SeqIn {
@@ -156,6 +161,7 @@ fn run<T: Element>(
                 lse0: bi * h * sq,
                 lse_head: sq,
                 attend,
+                pairs,
             })
             .collect();
         return forward::run::<T>(seqs, b * sq, b, p.want_lse, dims);
@@ -193,7 +199,8 @@ fn run<T: Element>(
                 )
             }
         };
-        let attend = kernel::<T>(path_for(&sp)?)?;
+        let path = path_for::<T>(&sp)?;
+        let (attend, pairs) = (kernel::<T>(path)?, path.bf16_pairs::<T>(d));
         let row0 = packed.cu_q[b];
         seqs.push(SeqIn {
             p: sp,
@@ -205,6 +212,7 @@ fn run<T: Element>(
             lse0: row0,
             lse_head: total_q,
             attend,
+            pairs,
         });
     }
     forward::run::<T>(seqs, total_q, 1, p.want_lse, dims)
@@ -229,6 +237,17 @@ fn packed_strides(l: &Layout, name: &str) -> Result<Strides> {
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CpuPath {
+    /// As `avx512-bf16`, with the bf16 prefill tile products (`head_dim % 32 == 0`) on AMX
+    /// tiles (`cpu/amx.rs`) instead of `vdpbf16ps`.
+    Avx512Amx,
+    /// As `avx512-kernels`, with the bf16 prefill tile products (even `head_dim`) as bf16
+    /// pair dot products with f32 sums (`vdpbf16ps`, `cpu/avx512.rs`) and P rounded to
+    /// bf16 for `P V`.
+    Avx512Bf16,
+    /// The prefill tile products (any head dim) and the softmax's row max and `2^x` passes
+    /// in the hand-written AVX-512F kernels (`cpu/avx512.rs`), f16/bf16 converted to f32;
+    /// the rest compiled for AVX-512F.
+    Avx512Kernels,
     /// The tile products through the `gemm` crate; the softmax, mask and decode loops
     /// compiled for AVX-512F.
     Avx512Gemm,
@@ -243,21 +262,34 @@ pub enum CpuPath {
 
 impl CpuPath {
     /// Every path, widest instruction set first.
-    pub const ALL: [CpuPath; 3] = [CpuPath::Avx512Gemm, CpuPath::Avx2Kernels, CpuPath::PortableGemm];
+    pub const ALL: [CpuPath; 6] = [
+        CpuPath::Avx512Amx,
+        CpuPath::Avx512Bf16,
+        CpuPath::Avx512Kernels,
+        CpuPath::Avx512Gemm,
+        CpuPath::Avx2Kernels,
+        CpuPath::PortableGemm,
+    ];
 
     /// The name that `FUSED_ATTN_CPU_PATH` takes.
     pub fn name(self) -> &'static str {
         match self {
+            CpuPath::Avx512Amx => "avx512-amx",
+            CpuPath::Avx512Bf16 => "avx512-bf16",
+            CpuPath::Avx512Kernels => "avx512-kernels",
             CpuPath::Avx512Gemm => "avx512-gemm",
             CpuPath::Avx2Kernels => "avx2-kernels",
             CpuPath::PortableGemm => "portable-gemm",
         }
     }
 
-    /// The CPU features the path's code is compiled for.
+    /// The CPU features the path's code is compiled for (`amx-os`: the OS grants this
+    /// process the AMX tile state).
     pub fn required_features(self) -> &'static [&'static str] {
         match self {
-            CpuPath::Avx512Gemm => &["avx512f", "avx2", "fma"],
+            CpuPath::Avx512Amx => &["avx512f", "avx512bf16", "avx2", "fma", "amx-tile", "amx-bf16", "amx-os"],
+            CpuPath::Avx512Bf16 => &["avx512f", "avx512bf16", "avx2", "fma"],
+            CpuPath::Avx512Kernels | CpuPath::Avx512Gemm => &["avx512f", "avx2", "fma"],
             CpuPath::Avx2Kernels => &["avx2", "fma"],
             CpuPath::PortableGemm => &[],
         }
@@ -272,6 +304,15 @@ impl CpuPath {
     /// An error naming the path and the features this CPU lacks, if it lacks any.
     fn check_supported(self) -> Result<()> {
         lacking_message(self, &self.missing_features()).map_or(Ok(()), |m| Err(candle_core::Error::Msg(m)))
+    }
+
+    /// Whether the path multiplies bf16 pairs (and so packs K and V as bf16 pairs) for
+    /// prefill calls in `T` with head dim `d`: bf16 inputs with an even `d` on the two bf16
+    /// paths.
+    fn bf16_pairs<T: Element>(self, d: usize) -> bool {
+        matches!(self, CpuPath::Avx512Amx | CpuPath::Avx512Bf16)
+            && T::DTYPE == candle_core::DType::BF16
+            && d.is_multiple_of(2)
     }
 }
 
@@ -304,11 +345,14 @@ fn parse_path(s: &str) -> std::result::Result<CpuPath, String> {
 }
 
 /// Whether this CPU has the feature, one of the names [`CpuPath::required_features`] uses.
-fn has_feature(feature: &str) -> bool {
+pub(super) fn has_feature(feature: &str) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         match feature {
             "avx512f" => is_x86_feature_detected!("avx512f"),
+            "avx512bf16" => is_x86_feature_detected!("avx512bf16"),
+            "amx-tile" | "amx-bf16" => amx::cpu_has_amx(),
+            "amx-os" => amx::os_permits_amx(),
             "avx2" => is_x86_feature_detected!("avx2"),
             "fma" => is_x86_feature_detected!("fma"),
             _ => false,
@@ -376,7 +420,7 @@ pub(super) fn forced_path() -> Option<CpuPath> {
 
 /// The path of one call: [`with_cpu_path`]'s on this thread, else [`PATH_VAR`]'s, else
 /// [`auto_path`]'s; an error when the forced path cannot run on this CPU.
-fn path_for(p: &Problem) -> Result<CpuPath> {
+fn path_for<T: Element>(p: &Problem) -> Result<CpuPath> {
     if let Some(path) = FORCED.with(|c| c.get()) {
         path.check_supported()?;
         return Ok(path);
@@ -386,7 +430,7 @@ fn path_for(p: &Problem) -> Result<CpuPath> {
             Some(m) => Err(candle_core::Error::Msg(format!("{m} (forced by {PATH_VAR})"))),
             None => Ok(path),
         },
-        None => Ok(auto_path(p)),
+        None => Ok(auto_path(p, T::DTYPE == candle_core::DType::BF16)),
     }
 }
 
@@ -420,10 +464,26 @@ fn path_for(p: &Problem) -> Result<CpuPath> {
 /// 5.97 against 14.1 ms at the 512 row; a Zen 5, `avx512-gemm` 88 ms against 93 ms at the
 /// 2048 row, the one measured case where this choice costs (force `avx512-gemm` there).
 /// Before and after this choice, and the whole record: `lab/cpu-history.md`.
-fn auto_path(p: &Problem) -> CpuPath {
+fn auto_path(p: &Problem, bf16: bool) -> CpuPath {
     let paths = detect();
-    if forward::packs_kv(p) && p.head_dim.is_multiple_of(8) && paths.contains(&CpuPath::Avx2Kernels) {
-        return CpuPath::Avx2Kernels;
+    let has = |path| paths.contains(&path);
+    let d = p.head_dim;
+    if forward::packs_kv(p) {
+        if bf16 && d.is_multiple_of(32) && has(CpuPath::Avx512Amx) {
+            return CpuPath::Avx512Amx;
+        }
+        if bf16 && d.is_multiple_of(2) && has(CpuPath::Avx512Bf16) {
+            return CpuPath::Avx512Bf16;
+        }
+        if has(CpuPath::Avx512Kernels) {
+            return CpuPath::Avx512Kernels;
+        }
+        if d.is_multiple_of(8) && has(CpuPath::Avx2Kernels) {
+            return CpuPath::Avx2Kernels;
+        }
+    }
+    if has(CpuPath::Avx512Kernels) {
+        return CpuPath::Avx512Kernels;
     }
     paths[0]
 }
@@ -435,32 +495,64 @@ fn kernel<T: Element>(path: CpuPath) -> Result<AttendFn<T>> {
     path.check_supported()?;
     Ok(match path {
         #[cfg(target_arch = "x86_64")]
+        CpuPath::Avx512Amx => attend_amx::<T>,
+        #[cfg(target_arch = "x86_64")]
+        CpuPath::Avx512Bf16 => attend_avx512_bf16::<T>,
+        #[cfg(target_arch = "x86_64")]
+        CpuPath::Avx512Kernels => attend_avx512_kernels::<T>,
+        #[cfg(target_arch = "x86_64")]
         CpuPath::Avx512Gemm => attend_avx512_gemm::<T>,
         #[cfg(target_arch = "x86_64")]
         CpuPath::Avx2Kernels => attend_avx2_kernels::<T>,
         #[cfg(not(target_arch = "x86_64"))]
-        CpuPath::Avx512Gemm | CpuPath::Avx2Kernels => bail!("fused-attn cpu: path {path} exists on x86-64 only"),
+        CpuPath::Avx512Amx
+        | CpuPath::Avx512Bf16
+        | CpuPath::Avx512Kernels
+        | CpuPath::Avx512Gemm
+        | CpuPath::Avx2Kernels => bail!("fused-attn cpu: path {path} exists on x86-64 only"),
         CpuPath::PortableGemm => attend_portable_gemm::<T>,
     })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]
+unsafe fn attend_amx<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features and the
+    // OS's AMX permission.
+    unsafe { forward::attend::<T, { forward::AMX }>(ctx, it, sc) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]
+unsafe fn attend_avx512_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
+    unsafe { forward::attend::<T, { forward::AVX512_BF16 }>(ctx, it, sc) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn attend_avx512_kernels<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
+    unsafe { forward::attend::<T, { forward::AVX512 }>(ctx, it, sc) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn attend_avx512_gemm<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
-    unsafe { forward::attend::<T, false>(ctx, it, sc) }
+    unsafe { forward::attend::<T, { forward::PORTABLE }>(ctx, it, sc) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn attend_avx2_kernels<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
-    unsafe { forward::attend::<T, true>(ctx, it, sc) }
+    unsafe { forward::attend::<T, { forward::AVX2 }>(ctx, it, sc) }
 }
 
 unsafe fn attend_portable_gemm<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's.
-    unsafe { forward::attend::<T, false>(ctx, it, sc) }
+    unsafe { forward::attend::<T, { forward::PORTABLE }>(ctx, it, sc) }
 }
 
 #[cfg(test)]
@@ -484,11 +576,14 @@ mod tests {
             assert_eq!(path.name().parse::<CpuPath>().unwrap(), path);
         }
         let err = "avx512".parse::<CpuPath>().unwrap_err().to_string();
-        assert!(err.contains("avx512-gemm, avx2-kernels, portable-gemm"), "{err}");
+        assert!(
+            err.contains("avx512-amx, avx512-bf16, avx512-kernels, avx512-gemm, avx2-kernels, portable-gemm"),
+            "{err}"
+        );
     }
 
     #[test]
-    fn auto_path_sends_prefill_with_d_a_multiple_of_8_to_the_avx2_kernels() {
+    fn auto_path_picks_the_widest_kernels_for_the_dtype_and_head_dim() {
         let prefill = Problem {
             batch: 1,
             seq_q: 512,
@@ -505,14 +600,23 @@ mod tests {
             want_lse: false,
             mm_ranges: None,
         };
-        let widest = cpu_paths()[0];
-        let prefill_path = if cpu_paths().contains(&CpuPath::Avx2Kernels) { CpuPath::Avx2Kernels } else { widest };
-        assert_eq!(auto_path(&prefill), prefill_path);
-        assert_eq!(auto_path(&Problem { seq_q: 1, ..prefill.clone() }), widest);
-        assert_eq!(auto_path(&Problem { head_dim: 100, ..prefill.clone() }), widest);
+        let paths = cpu_paths();
+        let has = |p| paths.contains(&p);
+        let first = |c: &[CpuPath]| c.iter().copied().find(|&p| has(p)).unwrap_or(paths[0]);
+        use CpuPath::*;
+        let f32_prefill = first(&[Avx512Kernels, Avx2Kernels]);
+        assert_eq!(auto_path(&prefill, false), f32_prefill);
+        assert_eq!(auto_path(&prefill, true), first(&[Avx512Amx, Avx512Bf16, Avx512Kernels, Avx2Kernels]));
+        let d48 = Problem { head_dim: 48, ..prefill.clone() };
+        assert_eq!(auto_path(&d48, true), first(&[Avx512Bf16, Avx512Kernels, Avx2Kernels]));
+        let d100 = Problem { head_dim: 100, ..prefill.clone() };
+        assert_eq!(auto_path(&d100, false), first(&[Avx512Kernels]));
+        let decode = Problem { seq_q: 1, ..prefill.clone() };
+        assert_eq!(auto_path(&decode, true), first(&[Avx512Kernels]));
+        assert_eq!(auto_path(&decode, false), first(&[Avx512Kernels]));
         // Zero-sized problems (the API returns before the back end) do not divide by zero.
-        assert_eq!(auto_path(&Problem { heads: 0, ..prefill.clone() }), widest);
-        assert_eq!(auto_path(&Problem { heads: 0, kv_heads: 0, ..prefill.clone() }), widest);
+        assert_eq!(auto_path(&Problem { heads: 0, ..prefill.clone() }, false), first(&[Avx512Kernels]));
+        assert_eq!(auto_path(&Problem { heads: 0, kv_heads: 0, ..prefill.clone() }, true), first(&[Avx512Kernels]));
     }
 
     #[test]

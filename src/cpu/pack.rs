@@ -185,6 +185,8 @@ pub(super) struct SharedKv {
     /// Per slot (sequence), the index of its first tile; `slots + 1` entries.
     tile_base: Vec<usize>,
     head_dim: usize,
+    /// The blocks hold bf16 pairs ([`SharedKv::new`]) rather than f32.
+    pub pairs: bool,
 }
 
 /// Keys transposed together: each Kᵀ row gets 32 contiguous bytes at a time rather than
@@ -338,7 +340,14 @@ impl SharedKv {
     /// Packs the keys of every slot: slot `i` is `(k, v, sk)`, the `sk` keys of one
     /// sequence (row `(0, j, kvh)` of `k` and `v` is key `j`); a slot with no keys packs
     /// nothing (the sequences of a packed call that do not pack their keys).
-    pub fn new<T: Element>(slots: &[(Input<'_, T>, Input<'_, T>, usize)], hkv: usize, d: usize) -> Self {
+    ///
+    /// With `pairs` (bf16 inputs on the `avx512-bf16` and `avx512-amx` paths, `d` even) the
+    /// blocks hold bf16 pairs in 4-byte elements instead of f32: a Kᵀ block `d/2` pair rows,
+    /// `kt[u·KT_LD + jj] = (k[j0+jj][2u], k[j0+jj][2u+1])`, a V block `KEYS_PER_TILE/2` pair
+    /// rows, `v[w·v_ld + c] = (v[j0+2w][c], v[j0+2w+1][c])`, low half first; keys past the
+    /// last one are zero in both.
+    pub fn new<T: Element>(slots: &[(Input<'_, T>, Input<'_, T>, usize)], hkv: usize, d: usize, pairs: bool) -> Self {
+        debug_assert!(!pairs || d.is_multiple_of(2));
         let v_ld = padded_stride(d);
         let (kt_block, v_block) = (d * KT_LD, KEYS_PER_TILE * v_ld);
         let mut tile_base = Vec::with_capacity(slots.len() + 1);
@@ -356,6 +365,10 @@ impl SharedKv {
             let (k, v, sk) = &slots[slot];
             let j0 = (t - tile_base[slot]) * KEYS_PER_TILE;
             let jb = KEYS_PER_TILE.min(sk - j0);
+            if pairs {
+                pack_pairs_tile(k, v, (j0, jb), d, v_ld, (kt, kt_block), (vf, v_block));
+                return;
+            }
             let mut rows = [[0f32; crate::problem::MAX_HEAD_DIM]; TRANSPOSE_KEYS];
             for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
                 let keys = TRANSPOSE_KEYS.min(jb - g0);
@@ -374,7 +387,7 @@ impl SharedKv {
             // The last tile's missing keys, which the score kernel's last 16-key block reads.
             kt.chunks_exact_mut(KT_LD).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
         });
-        Self { kt, v: vf, v_ld, kv_heads: hkv, tile_base, head_dim: d }
+        Self { kt, v: vf, v_ld, kv_heads: hkv, tile_base, head_dim: d, pairs }
     }
 
     /// The index of the block of keys `j0..` (a multiple of KEYS_PER_TILE) of kv head `kvh`
@@ -391,6 +404,46 @@ impl SharedKv {
     /// V of keys `j0..`: KEYS_PER_TILE rows of `d` at stride `v_ld`.
     pub fn v_tile(&self, slot: usize, kvh: usize, j0: usize) -> *const f32 {
         self.v[self.block(slot, kvh, j0) * KEYS_PER_TILE * self.v_ld..].as_ptr()
+    }
+}
+
+/// One tile of every kv head in the bf16 pair layout of [`SharedKv::new`]: keys
+/// `j0..j0 + jb` of `k` and `v` into the tile's Kᵀ blocks (`kt`, `kt_block` floats per kv
+/// head) and V blocks (`vf`, `v_block` per kv head).
+fn pack_pairs_tile<T: Element>(
+    k: &Input<'_, T>,
+    v: &Input<'_, T>,
+    (j0, jb): (usize, usize),
+    d: usize,
+    v_ld: usize,
+    (kt, kt_block): (&mut [f32], usize),
+    (vf, v_block): (&mut [f32], usize),
+) {
+    let mut row = [0f32; crate::problem::MAX_HEAD_DIM];
+    let bits = |x: f32| half::bf16::from_f32(x).to_bits(); // exact for bf16 inputs
+    for (kvh, (kt, vf)) in kt.chunks_exact_mut(kt_block).zip(vf.chunks_exact_mut(v_block)).enumerate() {
+        // SAFETY: a float is two u16; the views cover exactly the blocks' floats, which
+        // nothing else borrows meanwhile.
+        let kt16 = unsafe { std::slice::from_raw_parts_mut(kt.as_mut_ptr().cast::<u16>(), 2 * kt.len()) };
+        // SAFETY: as above.
+        let v16 = unsafe { std::slice::from_raw_parts_mut(vf.as_mut_ptr().cast::<u16>(), 2 * vf.len()) };
+        // Pair rows from the one holding key jb on: zero, then the keys below jb written.
+        v16[(jb / 2) * 2 * v_ld..(KEYS_PER_TILE / 2) * 2 * v_ld].fill(0);
+        for jj in 0..jb {
+            T::to_f32(k.row(0, j0 + jj, kvh, d), &mut row[..d]);
+            for (t, &x) in row[..d].iter().enumerate() {
+                kt16[(t / 2) * 2 * KT_LD + 2 * jj + t % 2] = bits(x);
+            }
+            T::to_f32(v.row(0, j0 + jj, kvh, d), &mut row[..d]);
+            let dst = &mut v16[(jj / 2) * 2 * v_ld + jj % 2..];
+            for (c, &x) in row[..d].iter().enumerate() {
+                dst[2 * c] = bits(x);
+            }
+        }
+        // The missing keys of the last tile, which the score kernels' last blocks read.
+        for u in 0..d / 2 {
+            kt[u * KT_LD + jb..u * KT_LD + KEYS_PER_TILE].fill(0.0);
+        }
     }
 }
 
