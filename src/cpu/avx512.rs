@@ -400,6 +400,38 @@ fn exp2x16(x: __m512) -> __m512 {
     _mm512_mul_ps(poly, _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_castps_si512(t))))
 }
 
+/// `dst[j] = bf16(2^(c·x[j] - m))` (one FMA for the argument, then the operations of
+/// [`exp2_f32`]) for `j < x.len()`, zeros from there to `dst.len()`; returns the sum of the
+/// unrounded values. The bf16 paths' softmax pass on tiles without masks, softcap or ALiBi,
+/// whose raw scores `x` take the scale `c > 0` here (`m` = the running max of `c·x`): one
+/// pass that stores only the bf16 probabilities.
+#[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]
+pub(super) fn exp2_scaled_to_bf16(x: &[f32], c: f32, m: f32, dst: &mut [u16]) -> f32 {
+    let n = x.len();
+    debug_assert!(dst.len() >= n);
+    let (c16, m16) = (_mm512_set1_ps(c), _mm512_set1_ps(-m));
+    let mut sum = _mm512_setzero_ps();
+    let mut j = 0;
+    while j + 16 <= n {
+        // SAFETY: 16 floats at x[j..] and 16 bf16 at dst[j..] are in bounds.
+        unsafe {
+            let e = exp2x16(_mm512_fmadd_ps(_mm512_loadu_ps(x.as_ptr().add(j)), c16, m16));
+            sum = _mm512_add_ps(sum, e);
+            let h = _mm512_cvtneps_pbh(e);
+            _mm256_storeu_si256(dst.as_mut_ptr().add(j).cast(), std::mem::transmute::<__m256bh, __m256i>(h));
+        }
+        j += 16;
+    }
+    let mut tail = 0f32;
+    for (d, &v) in dst[j..n].iter_mut().zip(&x[j..]) {
+        let e = exp2_f32(v.mul_add(c, -m));
+        tail += e;
+        *d = half::bf16::from_f32(e).to_bits();
+    }
+    dst[n..].fill(0);
+    tail + _mm512_reduce_add_ps(sum)
+}
+
 /// `dst[j] = bf16(src[j])` (round to nearest even) for `j < src.len()`, then zeros up to
 /// `dst.len()`: the probabilities of one row for the bf16 `P V` products.
 #[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]

@@ -771,6 +771,23 @@ unsafe fn softmax_step<T: Element, const KIND: u8>(
     for r in 0..(it.q1 - it.q0) * g {
         let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
         let srow = &mut sc.s[r * S_LD..][..jb];
+        // The bf16 products on a plain tile: the scale goes into the max and the exponent,
+        // and the pass stores bf16 probabilities only.
+        #[cfg(target_arch = "x86_64")]
+        if KIND >= AVX512_BF16 && round_p && plain && s_scale > 0.0 {
+            let m_old = sc.m[r];
+            // SAFETY: the caller has AVX-512F (KIND ≥ AVX512); `c·x` is monotone in x.
+            let m_new = m_old.max(s_scale * unsafe { avx512::row_max(srow) });
+            let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
+            let dst = &mut sc.pb[r * PB_LD..][..jb.next_multiple_of(32)];
+            // SAFETY: the caller has AVX-512F and AVX512-BF16 (KIND ≥ AVX512_BF16).
+            let sum = unsafe { avx512::exp2_scaled_to_bf16(srow, s_scale, m_use, dst) };
+            let corr = exp2_f32(m_old - m_use);
+            sc.l[r] = sc.l[r] * corr + sum;
+            sc.m[r] = m_new;
+            sc.corr[r] = corr;
+            continue;
+        }
         let fused_scale = s_scale != 1.0 && plain && KIND >= AVX512;
         if s_scale != 1.0 && !fused_scale {
             srow.iter_mut().for_each(|x| *x *= s_scale);

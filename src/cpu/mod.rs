@@ -472,9 +472,6 @@ fn auto_path(p: &Problem, bf16: bool) -> CpuPath {
         if bf16 && d.is_multiple_of(32) && has(CpuPath::Avx512Amx) {
             return CpuPath::Avx512Amx;
         }
-        if bf16 && d.is_multiple_of(2) && has(CpuPath::Avx512Bf16) {
-            return CpuPath::Avx512Bf16;
-        }
         if has(CpuPath::Avx512Kernels) {
             return CpuPath::Avx512Kernels;
         }
@@ -606,9 +603,9 @@ mod tests {
         use CpuPath::*;
         let f32_prefill = first(&[Avx512Kernels, Avx2Kernels]);
         assert_eq!(auto_path(&prefill, false), f32_prefill);
-        assert_eq!(auto_path(&prefill, true), first(&[Avx512Amx, Avx512Bf16, Avx512Kernels, Avx2Kernels]));
+        assert_eq!(auto_path(&prefill, true), first(&[Avx512Amx, Avx512Kernels, Avx2Kernels]));
         let d48 = Problem { head_dim: 48, ..prefill.clone() };
-        assert_eq!(auto_path(&d48, true), first(&[Avx512Bf16, Avx512Kernels, Avx2Kernels]));
+        assert_eq!(auto_path(&d48, true), first(&[Avx512Kernels, Avx2Kernels]));
         let d100 = Problem { head_dim: 100, ..prefill.clone() };
         assert_eq!(auto_path(&d100, false), first(&[Avx512Kernels]));
         let decode = Problem { seq_q: 1, ..prefill.clone() };

@@ -25,6 +25,22 @@ pub(super) trait Element: WithDType {
     fn from_f32(src: &[f32], dst: &mut [Self]);
     /// The data as f32 when it already is f32 (then K/V tiles need no conversion).
     fn as_f32(src: &[Self]) -> Option<&[f32]>;
+    /// `dst[u] = (bf16(src[2u]), bf16(src[2u+1]))` as one u32, low half first: the bf16
+    /// pair layout's Kᵀ rows (only bf16 inputs take that layout, where this is exact).
+    fn to_bf16_pairs(src: &[Self], dst: &mut [u32]) {
+        for (o, p) in dst.iter_mut().zip(src.chunks_exact(2)) {
+            let b = |x: Self| bf16::from_f32(x.to_f64() as f32).to_bits() as u32;
+            *o = b(p[0]) | (b(p[1]) << 16);
+        }
+    }
+    /// `dst[c] = (bf16(lo[c]), bf16(hi[c]))` as the f32 whose bits are the pair: the bf16
+    /// pair layout's V rows.
+    fn interleave_bf16(lo: &[Self], hi: &[Self], dst: &mut [f32]) {
+        let b = |x: Self| bf16::from_f32(x.to_f64() as f32).to_bits() as u32;
+        for ((o, &l), &h) in dst.iter_mut().zip(lo).zip(hi) {
+            *o = f32::from_bits(b(l) | (b(h) << 16));
+        }
+    }
 }
 
 impl Element for f32 {
@@ -69,6 +85,18 @@ impl Element for bf16 {
     }
     fn as_f32(_: &[bf16]) -> Option<&[f32]> {
         None
+    }
+    #[inline(always)]
+    fn to_bf16_pairs(src: &[bf16], dst: &mut [u32]) {
+        for (o, p) in dst.iter_mut().zip(src.chunks_exact(2)) {
+            *o = p[0].to_bits() as u32 | ((p[1].to_bits() as u32) << 16);
+        }
+    }
+    #[inline(always)]
+    fn interleave_bf16(lo: &[bf16], hi: &[bf16], dst: &mut [f32]) {
+        for ((o, l), h) in dst.iter_mut().zip(lo).zip(hi) {
+            *o = f32::from_bits(l.to_bits() as u32 | ((h.to_bits() as u32) << 16));
+        }
     }
 }
 
@@ -409,7 +437,9 @@ impl SharedKv {
 
 /// One tile of every kv head in the bf16 pair layout of [`SharedKv::new`]: keys
 /// `j0..j0 + jb` of `k` and `v` into the tile's Kᵀ blocks (`kt`, `kt_block` floats per kv
-/// head) and V blocks (`vf`, `v_block` per kv head).
+/// head) and V blocks (`vf`, `v_block` per kv head). A K row of `d` bf16 is `d/2` pairs, so
+/// the Kᵀ block is a transpose of 4-byte elements, [`TRANSPOSE_KEYS`] keys at a time; a V
+/// pair row interleaves two key rows.
 fn pack_pairs_tile<T: Element>(
     k: &Input<'_, T>,
     v: &Input<'_, T>,
@@ -419,30 +449,28 @@ fn pack_pairs_tile<T: Element>(
     (kt, kt_block): (&mut [f32], usize),
     (vf, v_block): (&mut [f32], usize),
 ) {
-    let mut row = [0f32; crate::problem::MAX_HEAD_DIM];
-    let bits = |x: f32| half::bf16::from_f32(x).to_bits(); // exact for bf16 inputs
+    let half = d / 2;
+    let zero = [T::zero(); crate::problem::MAX_HEAD_DIM];
+    let mut rows = [[0u32; crate::problem::MAX_HEAD_DIM / 2]; TRANSPOSE_KEYS];
     for (kvh, (kt, vf)) in kt.chunks_exact_mut(kt_block).zip(vf.chunks_exact_mut(v_block)).enumerate() {
-        // SAFETY: a float is two u16; the views cover exactly the blocks' floats, which
-        // nothing else borrows meanwhile.
-        let kt16 = unsafe { std::slice::from_raw_parts_mut(kt.as_mut_ptr().cast::<u16>(), 2 * kt.len()) };
-        // SAFETY: as above.
-        let v16 = unsafe { std::slice::from_raw_parts_mut(vf.as_mut_ptr().cast::<u16>(), 2 * vf.len()) };
-        // Pair rows from the one holding key jb on: zero, then the keys below jb written.
-        v16[(jb / 2) * 2 * v_ld..(KEYS_PER_TILE / 2) * 2 * v_ld].fill(0);
-        for jj in 0..jb {
-            T::to_f32(k.row(0, j0 + jj, kvh, d), &mut row[..d]);
-            for (t, &x) in row[..d].iter().enumerate() {
-                kt16[(t / 2) * 2 * KT_LD + 2 * jj + t % 2] = bits(x);
+        for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
+            let keys = TRANSPOSE_KEYS.min(jb - g0);
+            for (jj, row) in (g0..g0 + keys).zip(&mut rows) {
+                T::to_bf16_pairs(k.row(0, j0 + jj, kvh, d), &mut row[..half]);
             }
-            T::to_f32(v.row(0, j0 + jj, kvh, d), &mut row[..d]);
-            let dst = &mut v16[(jj / 2) * 2 * v_ld + jj % 2..];
-            for (c, &x) in row[..d].iter().enumerate() {
-                dst[2 * c] = bits(x);
+            for (u, dst) in kt.chunks_exact_mut(KT_LD).take(half).enumerate() {
+                for (x, row) in dst[g0..g0 + keys].iter_mut().zip(&rows) {
+                    *x = f32::from_bits(row[u]);
+                }
             }
         }
         // The missing keys of the last tile, which the score kernels' last blocks read.
-        for u in 0..d / 2 {
-            kt[u * KT_LD + jb..u * KT_LD + KEYS_PER_TILE].fill(0.0);
+        kt.chunks_exact_mut(KT_LD).take(half).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
+        for (w, dst) in vf.chunks_exact_mut(v_ld).take(KEYS_PER_TILE / 2).enumerate() {
+            let (a, b) = (2 * w, 2 * w + 1);
+            let lo = if a < jb { v.row(0, j0 + a, kvh, d) } else { &zero[..d] };
+            let hi = if b < jb { v.row(0, j0 + b, kvh, d) } else { &zero[..d] };
+            T::interleave_bf16(lo, hi, &mut dst[..d]);
         }
     }
 }
