@@ -17,6 +17,9 @@ W="$(mktemp -d)"
 tar -xJf "$PACK" -C "$W"
 cat "$W/PACK_INFO" >"$OUT/lscpu.txt"
 lscpu >>"$OUT/lscpu.txt" 2>&1
+lscpu -e >>"$OUT/lscpu.txt" 2>&1   # which CPUs share a core: CORES should not
+grep -E "^(cpu MHz|model name)" /proc/cpuinfo | sort | uniq -c >>"$OUT/lscpu.txt"
+uptime >>"$OUT/lscpu.txt"
 rc=0
 for s in "${STAGES[@]}"; do
   case "$s" in

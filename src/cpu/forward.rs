@@ -614,6 +614,12 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // SAFETY: the V tile is jb rows of d at stride v_ld inside its block of `kv.v`.
                 unsafe { pv_gemm(sc, d, rows, jb, kv.v_tile(ctx.kv_slot, it.kvh, j0), kv.v_ld) };
             }
+            Products::Direct if T::as_f32(ctx.k.data).is_none() => {
+                scores_direct_converted(ctx, it, sc, j0, jb);
+                // SAFETY: the caller's KIND contract.
+                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
+                pv_direct_converted(ctx, it, sc, j0, jb);
+            }
             Products::Direct => {
                 let (k, k_stride) = kv_tile(&ctx.k, 0, j0, jb, it.kvh, d, &mut sc.k);
                 // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer.
@@ -739,6 +745,51 @@ unsafe fn scores_direct(sc: &mut Scratch, d: usize, jb: usize, k: *const f32, k_
         prefetch_row(k.wrapping_add((jj + PREFETCH_ROWS) * k_stride), d);
         for (r, qrow) in sc.q.chunks_exact(d).enumerate() {
             sc.s[r * S_LD + jj] = dot(qrow, krow);
+        }
+    }
+}
+
+/// [`scores_direct`] for f16/bf16 inputs: each K row converted to f32 in a `d`-float
+/// buffer that stays in L1 and used at once, rather than the whole tile converted first
+/// (256 rows of d = 128 are 128 KiB, an L2 round trip).
+#[inline(always)]
+fn scores_direct_converted<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
+    let d = ctx.p.head_dim;
+    let k = &ctx.k;
+    let ahead = k.pages.is_none().then_some(PREFETCH_ROWS * k.st.seq);
+    sc.k.resize(d, 0.0);
+    for jj in 0..jb {
+        let row = k.row(0, j0 + jj, it.kvh, d);
+        if let Some(a) = ahead {
+            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
+        }
+        T::to_f32(row, &mut sc.k[..d]);
+        for (r, qrow) in sc.q.chunks_exact(d).enumerate() {
+            sc.s[r * S_LD + jj] = dot(qrow, &sc.k[..d]);
+        }
+    }
+}
+
+/// [`pv_direct`] for f16/bf16 inputs, each V row converted as in
+/// [`scores_direct_converted`].
+#[inline(always)]
+fn pv_direct_converted<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
+    let d = ctx.p.head_dim;
+    let rows = (it.q1 - it.q0) * ctx.p.group_size();
+    rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
+    let v = &ctx.v;
+    let ahead = v.pages.is_none().then_some(PREFETCH_ROWS * v.st.seq);
+    sc.v.resize(d, 0.0);
+    for jj in 0..jb {
+        let row = v.row(0, j0 + jj, it.kvh, d);
+        if let Some(a) = ahead {
+            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
+        }
+        T::to_f32(row, &mut sc.v[..d]);
+        let vrow = &sc.v[..d];
+        for (r, acc) in sc.acc.chunks_exact_mut(d).enumerate() {
+            let pr = sc.s[r * S_LD + jj];
+            acc.iter_mut().zip(vrow).for_each(|(a, &x)| *a = pr.mul_add(x, *a));
         }
     }
 }
@@ -896,6 +947,21 @@ unsafe fn pv_direct(sc: &mut Scratch, d: usize, rows: usize, jb: usize, v: *cons
 /// stay within a page) do not follow; without this the (1,32,8,1,4096,128) f32 decode
 /// spent most of its time waiting on loads (16 ms).
 const PREFETCH_ROWS: usize = 8;
+
+/// Asks for the `bytes` bytes at `ptr` to be brought into L1.
+#[inline(always)]
+fn prefetch_bytes(ptr: *const u8, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..bytes).step_by(64) {
+        // SAFETY: a prefetch is a hint that never faults, whatever the address; the pointer
+        // is formed with wrapping arithmetic and never dereferenced.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr.wrapping_add(off) as *const i8)
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (ptr, bytes);
+}
 
 /// Asks for the `d` floats at `ptr` to be brought into L1.
 #[inline(always)]

@@ -5,7 +5,9 @@
 //! without an `Sq×Sk` buffer: keys are visited in tiles of 256 and the softmax is kept
 //! online (running row max `m`, running sum `l`, f32 accumulator), as FlashAttention-2 does.
 //! Scores are kept in base 2 (`log2(e)` is folded into Q's scale), so the exponentials are
-//! `2^x`. f16/bf16 inputs are converted to f32 per tile; all arithmetic is f32.
+//! `2^x`. f16/bf16 inputs are converted to f32 per tile and all arithmetic is f32, except
+//! on the two bf16 paths, whose tile products multiply bf16 (Q, K, V and P rounded to bf16,
+//! as the GPU path does) with f32 sums.
 //!
 //! **Files.**
 //! - `mod.rs` (here): the entry [`forward()`], the kernel paths ([`CpuPath`]) and the
@@ -16,6 +18,9 @@
 //!   per prefill call into line-aligned f32 tiles, in buffers kept between calls.
 //! - `softmax.rs`: the softmax's portable row passes and the `2^x` they share.
 //! - `avx2.rs`: hand-written AVX2 + FMA tile products and softmax passes.
+//! - `avx512.rs`: AVX-512F tile products (f32 FMAs, or `vdpbf16ps` on bf16 pairs) and
+//!   softmax passes, including the pass that writes P as bf16.
+//! - `amx.rs`: AMX-BF16 tile products in `asm!`, and the OS permission for the tile state.
 //!
 //! **Work split.** One work item is (batch, kv head, query block, key split). Its rows are
 //! the query positions of the block × the q heads that share the kv head (GQA/MQA, 48 rows
@@ -40,24 +45,32 @@
 //! the dtype (f32, f16, bf16) once, and [`kernel`] gives the `attend` loop compiled for a
 //! [`CpuPath`]:
 //!
-//! | path            | compiled for | prefill tile products         | softmax max, `2^x` | needs              |
-//! |-----------------|--------------|-------------------------------|--------------------|--------------------|
-//! | `avx512-gemm`   | AVX-512F     | `gemm` crate                  | vectorized loops   | avx512f, avx2, fma |
-//! | `avx2-kernels`  | AVX2 + FMA   | `avx2.rs` kernels (d % 8 = 0) | `avx2.rs`          | avx2, fma          |
-//! | `portable-gemm` | baseline     | `gemm` crate                  | loops              | –                  |
+//! | path             | compiled for        | prefill tile products                          | softmax max, `2^x` | needs                                   |
+//! |------------------|---------------------|------------------------------------------------|--------------------|-----------------------------------------|
+//! | `avx512-amx`     | AVX-512F, AVX512-BF16 | bf16, d % 32 = 0: `amx.rs` tiles; else as `avx512-bf16` | `avx512.rs` | avx512f, avx512bf16, amx-tile, amx-bf16, OS permission |
+//! | `avx512-bf16`    | AVX-512F, AVX512-BF16 | bf16, even d: `avx512.rs` `vdpbf16ps`; else as `avx512-kernels` | `avx512.rs` | avx512f, avx512bf16, avx2, fma   |
+//! | `avx512-kernels` | AVX-512F            | `avx512.rs` f32 kernels (any d)                | `avx512.rs`        | avx512f, avx2, fma                      |
+//! | `avx512-gemm`    | AVX-512F            | `gemm` crate                                   | vectorized loops   | avx512f, avx2, fma                      |
+//! | `avx2-kernels`   | AVX2 + FMA          | `avx2.rs` kernels (d % 8 = 0)                  | `avx2.rs`          | avx2, fma                               |
+//! | `portable-gemm`  | baseline            | `gemm` crate                                   | loops              | –                                       |
 //!
-//! Decode-like calls use dot products and axpys (≤ 8 rows per item) or `gemm` on every
-//! path; there the paths differ only in what the loops are compiled for. `gemm` picks its
-//! own SIMD kernels at run time on every path. `portable-gemm` is the path of CPUs without
-//! AVX2 + FMA and of other architectures; on x86-64 its `f32::mul_add`s (the `2^x`
-//! polynomial, the decode loops) are library calls, which makes it about 20× slower than
-//! the other two on this file's bench rows.
+//! Decode-like calls use dot products and axpys (≤ 8 rows per item; f16/bf16 rows
+//! converted one at a time into an L1 buffer) or `gemm` on every path; there the paths
+//! differ only in what the loops are compiled for. `gemm` picks its own SIMD kernels at run
+//! time on every path. `portable-gemm` is the path of CPUs without AVX2 + FMA and of other
+//! architectures; on x86-64 its `f32::mul_add`s (the `2^x` polynomial, the decode loops)
+//! are library calls, which makes it about 20× slower than the others on the bench rows.
+//! f16 inputs are converted to f32 (F16C) on every path: AVX512-FP16 has no f16 product
+//! with f32 sums, and f16 sums would lose the accuracy the f32 path keeps.
 //!
-//! **Choice.** Unforced, a call takes `avx2-kernels` where its hand-written products run
-//! (prefill, `head_dim % 8 == 0`) and the CPU has AVX2 + FMA, AVX-512 CPUs included, and
-//! the widest path the CPU has elsewhere (decode-like calls, other head dims), for every
-//! dtype: [`auto_path`], with the measurements beside it.
-//!
+//! **Choice.** Unforced, a prefill call (several query blocks) takes `avx512-amx` for bf16
+//! with `head_dim % 32 == 0` where the CPU and OS allow AMX, else `avx512-kernels` where the
+//! CPU has AVX-512F, else `avx2-kernels` (d % 8 = 0), else the widest path; decode-like
+//! calls take `avx512-kernels`, else the widest path: [`auto_path`], with the measurements
+//! beside it. `avx512-bf16` is never the automatic choice: on the Xeon measured it was
+//! slower than the f32 AVX-512 kernels (`vdpbf16ps` issues once per cycle where FMAs issue
+//! twice, and P needs its rounding pass); force it where it wins.
+
 //! **Overrides.** `FUSED_ATTN_CPU_PATH=<path>` forces a path for the process (read once);
 //! the hidden `with_cpu_path(path, f)` forces one for the calls `f` makes on its thread
 //! (tests run every path the CPU has through it; `cpu_paths()` lists them). A forced path
