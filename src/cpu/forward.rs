@@ -86,6 +86,10 @@ pub(super) struct Ctx<'a, T> {
     lse0: usize,
     lse_head: usize,
     attend: AttendFn<T>,
+    /// The call's `(rows, heads, d)` output and its LSE, into which an item without key
+    /// splits writes its rows ([`write_item`]).
+    out: SendPtr<T>,
+    lse: Option<SendPtr<f32>>,
 }
 
 /// Whether a call has several query blocks per (batch, kv head), so that each key is
@@ -124,9 +128,10 @@ pub(super) struct Scratch {
     corr: Vec<f32>,
     k: Vec<f32>,
     v: Vec<f32>,
-    /// The bf16 paths: the item's Q rows as bf16 (unscaled), and P rounded to bf16.
-    qb: Vec<u16>,
-    pb: Vec<u16>,
+    /// The bf16 paths: the item's Q rows as bf16 (unscaled), and P rounded to bf16, as
+    /// bf16 pairs (u32, so that the kernels' 4-byte reads are aligned).
+    qb: Vec<u32>,
+    pb: Vec<u32>,
 }
 
 impl Scratch {
@@ -205,6 +210,8 @@ pub(super) fn run<T: Element>(
         plans.push((q_block, n_qblocks, n_splits, slot));
     }
     let shared = (!slots.is_empty()).then(|| SharedKv::new(&slots, hkv, d, pairs));
+    let out_ptr = SendPtr(out.as_mut_ptr());
+    let lse_ptr = lse.as_mut().map(|l| SendPtr(l.as_mut_ptr()));
     let ctxs: Vec<Ctx<'_, T>> = seqs
         .into_iter()
         .zip(plans)
@@ -223,6 +230,8 @@ pub(super) fn run<T: Element>(
             lse0: s.lse0,
             lse_head: s.lse_head,
             attend: s.attend,
+            out: out_ptr,
+            lse: lse_ptr,
         })
         .collect();
 
@@ -253,9 +262,6 @@ pub(super) fn run<T: Element>(
             }
         }
     }
-    let row_len = d * g;
-    let out_ptr = SendPtr(out.as_mut_ptr());
-    let lse_ptr = lse.as_mut().map(|l| SendPtr(l.as_mut_ptr()));
 
     let partials: Vec<Option<Partial>> = items
         .par_iter()
@@ -272,25 +278,7 @@ pub(super) fn run<T: Element>(
                     acc: sc.acc[..rows * d].to_vec(),
                 });
             }
-            let normalized = &mut sc.q[..rows * d]; // Q is no longer needed: reuse it.
-            finalize_rows(&sc.acc[..rows * d], &sc.l[..rows], d, normalized);
-            for (i, src) in (it.q0..it.q1).zip(normalized.chunks_exact(row_len)) {
-                let start = ((ctx.out_row0 + i) * h + it.kvh * g) * d;
-                // SAFETY: items partition the (sequence, position, kv-head group) rows of
-                // `out`, and sequences own disjoint output rows, so this in-bounds range is
-                // written by this item only; `out` outlives the parallel loop.
-                let dst = unsafe { std::slice::from_raw_parts_mut(out_ptr.get().add(start), row_len) };
-                T::from_f32(src, dst);
-            }
-            if let Some(lse_ptr) = lse_ptr {
-                for (r, (&m, &l)) in sc.m[..rows].iter().zip(&sc.l[..rows]).enumerate() {
-                    let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
-                    // SAFETY: as for `out`: the item owns these rows' LSE entries, which lie
-                    // inside the `h × rows` buffer; it outlives the loop.
-                    unsafe { *lse_ptr.get().add(ctx.lse0 + hq * ctx.lse_head + i) = row_lse(m, l) };
-                }
-            }
-            None
+            None // `attend` wrote the item's rows
         })
         .collect();
 
@@ -487,8 +475,8 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
     load_q(ctx, it, &mut sc.q[..rows * d]);
     #[cfg(target_arch = "x86_64")]
     if matches!(products, Products::PackedBf16(_) | Products::PackedAmx(_)) {
-        load_q_bf16(ctx, it, alloc, &mut sc.q, &mut sc.qb);
-        sc.pb.resize(alloc * PB_LD, 0);
+        load_q_bf16(ctx, it, alloc, &mut sc.qb);
+        sc.pb.resize(alloc * PB_LD / 2, 0);
     }
 
     // Key ranges are monotone in the row, so the item's keys are [lo(q0), hi(q1 - 1)).
@@ -557,17 +545,7 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // pairs each; the Kᵀ pair tile has d/2 rows of 16·⌈jb/16⌉ ≤ KT_LD pairs
                 // (zero past jb) at stride KT_LD; S as above.
                 unsafe {
-                    avx512::scores_bf16(
-                        sc.qb.as_ptr().cast(),
-                        d / 2,
-                        rows,
-                        d / 2,
-                        kt,
-                        KT_LD,
-                        jb,
-                        sc.s.as_mut_ptr(),
-                        S_LD,
-                    )
+                    avx512::scores_bf16(sc.qb.as_ptr(), d / 2, rows, d / 2, kt, KT_LD, jb, sc.s.as_mut_ptr(), S_LD)
                 };
                 // SAFETY: the caller's KIND contract; Q's scale multiplies the raw scores.
                 unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, q_scale(p), true) };
@@ -580,7 +558,7 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                         sc.corr.as_ptr(),
                         d,
                         rows,
-                        sc.pb.as_ptr().cast(),
+                        sc.pb.as_ptr(),
                         PB_LD / 2,
                         v,
                         kv.v_ld,
@@ -596,14 +574,16 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // of 16 and d of 32; the bf16 Q buffer holds alloc rows of d; the Kᵀ pair
                 // tile has d/2 rows of cols ≤ KEYS_PER_TILE ≤ KT_LD pairs (zero past jb);
                 // S holds alloc rows of S_LD ≥ cols.
-                unsafe { amx::scores(sc.qb.as_ptr(), d, alloc, d, kt, KT_LD, cols, sc.s.as_mut_ptr(), S_LD) };
+                unsafe { amx::scores(sc.qb.as_ptr().cast(), d, alloc, d, kt, KT_LD, cols, sc.s.as_mut_ptr(), S_LD) };
                 // SAFETY: the caller's KIND contract; Q's scale multiplies the raw scores.
                 unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, q_scale(p), true) };
                 rescale_rows(&mut sc.acc[..rows * d], &sc.corr[..rows], d);
                 // SAFETY: as above; acc holds alloc rows of d; P rounded to bf16 holds alloc
                 // rows of PB_LD ≥ cols (zero from jb to cols); the V pair tile has cols/2 ≤
                 // KEYS_PER_TILE/2 pair rows of d (zero past jb) at stride v_ld.
-                unsafe { amx::accumulate(sc.acc.as_mut_ptr(), d, alloc, sc.pb.as_ptr(), PB_LD, v, kv.v_ld, cols) };
+                unsafe {
+                    amx::accumulate(sc.acc.as_mut_ptr(), d, alloc, sc.pb.as_ptr().cast(), PB_LD, v, kv.v_ld, cols)
+                };
             }
             Products::PackedGemm(kv) => {
                 // SAFETY: the Kᵀ tile is d columns of jb ≤ KT_LD keys at stride KT_LD inside
@@ -648,6 +628,41 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
         // SAFETY: the caller's AMX contract.
         unsafe { amx::release() };
     }
+    if ctx.n_splits == 1 {
+        // SAFETY: the caller's contract (`run`'s loop: the item owns its rows).
+        unsafe { write_item(ctx, it, sc) };
+    }
+}
+
+/// Writes the rows of an item whose keys were not split: `out = acc / l` converted to `T`
+/// (compiled into each [`attend`] instance, so the conversion uses its instruction set),
+/// and the rows' LSE when asked for.
+///
+/// # Safety
+/// Items partition the (sequence, position, kv-head group) rows of `ctx.out` (and their LSE
+/// entries), sequences own disjoint rows, and both buffers outlive the parallel loop: no
+/// other thread writes these rows meanwhile.
+#[inline(always)]
+unsafe fn write_item<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    let p = &ctx.p;
+    let (h, d, g) = (p.heads, p.head_dim, p.group_size());
+    let rows = (it.q1 - it.q0) * g;
+    let row_len = d * g;
+    let normalized = &mut sc.q[..rows * d]; // Q is no longer needed: reuse it.
+    finalize_rows(&sc.acc[..rows * d], &sc.l[..rows], d, normalized);
+    for (i, src) in (it.q0..it.q1).zip(normalized.chunks_exact(row_len)) {
+        let start = ((ctx.out_row0 + i) * h + it.kvh * g) * d;
+        // SAFETY: the caller's contract; the range lies inside `out`.
+        let dst = unsafe { std::slice::from_raw_parts_mut(ctx.out.get().add(start), row_len) };
+        T::from_f32(src, dst);
+    }
+    if let Some(lse_ptr) = ctx.lse {
+        for (r, (&m, &l)) in sc.m[..rows].iter().zip(&sc.l[..rows]).enumerate() {
+            let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+            // SAFETY: as for `out`: the entry lies inside the `h × rows` LSE buffer.
+            unsafe { *lse_ptr.get().add(ctx.lse0 + hq * ctx.lse_head + i) = row_lse(m, l) };
+        }
+    }
 }
 
 /// The factor Q's rows take: `scale·log2(e)` (scores in base 2), or `scale / softcap`.
@@ -660,24 +675,20 @@ fn q_scale(p: &Problem) -> f32 {
     }
 }
 
-/// The item's Q rows as bf16, unscaled (the bf16 products multiply the scores by
-/// [`q_scale`] instead, so Q stays exact), `alloc` rows of `d` with the rows past the
-/// item's zero; `tmp` (at least `d` floats) is overwritten.
+/// The item's Q rows as bf16 pairs, unscaled (the bf16 products multiply the scores by
+/// [`q_scale`] instead, so Q stays exact), `alloc` rows of `d/2` pairs (d is even) with the
+/// rows past the item's zero.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn load_q_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, alloc: usize, tmp: &mut [f32], qb: &mut Vec<u16>) {
+fn load_q_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, alloc: usize, qb: &mut Vec<u32>) {
     let p = &ctx.p;
     let (d, g) = (p.head_dim, p.group_size());
     let rows = (it.q1 - it.q0) * g;
     qb.clear();
-    qb.resize(alloc * d, 0);
-    let tmp = &mut tmp[..d];
-    for (r, dst) in qb.chunks_exact_mut(d).take(rows).enumerate() {
+    qb.resize(alloc * d / 2, 0);
+    for (r, dst) in qb.chunks_exact_mut(d / 2).take(rows).enumerate() {
         let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
-        T::to_f32(ctx.q.row(0, i, hq, d), tmp);
-        for (o, &x) in dst.iter_mut().zip(tmp.iter()) {
-            *o = half::bf16::from_f32(x).to_bits(); // exact for bf16 inputs
-        }
+        T::to_bf16_pairs(ctx.q.row(0, i, hq, d), dst);
     }
 }
 
@@ -747,6 +758,14 @@ unsafe fn scores_direct(sc: &mut Scratch, d: usize, jb: usize, k: *const f32, k_
             sc.s[r * S_LD + jj] = dot(qrow, krow);
         }
     }
+}
+
+/// Row `r` of the bf16 probabilities (PB_LD bf16 at a stride of PB_LD/2 pairs).
+#[inline(always)]
+fn bf16_row(pb: &mut [u32], r: usize) -> &mut [u16] {
+    let row = &mut pb[r * PB_LD / 2..][..PB_LD / 2];
+    // SAFETY: a u32 is two u16 (and at least as aligned); the view covers exactly the row.
+    unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr().cast::<u16>(), PB_LD) }
 }
 
 /// [`scores_direct`] for f16/bf16 inputs: each K row converted to f32 in a `d`-float
@@ -830,7 +849,7 @@ unsafe fn softmax_step<T: Element, const KIND: u8>(
             // SAFETY: the caller has AVX-512F (KIND ≥ AVX512); `c·x` is monotone in x.
             let m_new = m_old.max(s_scale * unsafe { avx512::row_max(srow) });
             let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
-            let dst = &mut sc.pb[r * PB_LD..][..jb.next_multiple_of(32)];
+            let dst = &mut bf16_row(&mut sc.pb, r)[..jb.next_multiple_of(32)];
             // SAFETY: the caller has AVX-512F and AVX512-BF16 (KIND ≥ AVX512_BF16).
             let sum = unsafe { avx512::exp2_scaled_to_bf16(srow, s_scale, m_use, dst) };
             let corr = exp2_f32(m_old - m_use);
@@ -881,7 +900,7 @@ unsafe fn softmax_step<T: Element, const KIND: u8>(
         sc.corr[r] = corr;
         #[cfg(target_arch = "x86_64")]
         if KIND >= AVX512_BF16 && round_p {
-            let dst = &mut sc.pb[r * PB_LD..][..jb.next_multiple_of(32)];
+            let dst = &mut bf16_row(&mut sc.pb, r)[..jb.next_multiple_of(32)];
             // SAFETY: the caller has AVX-512F and AVX512-BF16 (KIND ≥ AVX512_BF16).
             unsafe { avx512::round_row_bf16(srow, dst) };
         }

@@ -81,7 +81,14 @@ impl Element for bf16 {
     }
     #[inline(always)]
     fn from_f32(src: &[f32], dst: &mut [bf16]) {
-        dst.convert_from_f32_slice(src)
+        // `bf16::from_f32` without branches, so that it vectorizes: round to nearest even
+        // by adding 0x7fff and the kept low bit; NaN stays NaN (made quiet).
+        for (o, &x) in dst.iter_mut().zip(src) {
+            let b = x.to_bits();
+            let nan = b & 0x7fff_ffff > 0x7f80_0000;
+            let r = if nan { (b >> 16) | 0x40 } else { (b + 0x7fff + ((b >> 16) & 1)) >> 16 };
+            *o = bf16::from_bits(r as u16);
+        }
     }
     fn as_f32(_: &[bf16]) -> Option<&[f32]> {
         None
