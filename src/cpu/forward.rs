@@ -472,11 +472,15 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
     #[cfg(not(target_arch = "x86_64"))]
     let alloc = rows;
     sc.reset(rows, alloc, d);
-    load_q(ctx, it, &mut sc.q[..rows * d]);
     #[cfg(target_arch = "x86_64")]
-    if matches!(products, Products::PackedBf16(_) | Products::PackedAmx(_)) {
+    let bf16_products = matches!(products, Products::PackedBf16(_) | Products::PackedAmx(_));
+    #[cfg(not(target_arch = "x86_64"))]
+    let bf16_products = false;
+    if bf16_products {
         load_q_bf16(ctx, it, alloc, &mut sc.qb);
         sc.pb.resize(alloc * PB_LD / 2, 0);
+    } else {
+        load_q(ctx, it, &mut sc.q[..rows * d]);
     }
 
     // Key ranges are monotone in the row, so the item's keys are [lo(q0), hi(q1 - 1)).
@@ -678,7 +682,6 @@ fn q_scale(p: &Problem) -> f32 {
 /// The item's Q rows as bf16 pairs, unscaled (the bf16 products multiply the scores by
 /// [`q_scale`] instead, so Q stays exact), `alloc` rows of `d/2` pairs (d is even) with the
 /// rows past the item's zero.
-#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn load_q_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, alloc: usize, qb: &mut Vec<u32>) {
     let p = &ctx.p;
