@@ -160,6 +160,40 @@ unsafe fn accumulate_body<const BF16: bool>(
     v_ld: usize,
     n: usize,
 ) {
+    // Keys in chunks, each over every block: a block's V slice and P rows of one chunk
+    // (16 + 6 KiB in f32) stay in L1 where a whole 256-key tile's (32 + 12 KiB) did not;
+    // the accumulators go through memory once per chunk.
+    for w0 in (0..n).step_by(KEY_CHUNK) {
+        let nc = KEY_CHUNK.min(n - w0);
+        // SAFETY: the chunk's P columns and V rows are inside the caller's bounds.
+        let (p, v) = unsafe { (p.add(w0), v.add(w0 * v_ld)) };
+        // SAFETY: as the caller's, for keys w0..w0 + nc; only the first chunk rescales.
+        unsafe { accumulate_chunk::<BF16>(acc, corr, w0 == 0, d, rows, p, p_ld, v, v_ld, nc) };
+    }
+}
+
+/// Elements (keys, or key pairs) per chunk of [`accumulate_body`].
+const KEY_CHUNK: usize = 64;
+
+/// [`accumulate_body`] over `n` elements, rescaling the accumulators by `corr` only when
+/// `scale`.
+///
+/// # Safety
+/// As [`accumulate_body`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn accumulate_chunk<const BF16: bool>(
+    acc: *mut f32,
+    corr: *const f32,
+    scale: bool,
+    d: usize,
+    rows: usize,
+    p: *const f32,
+    p_ld: usize,
+    v: *const f32,
+    v_ld: usize,
+    n: usize,
+) {
     let mut c = 0;
     while c < d {
         let left = d - c;
@@ -180,8 +214,8 @@ unsafe fn accumulate_body<const BF16: bool>(
                 macro_rules! go {
                     ($($n:literal)*) => {
                         match (rb, two) {
-                            $(($n, true) => accumulate_block::<$n, 2, BF16>(acc, corr, d, p, p_ld, v, v_ld, n, mask),
-                              ($n, false) => accumulate_block::<$n, 1, BF16>(acc, corr, d, p, p_ld, v, v_ld, n, mask),)*
+                            $(($n, true) => accumulate_block::<$n, 2, BF16>(acc, corr, scale, d, p, p_ld, v, v_ld, n, mask),
+                              ($n, false) => accumulate_block::<$n, 1, BF16>(acc, corr, scale, d, p, p_ld, v, v_ld, n, mask),)*
                             _ => unreachable!(),
                         }
                     };
@@ -204,6 +238,7 @@ unsafe fn accumulate_body<const BF16: bool>(
 unsafe fn accumulate_block<const R: usize, const V: usize, const BF16: bool>(
     acc: *mut f32,
     corr: *const f32,
+    scale: bool,
     d: usize,
     p: *const f32,
     p_ld: usize,
@@ -217,7 +252,7 @@ unsafe fn accumulate_block<const R: usize, const V: usize, const BF16: bool>(
     unsafe {
         let mut a = [[_mm512_setzero_ps(); V]; R];
         for (r, a) in a.iter_mut().enumerate() {
-            let f = _mm512_set1_ps(*corr.add(r));
+            let f = _mm512_set1_ps(if scale { *corr.add(r) } else { 1.0 });
             for (c, a) in a.iter_mut().enumerate() {
                 *a = _mm512_mul_ps(f, _mm512_maskz_loadu_ps(m(c), acc.add(r * d + 16 * c)));
             }
