@@ -363,6 +363,80 @@ pub(super) unsafe fn accumulate_bf16(
     unsafe { accumulate_body::<true>(acc, corr, d, rows, p.cast(), p_ld, v.cast(), v_ld, pairs) }
 }
 
+/// The 16 bf16 at `p`, or the first `left < 16` of them and zeros (AVX-512F only: the
+/// masked 16-bit loads are AVX512-BW).
+///
+/// # Safety
+/// `min(left, 16)` bf16 at `p` are readable.
+#[inline(always)]
+unsafe fn load16_bf16(p: *const u16, left: usize) -> __m256i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if left >= 16 {
+            _mm256_loadu_si256(p.cast())
+        } else {
+            let mut buf = [0u16; 16];
+            std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), left);
+            _mm256_loadu_si256(buf.as_ptr().cast())
+        }
+    }
+}
+
+/// `s[r·s_ld] = <q_r, k>` for the `rows` f32 rows of `d` at `q` and one bf16 row `k`,
+/// converted to f32 in registers 16 elements at a time (the decode loop's scores on bf16
+/// inputs, without a converted copy of the row).
+///
+/// # Safety
+/// The CPU has AVX-512F; `rows ≤ 8`; `q` holds `rows·d` floats, `k` `d` bf16, `s` the
+/// `rows` entries at stride `s_ld`.
+#[target_feature(enable = "avx512f,avx2,fma")]
+pub(super) unsafe fn dots_bf16(q: *const f32, rows: usize, d: usize, k: *const u16, s: *mut f32, s_ld: usize) {
+    debug_assert!(rows <= 8);
+    let mut acc = [_mm512_setzero_ps(); 8];
+    let mut c = 0;
+    while c < d {
+        let m: u16 = if d - c >= 16 { 0xffff } else { ((1u32 << (d - c)) - 1) as u16 };
+        // SAFETY: the masked 16 elements from c lie inside the caller's rows.
+        unsafe {
+            let kw = load16_bf16(k.add(c), d - c);
+            let kf = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(kw)));
+            for (r, a) in acc.iter_mut().enumerate().take(rows) {
+                *a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q.add(r * d + c)), kf, *a);
+            }
+        }
+        c += 16;
+    }
+    for (r, a) in acc.iter().enumerate().take(rows) {
+        // SAFETY: the caller's bounds.
+        unsafe { *s.add(r * s_ld) = _mm512_reduce_add_ps(*a) };
+    }
+}
+
+/// `acc_r += p[r·p_ld] · v` for the `rows` f32 accumulator rows of `d` and one bf16 row `v`
+/// (the decode loop's `P V` on bf16 inputs).
+///
+/// # Safety
+/// The CPU has AVX-512F; `acc` holds `rows·d` floats, `v` `d` bf16, `p` the `rows`
+/// entries at stride `p_ld`.
+#[target_feature(enable = "avx512f,avx2,fma")]
+pub(super) unsafe fn axpys_bf16(acc: *mut f32, rows: usize, d: usize, p: *const f32, p_ld: usize, v: *const u16) {
+    let mut c = 0;
+    while c < d {
+        let m: u16 = if d - c >= 16 { 0xffff } else { ((1u32 << (d - c)) - 1) as u16 };
+        // SAFETY: the masked 16 elements from c lie inside the caller's rows.
+        unsafe {
+            let vw = load16_bf16(v.add(c), d - c);
+            let vf = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(vw)));
+            for r in 0..rows {
+                let a = acc.add(r * d + c);
+                let x = _mm512_fmadd_ps(_mm512_set1_ps(*p.add(r * p_ld)), vf, _mm512_maskz_loadu_ps(m, a));
+                _mm512_mask_storeu_ps(a, m, x);
+            }
+        }
+        c += 16;
+    }
+}
+
 /// The largest element of `x`, ignoring NaN; `-inf` for an empty or all-NaN slice (as
 /// `super::softmax::row_max`).
 #[target_feature(enable = "avx512f,avx2,fma")]

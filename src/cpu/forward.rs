@@ -598,6 +598,15 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // SAFETY: the V tile is jb rows of d at stride v_ld inside its block of `kv.v`.
                 unsafe { pv_gemm(sc, d, rows, jb, kv.v_tile(ctx.kv_slot, it.kvh, j0), kv.v_ld) };
             }
+            #[cfg(target_arch = "x86_64")]
+            Products::Direct if KIND >= AVX512 && T::DTYPE == candle_core::DType::BF16 => {
+                // SAFETY: the caller has AVX-512F; T is bf16.
+                unsafe { scores_direct_bf16(ctx, it, sc, j0, jb) };
+                // SAFETY: the caller's KIND contract.
+                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
+                // SAFETY: as above.
+                unsafe { pv_direct_bf16(ctx, it, sc, j0, jb) };
+            }
             Products::Direct if T::as_f32(ctx.k.data).is_none() => {
                 scores_direct_converted(ctx, it, sc, j0, jb);
                 // SAFETY: the caller's KIND contract.
@@ -769,6 +778,51 @@ fn bf16_row(pb: &mut [u32], r: usize) -> &mut [u16] {
     let row = &mut pb[r * PB_LD / 2..][..PB_LD / 2];
     // SAFETY: a u32 is two u16 (and at least as aligned); the view covers exactly the row.
     unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr().cast::<u16>(), PB_LD) }
+}
+
+/// [`scores_direct`] for bf16 inputs on the AVX-512 kinds: each K row converted in
+/// registers ([`avx512::dots_bf16`]).
+///
+/// # Safety
+/// The CPU has AVX-512F; `T` is bf16.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn scores_direct_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
+    let d = ctx.p.head_dim;
+    let rows = (it.q1 - it.q0) * ctx.p.group_size();
+    let k = &ctx.k;
+    let ahead = k.pages.is_none().then_some(PREFETCH_ROWS * k.st.seq);
+    for jj in 0..jb {
+        let row = k.row(0, j0 + jj, it.kvh, d);
+        if let Some(a) = ahead {
+            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
+        }
+        // SAFETY: the caller's contract; T is bf16 (2 bytes, the bits of a bf16); Q holds
+        // rows ≤ DIRECT_MAX_ROWS rows of d; S has rows rows of S_LD ≥ jb.
+        unsafe { avx512::dots_bf16(sc.q.as_ptr(), rows, d, row.as_ptr().cast(), sc.s.as_mut_ptr().add(jj), S_LD) };
+    }
+}
+
+/// [`pv_direct`] for bf16 inputs on the AVX-512 kinds ([`avx512::axpys_bf16`]).
+///
+/// # Safety
+/// As [`scores_direct_bf16`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn pv_direct_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
+    let d = ctx.p.head_dim;
+    let rows = (it.q1 - it.q0) * ctx.p.group_size();
+    rescale_rows(&mut sc.acc[..rows * d], &sc.corr[..rows], d);
+    let v = &ctx.v;
+    let ahead = v.pages.is_none().then_some(PREFETCH_ROWS * v.st.seq);
+    for jj in 0..jb {
+        let row = v.row(0, j0 + jj, it.kvh, d);
+        if let Some(a) = ahead {
+            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
+        }
+        // SAFETY: as in `scores_direct_bf16`; acc holds rows × d; P (in S) rows at S_LD.
+        unsafe { avx512::axpys_bf16(sc.acc.as_mut_ptr(), rows, d, sc.s.as_ptr().add(jj), S_LD, row.as_ptr().cast()) };
+    }
 }
 
 /// [`scores_direct`] for f16/bf16 inputs: each K row converted to f32 in a `d`-float
