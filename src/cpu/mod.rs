@@ -447,36 +447,23 @@ fn path_for<T: Element>(p: &Problem) -> Result<CpuPath> {
     }
 }
 
-/// The path chosen when none is forced: `avx2-kernels` wherever its hand-written products
-/// run (prefill, `head_dim % 8 == 0`) and the CPU has AVX2 + FMA, AVX-512 CPUs included;
-/// otherwise the widest path the CPU runs. The same for every dtype.
+/// The path chosen when none is forced (`bf16`: the inputs are bf16): for prefill,
+/// `avx512-amx` for bf16 with `head_dim % 32 == 0` where the CPU and OS allow AMX, else
+/// `avx512-kernels` where the CPU has AVX-512F, else `avx2-kernels` when `head_dim % 8 ==
+/// 0`; for decode-like calls `avx512-kernels`; otherwise the widest path the CPU runs.
 ///
-/// Measured on an AVX-512 Xeon (KVM guest of 2 vCPUs, `lscpu`: "Intel(R) Xeon(R)
-/// Processor", family 6 model 167; avx512f/bw/vl, avx512_bf16, avx512_fp16, amx, avx2,
-/// fma), 2 rayon threads. Criterion medians (`cargo bench --bench attention --
-/// cpu_fused_attn`, the path forced through `FUSED_ATTN_CPU_PATH`), two runs of each,
-/// alternating, while the host's load stayed under 2:
-///
-/// | row (B,H,Hkv,Sq,Sk,D)      | dtype | `avx2-kernels` | `avx512-gemm` |
-/// |----------------------------|-------|----------------|---------------|
-/// | 1,8,8,512,512,64           | f32   | 3.40–3.56 ms   | 3.88–3.96 ms  |
-/// | 1,16,16,2048,2048,64       | f32   | 105–106 ms     | 114–115 ms    |
-/// | same, causal               | f32   | 53.6–59.7 ms   | 62.5–63.7 ms  |
-/// | 1,32,8,1,4096,128 (decode) | f32   | 1.87–1.91 ms   | 1.75–1.84 ms  |
-/// | 1,8,8,512,512,64           | bf16  | 3.45–3.49 ms   | 3.79–3.82 ms  |
-/// | 1,16,16,2048,2048,64       | bf16  | 105 ms         | 108 ms        |
-/// | same, causal               | bf16  | 56.6–57.2 ms   | 59.8–61.3 ms  |
-/// | 1,32,8,1,4096,128 (decode) | bf16  | 1.86–1.92 ms   | 1.99 ms       |
-///
-/// Process CPU time per call, the two paths alternating call by call (3 runs, the host
-/// loaded 5–10), agreed: `avx2-kernels` 3–7% less on every prefill row, decode level.
-/// Prefill at d = 96, 128 and 256, GQA, f32 and f16 (CPU time, one run): 1–11% less.
-/// Decode runs the same loops on both paths, compiled for AVX2 or AVX-512: level (±5%
-/// either way by dtype), so it keeps the widest. On other machines (wall time, 2 threads):
-/// a Sapphire Rapids host, `avx2-kernels` 208 ms against 229 ms at the f32 2048 row and
-/// 5.97 against 14.1 ms at the 512 row; a Zen 5, `avx512-gemm` 88 ms against 93 ms at the
-/// 2048 row, the one measured case where this choice costs (force `avx512-gemm` there).
-/// Before and after this choice, and the whole record: `lab/cpu-history.md`.
+/// Measured on the development Xeon (KVM guest of 2 vCPUs, "Intel(R) Xeon(R) Processor",
+/// family 6 model 167; avx512f/bw/vl, avx512_bf16, avx512_fp16, amx_bf16/tile, avx2, fma),
+/// 2 rayon threads, `examples/bench_cpu.rs` with the path forced, the paths alternating,
+/// the host loaded 4–7 (every time about twice its quiet value, the ratios stable):
+/// at (1,16,16,2048,2048,64) f32, `avx512-kernels` 155–162 ms, `avx2-kernels` 215 ms,
+/// `avx512-gemm` 247 ms; in bf16, `avx512-amx` 57 ms, `avx512-kernels` 153 ms,
+/// `avx512-bf16` 206 ms (`vdpbf16ps` issues once per cycle where FMAs issue twice, and P
+/// needs a rounding pass, so it is never chosen), `avx2-kernels` 212 ms. Quiet (load < 2):
+/// `avx512-kernels` 74 ms and `avx512-amx` 28 ms at that row, against 105 ms for
+/// `avx2-kernels` before. On the H100 machine's host (Xeon family 6 model 207, the same
+/// features): 137 ms f32 and 54 ms bf16, from 257 and 260 ms. The record:
+/// `lab/cpu-history.md`.
 fn auto_path(p: &Problem, bf16: bool) -> CpuPath {
     let paths = detect();
     let has = |path| paths.contains(&path);
