@@ -543,8 +543,22 @@ pub(super) fn exp2_scaled_to_bf16(x: &[f32], c: f32, m: f32, dst: &mut [u16]) ->
     let n = x.len();
     debug_assert!(dst.len() >= n);
     let (c16, m16) = (_mm512_set1_ps(c), _mm512_set1_ps(-m));
-    let mut sum = _mm512_setzero_ps();
+    let (mut sum, mut sum2) = (_mm512_setzero_ps(), _mm512_setzero_ps());
     let mut j = 0;
+    // 32 at a time: one conversion (`vcvtne2ps2bf16`) and one 64-byte store per 32.
+    while j + 32 <= n {
+        // SAFETY: 32 floats at x[j..] and 32 bf16 at dst[j..] are in bounds.
+        unsafe {
+            let e0 = exp2x16_bf16(_mm512_fmadd_ps(_mm512_loadu_ps(x.as_ptr().add(j)), c16, m16));
+            let e1 = exp2x16_bf16(_mm512_fmadd_ps(_mm512_loadu_ps(x.as_ptr().add(j + 16)), c16, m16));
+            sum = _mm512_add_ps(sum, e0);
+            sum2 = _mm512_add_ps(sum2, e1);
+            let h = _mm512_cvtne2ps_pbh(e1, e0); // e0 in the low half
+            _mm512_storeu_si512(dst.as_mut_ptr().add(j).cast(), std::mem::transmute::<__m512bh, __m512i>(h));
+        }
+        j += 32;
+    }
+    sum = _mm512_add_ps(sum, sum2);
     while j + 16 <= n {
         // SAFETY: 16 floats at x[j..] and 16 bf16 at dst[j..] are in bounds.
         unsafe {
