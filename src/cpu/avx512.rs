@@ -441,12 +441,24 @@ pub(super) unsafe fn axpys_bf16(acc: *mut f32, rows: usize, d: usize, p: *const 
 /// `super::softmax::row_max`).
 #[target_feature(enable = "avx512f,avx2,fma")]
 pub(super) fn row_max(x: &[f32]) -> f32 {
-    let mut chunks = x.chunks_exact(16);
-    let mut m = _mm512_set1_ps(f32::NEG_INFINITY);
+    // Four independent maxima over 64 elements at a time, so that a 256-score row is not
+    // one chain of 16 dependent `vmaxps` (the max is exact, so the grouping changes
+    // nothing).
+    let mut quads = x.chunks_exact(64);
+    let mut m4 = [_mm512_set1_ps(f32::NEG_INFINITY); 4];
+    for q in &mut quads {
+        for (k, m) in m4.iter_mut().enumerate() {
+            // SAFETY: `q` holds 64 floats.
+            let v = unsafe { _mm512_loadu_ps(q.as_ptr().add(16 * k)) };
+            *m = _mm512_max_ps(v, *m); // the second operand when either is NaN
+        }
+    }
+    let mut m = _mm512_max_ps(_mm512_max_ps(m4[0], m4[1]), _mm512_max_ps(m4[2], m4[3]));
+    let mut chunks = quads.remainder().chunks_exact(16);
     for c in &mut chunks {
         // SAFETY: `c` holds 16 floats.
         let v = unsafe { _mm512_loadu_ps(c.as_ptr()) };
-        m = _mm512_max_ps(v, m); // the second operand when either is NaN
+        m = _mm512_max_ps(v, m);
     }
     let h = _mm512_reduce_max_ps(m); // the lanes hold no NaN
     chunks.remainder().iter().fold(h, |a, &v| if v > a { v } else { a })
@@ -627,7 +639,7 @@ mod tests {
             let want = exp2_f32(v);
             assert!(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()), "2^{v}: {g} vs {want}");
         }
-        for n in [0, 1, 15, 16, 17, 100] {
+        for n in [0, 1, 15, 16, 17, 63, 64, 65, 100, 256, 271] {
             let mut y: Vec<f32> = (0..n).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
             if n > 2 {
                 y[n / 2] = f32::NAN;
