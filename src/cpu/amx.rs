@@ -14,7 +14,10 @@
 //! [`os_permits_amx`] asks once (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`), and
 //! the path is unavailable when the answer is no (or off Linux).
 //!
-//! Measured: `lab/cpu-history.md` (the AMX section).
+//! Measured (dev Xeon, 2 threads, quiet): the (1,16,16,2048,2048,64) bf16 row in 28 ms
+//! (605 GFLOP/s) against 74 ms for the same row through the f32 AVX-512 kernels; single
+//! thread these kernels take about a third of the time, the softmax's `2^x`→bf16 pass
+//! about 27%. The record: `lab/cpu-history.md` (issue 15's section).
 
 use std::arch::asm;
 use std::sync::OnceLock;
