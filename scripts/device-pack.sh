@@ -27,6 +27,7 @@ targets=()
 [ -f benches/attention.rs ] && targets+=(--bench attention)
 { [ -f examples/llama.rs ] || [ -f examples/llama/main.rs ]; } && targets+=(--example llama)
 [ -f examples/train.rs ] && targets+=(--example train)
+[ -f examples/bench_cpu.rs ] && targets+=(--example bench_cpu)
 if [ ${#targets[@]} -eq 0 ]; then
   echo "device-pack: nothing to build (no tests/gpu.rs, benches/attention.rs or examples/llama.rs)" >&2
   exit 1
@@ -48,6 +49,7 @@ while read -r kind name exe; do
     bench/attention) dest=bench ;;
     example/llama) dest=llama ;;
     example/train) dest=train ;;
+    example/bench_cpu) dest=bench_cpu ;;
     *) continue ;;
   esac
   strip -o "$STAGE/bin/$dest" "$exe"
@@ -68,7 +70,8 @@ if [ "${PACK_TRANSFORMERS:-0}" = 1 ] && [ -f compat/transformers-check/Cargo.tom
   done <<<"$tc"
 fi
 
-cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch.py scripts/bench_torch_varlen.py "$STAGE/scripts/"
+cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch.py scripts/bench_torch_varlen.py \
+  scripts/bench_torch_cpu.py "$STAGE/scripts/"
 # The llama and train examples' device runs: one line of arguments per run.
 cp scripts/llama-device*.txt scripts/train-device.txt "$STAGE/" 2>/dev/null || true
 {
@@ -95,5 +98,5 @@ cat <<EOF
 Send to the GPU machine (device tool \`run\`):
   carry:   ["device-pack"]
   command: bash scripts/device-run.sh device-pack/fused-attn-device.tar.xz \$OUT all
-Stages instead of \`all\`: tests oracle sanitize bench torch llama; train and transformers (not in \`all\`). The table comes back in summary.md.
+Stages instead of \`all\`: tests oracle sanitize bench torch llama; train, transformers and cpu (not in \`all\`). The table comes back in summary.md.
 EOF

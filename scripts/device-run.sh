@@ -20,6 +20,10 @@
 #             before the run) passes only if the run exits nonzero with an out-of-memory error
 #             in its output (CUDA_ERROR_OUT_OF_MEMORY or "out of memory"): the naive back end
 #             at a context where it is expected not to fit. Its log is train.log.
+#   cpu       not in `all`: the CPU path against PyTorch's CPU SDPA on this host's CPU
+#             (scripts/bench_torch_cpu.py with bin/bench_cpu, issue 15's rows, f32 and bf16),
+#             pinned to CPU_CORES (default 2,3) with 2 threads, CPU_ROUNDS rounds (default
+#             2); its log is cpu_bench.log, its table cpu_bench.md.
 #   transformers  not in `all`: candle-transformers 0.11.1 through the [patch]
 #             (compat/transformers-check's test binaries tc-llama and tc-models) on GPU 0 in
 #             bf16 against the same models with use_flash_attn false; tc-llama needs the real
@@ -203,6 +207,19 @@ PY
   stage_torch
 }
 
+stage_cpu() {
+  local log="$OUT/cpu_bench.log" t0=$SECONDS
+  have_bin bench_cpu cpu-bench || return
+  { lscpu | grep -E 'Model name|^Model:|^CPU\(s\)|MHz'; grep -o -w -E 'avx512f|avx512_bf16|amx_bf16|amx_tile' /proc/cpuinfo | sort | uniq -c; } >>"$log" 2>&1
+  if timed "${LIMIT_CPU:-300}" "$log" taskset -c "${CPU_CORES:-2,3}" python3 "$SCRIPTS/bench_torch_cpu.py" \
+    --bin "$BIN/bench_cpu" --threads 2 --rounds "${CPU_ROUNDS:-2}" --out "$WORK/cpu"; then
+    cp "$WORK/cpu/cpu_bench.md" "$OUT/cpu_bench.md"
+    record cpu-bench PASS $((SECONDS - t0)) "ours vs torch CPU SDPA; table in cpu_bench.md"
+  else
+    record cpu-bench FAIL $((SECONDS - t0)) "bench_torch_cpu.py failed (see cpu_bench.log)"
+  fi
+}
+
 stage_llama() {
   local log="$OUT/llama.log" t0 n=0 line
   have_bin llama llama || return
@@ -287,8 +304,8 @@ stage_train() {
 
 for stage in "${STAGES[@]}"; do
   case "$stage" in
-    tests | oracle | sanitize | bench | torch | llama | train | transformers) "stage_$stage" ;;
-    *) record "$stage" FAIL 0 "unknown stage (tests oracle sanitize bench torch llama train transformers all)" ;;
+    tests | oracle | sanitize | bench | torch | llama | train | transformers | cpu) "stage_$stage" ;;
+    *) record "$stage" FAIL 0 "unknown stage (tests oracle sanitize bench torch llama train transformers cpu all)" ;;
   esac
 done
 
@@ -313,6 +330,11 @@ done
     echo '```'
     grep -B1 -A0 'time:' "$OUT/bench.log" | grep -v '^--$' || true
     echo '```'
+  fi
+  if [ -s "$OUT/cpu_bench.md" ]; then
+    echo
+    echo "## CPU: ours vs PyTorch CPU SDPA"
+    cat "$OUT/cpu_bench.md"
   fi
   if [ -s "$OUT/bench_torch.md" ]; then
     echo

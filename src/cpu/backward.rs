@@ -179,7 +179,12 @@ impl Isa {
     /// process (`cpu/mod.rs`), else the widest the CPU has.
     fn of_call() -> Self {
         match super::forced_path() {
-            Some(super::CpuPath::Avx512Gemm) => Isa::Avx512,
+            Some(
+                super::CpuPath::Avx512Amx
+                | super::CpuPath::Avx512Bf16
+                | super::CpuPath::Avx512Kernels
+                | super::CpuPath::Avx512Gemm,
+            ) => Isa::Avx512,
             Some(super::CpuPath::Avx2Kernels) => Isa::Avx2,
             Some(super::CpuPath::PortableGemm) => Isa::Portable,
             None => Isa::detect(),

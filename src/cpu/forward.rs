@@ -13,10 +13,10 @@ use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 use std::f32::consts::LOG2_E;
 
-#[cfg(target_arch = "x86_64")]
-use super::avx2;
 use super::pack::{kv_tile, Element, Input, SharedKv, KEYS_PER_TILE, KT_LD, S_LD};
 use super::softmax::{add_alibi, exp2_f32, exp2_sub_in_place, row_max, softcap_in_place, LANES};
+#[cfg(target_arch = "x86_64")]
+use super::{amx, avx2, avx512};
 use crate::problem::Problem;
 
 /// Query rows per work item, counted over the q heads that share one kv head (a group of
@@ -29,6 +29,19 @@ const DECODE_MAX_SEQ_Q: usize = 16;
 const DIRECT_MAX_ROWS: usize = 8;
 /// A key split is never shorter than this, so each split amortizes its merge.
 const MIN_KEYS_PER_SPLIT: usize = 256;
+
+/// The instruction sets an [`attend`] instance is compiled for and may use (its `KIND`):
+/// baseline (the `gemm` paths), AVX2 + FMA kernels, AVX-512F kernels, AVX-512F with
+/// AVX512-BF16 (`vdpbf16ps`), and that with AMX-BF16 tiles.
+pub(super) const PORTABLE: u8 = 0;
+pub(super) const AVX2: u8 = 1;
+pub(super) const AVX512: u8 = 2;
+pub(super) const AVX512_BF16: u8 = 3;
+pub(super) const AMX: u8 = 4;
+
+/// The row stride, in bf16, of the probabilities rounded to bf16 for the bf16 `P V`
+/// products (a whole number of lines, not a multiple of 4 KiB).
+const PB_LD: usize = KEYS_PER_TILE + 32;
 
 /// One sequence of a call: one batch entry of a dense call, or one sequence of a packed
 /// one, as `cpu/mod.rs` describes it to [`run`].
@@ -48,6 +61,9 @@ pub(super) struct SeqIn<'a, T> {
     pub lse_head: usize,
     /// The attend loop of the sequence's path.
     pub attend: AttendFn<T>,
+    /// Whether that path multiplies bf16 pairs when it packs K and V (prefill): then the
+    /// packed blocks hold bf16 pairs ([`SharedKv::new`]).
+    pub pairs: bool,
 }
 
 /// What every work item of one sequence shares.
@@ -70,6 +86,10 @@ pub(super) struct Ctx<'a, T> {
     lse0: usize,
     lse_head: usize,
     attend: AttendFn<T>,
+    /// The call's `(rows, heads, d)` output and its LSE, into which an item without key
+    /// splits writes its rows ([`write_item`]).
+    out: SendPtr<T>,
+    lse: Option<SendPtr<f32>>,
 }
 
 /// Whether a call has several query blocks per (batch, kv head), so that each key is
@@ -108,17 +128,22 @@ pub(super) struct Scratch {
     corr: Vec<f32>,
     k: Vec<f32>,
     v: Vec<f32>,
+    /// The bf16 paths: the item's Q rows as bf16 (unscaled), and P rounded to bf16, as
+    /// bf16 pairs (u32, so that the kernels' 4-byte reads are aligned).
+    qb: Vec<u32>,
+    pb: Vec<u32>,
 }
 
 impl Scratch {
-    /// Sizes the buffers for an item of `rows` rows and starts its softmax state: `m = -inf`,
+    /// Sizes the buffers for an item of `rows` rows (Q, S and the accumulator for `alloc ≥
+    /// rows`, the AMX tiles' multiple of 16) and starts its softmax state: `m = -inf`,
     /// `l = 0`, `acc = 0`. Q and S are overwritten before they are read.
     #[inline(always)]
-    fn reset(&mut self, rows: usize, d: usize) {
-        self.q.resize(rows * d, 0.0);
-        self.s.resize(rows * S_LD, 0.0);
+    fn reset(&mut self, rows: usize, alloc: usize, d: usize) {
+        self.q.resize(alloc * d, 0.0);
+        self.s.resize(alloc * S_LD, 0.0);
         self.acc.clear();
-        self.acc.resize(rows * d, 0.0);
+        self.acc.resize(alloc * d, 0.0);
         self.m.clear();
         self.m.resize(rows, f32::NEG_INFINITY);
         self.l.clear();
@@ -163,6 +188,9 @@ pub(super) fn run<T: Element>(
     let q_block_of = |s: &SeqIn<'_, T>| (ROWS_PER_ITEM / g).clamp(1, s.p.seq_q.max(1));
     let mut slots = Vec::new();
     let mut plans = Vec::with_capacity(seqs.len());
+    // The packed blocks hold bf16 pairs when every sequence that packs its keys runs a
+    // bf16 path (one path and dtype per call, so all or none).
+    let mut pairs = true;
     for s in &seqs {
         let (sq, sk) = (s.p.seq_q, s.p.seq_k);
         let q_block = q_block_of(s);
@@ -175,12 +203,15 @@ pub(super) fn run<T: Element>(
             1
         };
         let slot = (n_qblocks > 1 && sk > 0).then(|| {
+            pairs &= s.pairs;
             slots.push((s.k, s.v, sk));
             slots.len() - 1
         });
         plans.push((q_block, n_qblocks, n_splits, slot));
     }
-    let shared = (!slots.is_empty()).then(|| SharedKv::new(&slots, hkv, d));
+    let shared = (!slots.is_empty()).then(|| SharedKv::new(&slots, hkv, d, pairs));
+    let out_ptr = SendPtr(out.as_mut_ptr());
+    let lse_ptr = lse.as_mut().map(|l| SendPtr(l.as_mut_ptr()));
     let ctxs: Vec<Ctx<'_, T>> = seqs
         .into_iter()
         .zip(plans)
@@ -199,6 +230,8 @@ pub(super) fn run<T: Element>(
             lse0: s.lse0,
             lse_head: s.lse_head,
             attend: s.attend,
+            out: out_ptr,
+            lse: lse_ptr,
         })
         .collect();
 
@@ -229,9 +262,6 @@ pub(super) fn run<T: Element>(
             }
         }
     }
-    let row_len = d * g;
-    let out_ptr = SendPtr(out.as_mut_ptr());
-    let lse_ptr = lse.as_mut().map(|l| SendPtr(l.as_mut_ptr()));
 
     let partials: Vec<Option<Partial>> = items
         .par_iter()
@@ -248,25 +278,7 @@ pub(super) fn run<T: Element>(
                     acc: sc.acc[..rows * d].to_vec(),
                 });
             }
-            let normalized = &mut sc.q[..rows * d]; // Q is no longer needed: reuse it.
-            finalize_rows(&sc.acc[..rows * d], &sc.l[..rows], d, normalized);
-            for (i, src) in (it.q0..it.q1).zip(normalized.chunks_exact(row_len)) {
-                let start = ((ctx.out_row0 + i) * h + it.kvh * g) * d;
-                // SAFETY: items partition the (sequence, position, kv-head group) rows of
-                // `out`, and sequences own disjoint output rows, so this in-bounds range is
-                // written by this item only; `out` outlives the parallel loop.
-                let dst = unsafe { std::slice::from_raw_parts_mut(out_ptr.get().add(start), row_len) };
-                T::from_f32(src, dst);
-            }
-            if let Some(lse_ptr) = lse_ptr {
-                for (r, (&m, &l)) in sc.m[..rows].iter().zip(&sc.l[..rows]).enumerate() {
-                    let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
-                    // SAFETY: as for `out`: the item owns these rows' LSE entries, which lie
-                    // inside the `h × rows` buffer; it outlives the loop.
-                    unsafe { *lse_ptr.get().add(ctx.lse0 + hq * ctx.lse_head + i) = row_lse(m, l) };
-                }
-            }
-            None
+            None // `attend` wrote the item's rows
         })
         .collect();
 
@@ -389,6 +401,17 @@ enum Products<'a> {
     /// through the register-blocked [`avx2`] kernels, which also rescale the accumulator.
     #[cfg(target_arch = "x86_64")]
     PackedAvx2(&'a SharedKv),
+    /// Prefill on the AVX-512 paths with f32 blocks: the [`avx512`] f32 kernels (any d).
+    #[cfg(target_arch = "x86_64")]
+    PackedAvx512(&'a SharedKv),
+    /// Prefill on the `avx512-bf16` path with bf16 pair blocks: the [`avx512`] `vdpbf16ps`
+    /// kernels, P rounded to bf16.
+    #[cfg(target_arch = "x86_64")]
+    PackedBf16(&'a SharedKv),
+    /// Prefill on the `avx512-amx` path with bf16 pair blocks (`d % 32 == 0`): the [`amx`]
+    /// tile kernels, P rounded to bf16.
+    #[cfg(target_arch = "x86_64")]
+    PackedAmx(&'a SharedKv),
     /// Prefill otherwise: the packed blocks through `gemm`, every operand already in the
     /// column-major layout gemm's micro-kernel reads, so gemm packs nothing.
     PackedGemm(&'a SharedKv),
@@ -412,26 +435,53 @@ struct Tile {
 /// (rows `0..(q1 - q0)·g`). Per tile: `S = Q Kᵀ`, [`softmax_step`], then
 /// `acc = corr·acc + P V`, in the way [`Products`] says.
 ///
-/// With `AVX2` (the caller has AVX2 and FMA) the softmax's row max and `2^x` pass use the
-/// [`avx2`] kernels, and so do the prefill tile products when `d % 8 == 0`.
+/// `KIND` ([`PORTABLE`] … [`AMX`]) says which kernels the caller's CPU runs: from
+/// [`AVX2`] on, the softmax's row max and `2^x` pass use the [`avx2`] or [`avx512`]
+/// kernels, and so do the prefill tile products ([`avx2`] when `d % 8 == 0`; [`avx512`] f32
+/// kernels on f32 blocks; the bf16 kernels of [`AVX512_BF16`] and [`AMX`] on bf16 pair
+/// blocks).
 ///
 /// # Safety
 /// `ctx.k` and `ctx.v` must have passed `Input::new` (every row lies inside its buffer);
-/// with `AVX2`, the CPU has AVX2 and FMA.
+/// the CPU has the instruction sets of `KIND` (and, for [`AMX`], the OS granted the tile
+/// state).
 #[inline(always)]
-pub(super) unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     let p = &ctx.p;
     let (d, g) = (p.head_dim, p.group_size());
     let rows = (it.q1 - it.q0) * g;
-    sc.reset(rows, d);
-    load_q(ctx, it, &mut sc.q);
     let products = match ctx.shared {
         #[cfg(target_arch = "x86_64")]
-        Some(kv) if AVX2 && d.is_multiple_of(8) => Products::PackedAvx2(kv),
-        Some(kv) => Products::PackedGemm(kv),
+        Some(kv) if KIND == AMX && kv.pairs && d.is_multiple_of(2 * amx::TILE) => Products::PackedAmx(kv),
+        #[cfg(target_arch = "x86_64")]
+        Some(kv) if KIND >= AVX512_BF16 && kv.pairs => Products::PackedBf16(kv),
+        #[cfg(target_arch = "x86_64")]
+        Some(kv) if KIND >= AVX512 && !kv.pairs => Products::PackedAvx512(kv),
+        #[cfg(target_arch = "x86_64")]
+        Some(kv) if KIND == AVX2 && !kv.pairs && d.is_multiple_of(8) => Products::PackedAvx2(kv),
+        Some(kv) => {
+            debug_assert!(!kv.pairs, "bf16 pair blocks on a path without bf16 kernels");
+            Products::PackedGemm(kv)
+        }
         None if rows <= DIRECT_MAX_ROWS => Products::Direct,
         None => Products::StreamedGemm,
     };
+    // The AMX tiles work on 16 rows at a time: the item's buffers get whole tiles.
+    #[cfg(target_arch = "x86_64")]
+    let alloc = if matches!(products, Products::PackedAmx(_)) { rows.next_multiple_of(amx::TILE) } else { rows };
+    #[cfg(not(target_arch = "x86_64"))]
+    let alloc = rows;
+    sc.reset(rows, alloc, d);
+    #[cfg(target_arch = "x86_64")]
+    let bf16_products = matches!(products, Products::PackedBf16(_) | Products::PackedAmx(_));
+    #[cfg(not(target_arch = "x86_64"))]
+    let bf16_products = false;
+    if bf16_products {
+        load_q_bf16(ctx, it, alloc, &mut sc.qb);
+        sc.pb.resize(alloc * PB_LD / 2, 0);
+    } else {
+        load_q(ctx, it, &mut sc.q[..rows * d]);
+    }
 
     // Key ranges are monotone in the row, so the item's keys are [lo(q0), hi(q1 - 1)).
     let (first_lo, first_hi) = p.key_range(it.q0);
@@ -460,28 +510,115 @@ pub(super) unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: 
                 // rows of 16·⌈jb/16⌉ ≤ KEYS_PER_TILE ≤ KT_LD floats at stride KT_LD inside
                 // `kv.kt`; S holds rows × S_LD with 16·⌈jb/16⌉ ≤ S_LD.
                 unsafe { avx2::scores(&sc.q, d, rows, kt, KT_LD, jb, sc.s.as_mut_ptr()) };
-                // SAFETY: the caller's AVX2 contract.
-                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                // SAFETY: the caller's KIND contract.
+                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
                 // SAFETY: the caller has AVX2 and FMA; d is a multiple of 8; acc holds
                 // rows × d, corr rows; P (in S) rows × S_LD with jb ≤ S_LD; the V tile is
                 // jb ≤ KEYS_PER_TILE rows of d at stride v_ld inside its block of `kv.v`.
                 unsafe { avx2::accumulate(&mut sc.acc, &sc.corr, d, rows, sc.s.as_ptr(), v, kv.v_ld, jb) };
             }
+            #[cfg(target_arch = "x86_64")]
+            Products::PackedAvx512(kv) => {
+                let (kt, v) = (kv.kt_tile(ctx.kv_slot, it.kvh, j0), kv.v_tile(ctx.kv_slot, it.kvh, j0));
+                // SAFETY: the caller has AVX-512F; Q holds rows × d; the Kᵀ tile has d rows
+                // of 16·⌈jb/16⌉ ≤ KT_LD floats at stride KT_LD inside `kv.kt`; S holds
+                // rows × S_LD with 16·⌈jb/16⌉ ≤ S_LD.
+                unsafe { avx512::scores_f32(sc.q.as_ptr(), d, rows, kt, KT_LD, jb, sc.s.as_mut_ptr(), S_LD) };
+                // SAFETY: the caller's KIND contract.
+                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
+                // SAFETY: the caller has AVX-512F; acc holds rows × d, corr rows; P (in S)
+                // rows × S_LD with jb ≤ S_LD; the V tile is jb rows of d at stride v_ld.
+                unsafe {
+                    avx512::accumulate_f32(
+                        sc.acc.as_mut_ptr(),
+                        sc.corr.as_ptr(),
+                        d,
+                        rows,
+                        sc.s.as_ptr(),
+                        S_LD,
+                        v,
+                        kv.v_ld,
+                        jb,
+                    )
+                };
+            }
+            #[cfg(target_arch = "x86_64")]
+            Products::PackedBf16(kv) => {
+                let (kt, v) = (kv.kt_tile(ctx.kv_slot, it.kvh, j0).cast(), kv.v_tile(ctx.kv_slot, it.kvh, j0).cast());
+                // SAFETY: the caller has AVX-512F and AVX512-BF16; the bf16 Q rows hold d/2
+                // pairs each; the Kᵀ pair tile has d/2 rows of 16·⌈jb/16⌉ ≤ KT_LD pairs
+                // (zero past jb) at stride KT_LD; S as above.
+                unsafe {
+                    avx512::scores_bf16(sc.qb.as_ptr(), d / 2, rows, d / 2, kt, KT_LD, jb, sc.s.as_mut_ptr(), S_LD)
+                };
+                // SAFETY: the caller's KIND contract; Q's scale multiplies the raw scores.
+                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, q_scale(p), true) };
+                // SAFETY: as above; P rounded to bf16 holds rows of ⌈jb/2⌉ ≤ PB_LD/2 pairs
+                // (zero past jb) at stride PB_LD/2 pairs; the V pair tile ⌈jb/2⌉ ≤
+                // KEYS_PER_TILE/2 pair rows of d (zero past jb) at stride v_ld.
+                unsafe {
+                    avx512::accumulate_bf16(
+                        sc.acc.as_mut_ptr(),
+                        sc.corr.as_ptr(),
+                        d,
+                        rows,
+                        sc.pb.as_ptr(),
+                        PB_LD / 2,
+                        v,
+                        kv.v_ld,
+                        jb.div_ceil(2),
+                    )
+                };
+            }
+            #[cfg(target_arch = "x86_64")]
+            Products::PackedAmx(kv) => {
+                let (kt, v) = (kv.kt_tile(ctx.kv_slot, it.kvh, j0).cast(), kv.v_tile(ctx.kv_slot, it.kvh, j0).cast());
+                let cols = jb.next_multiple_of(2 * amx::TILE);
+                // SAFETY: the caller has AMX with the OS's permission; alloc is a multiple
+                // of 16 and d of 32; the bf16 Q buffer holds alloc rows of d; the Kᵀ pair
+                // tile has d/2 rows of cols ≤ KEYS_PER_TILE ≤ KT_LD pairs (zero past jb);
+                // S holds alloc rows of S_LD ≥ cols.
+                unsafe { amx::scores(sc.qb.as_ptr().cast(), d, alloc, d, kt, KT_LD, cols, sc.s.as_mut_ptr(), S_LD) };
+                // SAFETY: the caller's KIND contract; Q's scale multiplies the raw scores.
+                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, q_scale(p), true) };
+                rescale_rows(&mut sc.acc[..rows * d], &sc.corr[..rows], d);
+                // SAFETY: as above; acc holds alloc rows of d; P rounded to bf16 holds alloc
+                // rows of PB_LD ≥ cols (zero from jb to cols); the V pair tile has cols/2 ≤
+                // KEYS_PER_TILE/2 pair rows of d (zero past jb) at stride v_ld.
+                unsafe {
+                    amx::accumulate(sc.acc.as_mut_ptr(), d, alloc, sc.pb.as_ptr().cast(), PB_LD, v, kv.v_ld, cols)
+                };
+            }
             Products::PackedGemm(kv) => {
                 // SAFETY: the Kᵀ tile is d columns of jb ≤ KT_LD keys at stride KT_LD inside
                 // `kv.kt`.
                 unsafe { scores_gemm(sc, d, rows, jb, kv.kt_tile(ctx.kv_slot, it.kvh, j0), (KT_LD, 1)) };
-                // SAFETY: the caller's AVX2 contract.
-                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                // SAFETY: the caller's KIND contract.
+                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
                 // SAFETY: the V tile is jb rows of d at stride v_ld inside its block of `kv.v`.
                 unsafe { pv_gemm(sc, d, rows, jb, kv.v_tile(ctx.kv_slot, it.kvh, j0), kv.v_ld) };
+            }
+            #[cfg(target_arch = "x86_64")]
+            Products::Direct if KIND >= AVX512 && T::DTYPE == candle_core::DType::BF16 => {
+                // SAFETY: the caller has AVX-512F; T is bf16.
+                unsafe { scores_direct_bf16(ctx, it, sc, j0, jb) };
+                // SAFETY: the caller's KIND contract.
+                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
+                // SAFETY: as above.
+                unsafe { pv_direct_bf16(ctx, it, sc, j0, jb) };
+            }
+            Products::Direct if T::as_f32(ctx.k.data).is_none() => {
+                scores_direct_converted(ctx, it, sc, j0, jb);
+                // SAFETY: the caller's KIND contract.
+                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
+                pv_direct_converted(ctx, it, sc, j0, jb);
             }
             Products::Direct => {
                 let (k, k_stride) = kv_tile(&ctx.k, 0, j0, jb, it.kvh, d, &mut sc.k);
                 // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer.
                 unsafe { scores_direct(sc, d, jb, k, k_stride) };
-                // SAFETY: the caller's AVX2 contract.
-                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                // SAFETY: the caller's KIND contract.
+                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
                 let (v, v_stride) = kv_tile(&ctx.v, 0, j0, jb, it.kvh, d, &mut sc.v);
                 // SAFETY: as for K.
                 unsafe { pv_direct(sc, d, rows, jb, v, v_stride) };
@@ -491,13 +628,79 @@ pub(super) unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: 
                 // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer
                 // (row-major K; gemm packs it).
                 unsafe { scores_gemm(sc, d, rows, jb, k, (1, k_stride)) };
-                // SAFETY: the caller's AVX2 contract.
-                unsafe { softmax_step::<T, AVX2>(ctx, it, tile, sc) };
+                // SAFETY: the caller's KIND contract.
+                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
                 let (v, v_stride) = kv_tile(&ctx.v, 0, j0, jb, it.kvh, d, &mut sc.v);
                 // SAFETY: as for K.
                 unsafe { pv_gemm(sc, d, rows, jb, v, v_stride) };
             }
         }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if matches!(products, Products::PackedAmx(_)) {
+        // SAFETY: the caller's AMX contract.
+        unsafe { amx::release() };
+    }
+    if ctx.n_splits == 1 {
+        // SAFETY: the caller's contract (`run`'s loop: the item owns its rows).
+        unsafe { write_item(ctx, it, sc) };
+    }
+}
+
+/// Writes the rows of an item whose keys were not split: `out = acc / l` converted to `T`
+/// (compiled into each [`attend`] instance, so the conversion uses its instruction set),
+/// and the rows' LSE when asked for.
+///
+/// # Safety
+/// Items partition the (sequence, position, kv-head group) rows of `ctx.out` (and their LSE
+/// entries), sequences own disjoint rows, and both buffers outlive the parallel loop: no
+/// other thread writes these rows meanwhile.
+#[inline(always)]
+unsafe fn write_item<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    let p = &ctx.p;
+    let (h, d, g) = (p.heads, p.head_dim, p.group_size());
+    let rows = (it.q1 - it.q0) * g;
+    let row_len = d * g;
+    let normalized = &mut sc.q[..rows * d]; // Q is no longer needed: reuse it.
+    finalize_rows(&sc.acc[..rows * d], &sc.l[..rows], d, normalized);
+    for (i, src) in (it.q0..it.q1).zip(normalized.chunks_exact(row_len)) {
+        let start = ((ctx.out_row0 + i) * h + it.kvh * g) * d;
+        // SAFETY: the caller's contract; the range lies inside `out`.
+        let dst = unsafe { std::slice::from_raw_parts_mut(ctx.out.get().add(start), row_len) };
+        T::from_f32(src, dst);
+    }
+    if let Some(lse_ptr) = ctx.lse {
+        for (r, (&m, &l)) in sc.m[..rows].iter().zip(&sc.l[..rows]).enumerate() {
+            let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+            // SAFETY: as for `out`: the entry lies inside the `h × rows` LSE buffer.
+            unsafe { *lse_ptr.get().add(ctx.lse0 + hq * ctx.lse_head + i) = row_lse(m, l) };
+        }
+    }
+}
+
+/// The factor Q's rows take: `scale·log2(e)` (scores in base 2), or `scale / softcap`.
+#[inline(always)]
+fn q_scale(p: &Problem) -> f32 {
+    if p.softcap > 0.0 {
+        p.scale / p.softcap
+    } else {
+        p.scale * LOG2_E
+    }
+}
+
+/// The item's Q rows as bf16 pairs, unscaled (the bf16 products multiply the scores by
+/// [`q_scale`] instead, so Q stays exact), `alloc` rows of `d/2` pairs (d is even) with the
+/// rows past the item's zero.
+#[inline(always)]
+fn load_q_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, alloc: usize, qb: &mut Vec<u32>) {
+    let p = &ctx.p;
+    let (d, g) = (p.head_dim, p.group_size());
+    let rows = (it.q1 - it.q0) * g;
+    qb.clear();
+    qb.resize(alloc * d / 2, 0);
+    for (r, dst) in qb.chunks_exact_mut(d / 2).take(rows).enumerate() {
+        let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+        T::to_bf16_pairs(ctx.q.row(0, i, hq, d), dst);
     }
 }
 
@@ -509,7 +712,7 @@ pub(super) unsafe fn attend<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: 
 fn load_q<T: Element>(ctx: &Ctx<'_, T>, it: &Item, q: &mut [f32]) {
     let p = &ctx.p;
     let (d, g) = (p.head_dim, p.group_size());
-    let q_scale = if p.softcap > 0.0 { p.scale / p.softcap } else { p.scale * LOG2_E };
+    let q_scale = q_scale(p);
     for (r, dst) in q.chunks_exact_mut(d).enumerate() {
         let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
         T::to_f32(ctx.q.row(0, i, hq, d), dst);
@@ -569,22 +772,153 @@ unsafe fn scores_direct(sc: &mut Scratch, d: usize, jb: usize, k: *const f32, k_
     }
 }
 
-/// The online softmax over one tile of `S`, row by row: softcap, ALiBi and the masks
-/// transform the scores; then, with `m` the running row max and `l` the running sum,
-/// `m' = max(m, max_j s_j)`, `p_j = 2^(s_j - m')` in place of `s_j`,
-/// `corr = 2^(m - m')`, `l' = corr·l + Σ p_j`. `corr` is left for the `P V` step to
-/// rescale the accumulator.
+/// Row `r` of the bf16 probabilities (PB_LD bf16 at a stride of PB_LD/2 pairs).
+#[inline(always)]
+fn bf16_row(pb: &mut [u32], r: usize) -> &mut [u16] {
+    let row = &mut pb[r * PB_LD / 2..][..PB_LD / 2];
+    // SAFETY: a u32 is two u16 (and at least as aligned); the view covers exactly the row.
+    unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr().cast::<u16>(), PB_LD) }
+}
+
+/// [`scores_direct`] for bf16 inputs on the AVX-512 kinds: each K row converted in
+/// registers ([`avx512::dots_bf16`]).
 ///
 /// # Safety
-/// With `AVX2`, the CPU has AVX2 and FMA.
+/// The CPU has AVX-512F; `T` is bf16.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn softmax_step<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item, tile: Tile, sc: &mut Scratch) {
+unsafe fn scores_direct_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
+    let d = ctx.p.head_dim;
+    let rows = (it.q1 - it.q0) * ctx.p.group_size();
+    let k = &ctx.k;
+    let ahead = k.pages.is_none().then_some(PREFETCH_ROWS * k.st.seq);
+    for jj in 0..jb {
+        let row = k.row(0, j0 + jj, it.kvh, d);
+        if let Some(a) = ahead {
+            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
+        }
+        // SAFETY: the caller's contract; T is bf16 (2 bytes, the bits of a bf16); Q holds
+        // rows ≤ DIRECT_MAX_ROWS rows of d; S has rows rows of S_LD ≥ jb.
+        unsafe { avx512::dots_bf16(sc.q.as_ptr(), rows, d, row.as_ptr().cast(), sc.s.as_mut_ptr().add(jj), S_LD) };
+    }
+}
+
+/// [`pv_direct`] for bf16 inputs on the AVX-512 kinds ([`avx512::axpys_bf16`]).
+///
+/// # Safety
+/// As [`scores_direct_bf16`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn pv_direct_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
+    let d = ctx.p.head_dim;
+    let rows = (it.q1 - it.q0) * ctx.p.group_size();
+    rescale_rows(&mut sc.acc[..rows * d], &sc.corr[..rows], d);
+    let v = &ctx.v;
+    let ahead = v.pages.is_none().then_some(PREFETCH_ROWS * v.st.seq);
+    for jj in 0..jb {
+        let row = v.row(0, j0 + jj, it.kvh, d);
+        if let Some(a) = ahead {
+            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
+        }
+        // SAFETY: as in `scores_direct_bf16`; acc holds rows × d; P (in S) rows at S_LD.
+        unsafe { avx512::axpys_bf16(sc.acc.as_mut_ptr(), rows, d, sc.s.as_ptr().add(jj), S_LD, row.as_ptr().cast()) };
+    }
+}
+
+/// [`scores_direct`] for f16/bf16 inputs: each K row converted to f32 in a `d`-float
+/// buffer that stays in L1 and used at once, rather than the whole tile converted first
+/// (256 rows of d = 128 are 128 KiB, an L2 round trip).
+#[inline(always)]
+fn scores_direct_converted<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
+    let d = ctx.p.head_dim;
+    let k = &ctx.k;
+    let ahead = k.pages.is_none().then_some(PREFETCH_ROWS * k.st.seq);
+    sc.k.resize(d, 0.0);
+    for jj in 0..jb {
+        let row = k.row(0, j0 + jj, it.kvh, d);
+        if let Some(a) = ahead {
+            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
+        }
+        T::to_f32(row, &mut sc.k[..d]);
+        for (r, qrow) in sc.q.chunks_exact(d).enumerate() {
+            sc.s[r * S_LD + jj] = dot(qrow, &sc.k[..d]);
+        }
+    }
+}
+
+/// [`pv_direct`] for f16/bf16 inputs, each V row converted as in
+/// [`scores_direct_converted`].
+#[inline(always)]
+fn pv_direct_converted<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
+    let d = ctx.p.head_dim;
+    let rows = (it.q1 - it.q0) * ctx.p.group_size();
+    rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
+    let v = &ctx.v;
+    let ahead = v.pages.is_none().then_some(PREFETCH_ROWS * v.st.seq);
+    sc.v.resize(d, 0.0);
+    for jj in 0..jb {
+        let row = v.row(0, j0 + jj, it.kvh, d);
+        if let Some(a) = ahead {
+            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
+        }
+        T::to_f32(row, &mut sc.v[..d]);
+        let vrow = &sc.v[..d];
+        for (r, acc) in sc.acc.chunks_exact_mut(d).enumerate() {
+            let pr = sc.s[r * S_LD + jj];
+            acc.iter_mut().zip(vrow).for_each(|(a, &x)| *a = pr.mul_add(x, *a));
+        }
+    }
+}
+
+/// The online softmax over one tile of `S`, row by row: the raw scores times `s_scale`
+/// (1 where Q was scaled), then softcap, ALiBi and the masks transform them;
+/// then, with `m` the running row max and `l` the running sum,
+/// `m' = max(m, max_j s_j)`, `p_j = 2^(s_j - m')` in place of `s_j`,
+/// `corr = 2^(m - m')`, `l' = corr·l + Σ p_j`. `corr` is left for the `P V` step to
+/// rescale the accumulator. With `round_p` (the bf16 products) `P` is also rounded to bf16
+/// into `sc.pb` (zeros past the tile's keys, up to the next multiple of 32), for the
+/// `P V` products; `l` sums the unrounded values.
+///
+/// # Safety
+/// The CPU has the instruction sets of `KIND`; with `round_p`, `KIND ≥ AVX512_BF16` and
+/// `sc.pb` holds the item's rows of [`PB_LD`].
+#[inline(always)]
+unsafe fn softmax_step<T: Element, const KIND: u8>(
+    ctx: &Ctx<'_, T>,
+    it: &Item,
+    tile: Tile,
+    sc: &mut Scratch,
+    s_scale: f32,
+    round_p: bool,
+) {
     let p = &ctx.p;
     let g = p.group_size();
     let Tile { j0, jb, full } = tile;
+    let plain = p.softcap <= 0.0 && ctx.alibi.is_none() && full;
     for r in 0..(it.q1 - it.q0) * g {
         let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
         let srow = &mut sc.s[r * S_LD..][..jb];
+        // The bf16 products on a plain tile: the scale goes into the max and the exponent,
+        // and the pass stores bf16 probabilities only.
+        #[cfg(target_arch = "x86_64")]
+        if KIND >= AVX512_BF16 && round_p && plain && s_scale > 0.0 {
+            let m_old = sc.m[r];
+            // SAFETY: the caller has AVX-512F (KIND ≥ AVX512); `c·x` is monotone in x.
+            let m_new = m_old.max(s_scale * unsafe { avx512::row_max(srow) });
+            let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
+            let dst = &mut bf16_row(&mut sc.pb, r)[..jb.next_multiple_of(32)];
+            // SAFETY: the caller has AVX-512F and AVX512-BF16 (KIND ≥ AVX512_BF16).
+            let sum = unsafe { avx512::exp2_scaled_to_bf16(srow, s_scale, m_use, dst) };
+            let corr = exp2_f32(m_old - m_use);
+            sc.l[r] = sc.l[r] * corr + sum;
+            sc.m[r] = m_new;
+            sc.corr[r] = corr;
+            continue;
+        }
+        let fused_scale = s_scale != 1.0 && plain && KIND >= AVX512;
+        if s_scale != 1.0 && !fused_scale {
+            srow.iter_mut().for_each(|x| *x *= s_scale);
+        }
         if p.softcap > 0.0 {
             softcap_in_place(srow, p.softcap * LOG2_E);
         }
@@ -599,17 +933,34 @@ unsafe fn softmax_step<T: Element, const AVX2: bool>(ctx: &Ctx<'_, T>, it: &Item
             srow[b..].fill(f32::NEG_INFINITY);
         }
         let m_old = sc.m[r];
-        // SAFETY: with AVX2, the caller has AVX2 and FMA.
-        let m_new = m_old.max(unsafe { tile_row_max::<AVX2>(srow) });
+        let tile_max = if fused_scale {
+            // SAFETY: the caller has AVX-512F (KIND ≥ AVX512).
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                avx512::scale_row_max(srow, s_scale)
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            unreachable!()
+        } else {
+            // SAFETY: the caller's KIND contract.
+            unsafe { tile_row_max::<KIND>(srow) }
+        };
+        let m_new = m_old.max(tile_max);
         // A row that has seen no visible score yet keeps m = -inf; exponentiate against
         // 0 so that its masked scores give 0 and NaN scores stay NaN.
         let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
         // SAFETY: as above.
-        let sum = unsafe { tile_exp2_sub::<AVX2>(srow, m_use) };
+        let sum = unsafe { tile_exp2_sub::<KIND>(srow, m_use) };
         let corr = exp2_f32(m_old - m_use);
         sc.l[r] = sc.l[r] * corr + sum;
         sc.m[r] = m_new;
         sc.corr[r] = corr;
+        #[cfg(target_arch = "x86_64")]
+        if KIND >= AVX512_BF16 && round_p {
+            let dst = &mut bf16_row(&mut sc.pb, r)[..jb.next_multiple_of(32)];
+            // SAFETY: the caller has AVX-512F and AVX512-BF16 (KIND ≥ AVX512_BF16).
+            unsafe { avx512::round_row_bf16(srow, dst) };
+        }
     }
 }
 
@@ -673,6 +1024,21 @@ unsafe fn pv_direct(sc: &mut Scratch, d: usize, rows: usize, jb: usize, v: *cons
 /// spent most of its time waiting on loads (16 ms).
 const PREFETCH_ROWS: usize = 8;
 
+/// Asks for the `bytes` bytes at `ptr` to be brought into L1.
+#[inline(always)]
+fn prefetch_bytes(ptr: *const u8, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..bytes).step_by(64) {
+        // SAFETY: a prefetch is a hint that never faults, whatever the address; the pointer
+        // is formed with wrapping arithmetic and never dereferenced.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr.wrapping_add(off) as *const i8)
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (ptr, bytes);
+}
+
 /// Asks for the `d` floats at `ptr` to be brought into L1.
 #[inline(always)]
 fn prefetch_row(ptr: *const f32, d: usize) {
@@ -702,30 +1068,42 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     tail + lanes.iter().sum::<f32>()
 }
 
-/// [`row_max`] through the [`avx2`] kernel when `AVX2`.
+/// [`row_max`] through the [`avx2`] or [`avx512`] kernel for those kinds.
 ///
 /// # Safety
-/// With `AVX2`, the CPU has AVX2 and FMA.
+/// The CPU has the instruction sets of `KIND`.
 #[inline(always)]
-unsafe fn tile_row_max<const AVX2: bool>(x: &[f32]) -> f32 {
+unsafe fn tile_row_max<const KIND: u8>(x: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
-    if AVX2 {
-        // SAFETY: the caller's contract.
-        return unsafe { avx2::row_max(x) };
+    {
+        if KIND >= AVX512 {
+            // SAFETY: the caller's contract.
+            return unsafe { avx512::row_max(x) };
+        }
+        if KIND == AVX2 {
+            // SAFETY: the caller's contract.
+            return unsafe { avx2::row_max(x) };
+        }
     }
     row_max(x)
 }
 
-/// [`exp2_sub_in_place`] through the [`avx2`] kernel when `AVX2`.
+/// [`exp2_sub_in_place`] through the [`avx2`] or [`avx512`] kernel for those kinds.
 ///
 /// # Safety
-/// With `AVX2`, the CPU has AVX2 and FMA.
+/// The CPU has the instruction sets of `KIND`.
 #[inline(always)]
-unsafe fn tile_exp2_sub<const AVX2: bool>(x: &mut [f32], m: f32) -> f32 {
+unsafe fn tile_exp2_sub<const KIND: u8>(x: &mut [f32], m: f32) -> f32 {
     #[cfg(target_arch = "x86_64")]
-    if AVX2 {
-        // SAFETY: the caller's contract.
-        return unsafe { avx2::exp2_sub_sum(x, m) };
+    {
+        if KIND >= AVX512 {
+            // SAFETY: the caller's contract.
+            return unsafe { avx512::exp2_sub_sum(x, m) };
+        }
+        if KIND == AVX2 {
+            // SAFETY: the caller's contract.
+            return unsafe { avx2::exp2_sub_sum(x, m) };
+        }
     }
     exp2_sub_in_place(x, m)
 }

@@ -5,7 +5,9 @@
 //! without an `Sq×Sk` buffer: keys are visited in tiles of 256 and the softmax is kept
 //! online (running row max `m`, running sum `l`, f32 accumulator), as FlashAttention-2 does.
 //! Scores are kept in base 2 (`log2(e)` is folded into Q's scale), so the exponentials are
-//! `2^x`. f16/bf16 inputs are converted to f32 per tile; all arithmetic is f32.
+//! `2^x`. f16/bf16 inputs are converted to f32 per tile and all arithmetic is f32, except
+//! on the two bf16 paths, whose tile products multiply bf16 (Q, K, V and P rounded to bf16,
+//! as the GPU path does) with f32 sums.
 //!
 //! **Files.**
 //! - `mod.rs` (here): the entry [`forward()`], the kernel paths ([`CpuPath`]) and the
@@ -16,6 +18,9 @@
 //!   per prefill call into line-aligned f32 tiles, in buffers kept between calls.
 //! - `softmax.rs`: the softmax's portable row passes and the `2^x` they share.
 //! - `avx2.rs`: hand-written AVX2 + FMA tile products and softmax passes.
+//! - `avx512.rs`: AVX-512F tile products (f32 FMAs, or `vdpbf16ps` on bf16 pairs) and
+//!   softmax passes, including the pass that writes P as bf16.
+//! - `amx.rs`: AMX-BF16 tile products in `asm!`, and the OS permission for the tile state.
 //!
 //! **Work split.** One work item is (batch, kv head, query block, key split). Its rows are
 //! the query positions of the block × the q heads that share the kv head (GQA/MQA, 48 rows
@@ -40,24 +45,32 @@
 //! the dtype (f32, f16, bf16) once, and [`kernel`] gives the `attend` loop compiled for a
 //! [`CpuPath`]:
 //!
-//! | path            | compiled for | prefill tile products         | softmax max, `2^x` | needs              |
-//! |-----------------|--------------|-------------------------------|--------------------|--------------------|
-//! | `avx512-gemm`   | AVX-512F     | `gemm` crate                  | vectorized loops   | avx512f, avx2, fma |
-//! | `avx2-kernels`  | AVX2 + FMA   | `avx2.rs` kernels (d % 8 = 0) | `avx2.rs`          | avx2, fma          |
-//! | `portable-gemm` | baseline     | `gemm` crate                  | loops              | –                  |
+//! | path             | compiled for        | prefill tile products                          | softmax max, `2^x` | needs                                   |
+//! |------------------|---------------------|------------------------------------------------|--------------------|-----------------------------------------|
+//! | `avx512-amx`     | AVX-512F, AVX512-BF16 | bf16, d % 32 = 0: `amx.rs` tiles; else as `avx512-bf16` | `avx512.rs` | avx512f, avx512bf16, amx-tile, amx-bf16, OS permission |
+//! | `avx512-bf16`    | AVX-512F, AVX512-BF16 | bf16, even d: `avx512.rs` `vdpbf16ps`; else as `avx512-kernels` | `avx512.rs` | avx512f, avx512bf16, avx2, fma   |
+//! | `avx512-kernels` | AVX-512F            | `avx512.rs` f32 kernels (any d)                | `avx512.rs`        | avx512f, avx2, fma                      |
+//! | `avx512-gemm`    | AVX-512F            | `gemm` crate                                   | vectorized loops   | avx512f, avx2, fma                      |
+//! | `avx2-kernels`   | AVX2 + FMA          | `avx2.rs` kernels (d % 8 = 0)                  | `avx2.rs`          | avx2, fma                               |
+//! | `portable-gemm`  | baseline            | `gemm` crate                                   | loops              | –                                       |
 //!
-//! Decode-like calls use dot products and axpys (≤ 8 rows per item) or `gemm` on every
-//! path; there the paths differ only in what the loops are compiled for. `gemm` picks its
-//! own SIMD kernels at run time on every path. `portable-gemm` is the path of CPUs without
-//! AVX2 + FMA and of other architectures; on x86-64 its `f32::mul_add`s (the `2^x`
-//! polynomial, the decode loops) are library calls, which makes it about 20× slower than
-//! the other two on this file's bench rows.
+//! Decode-like calls use dot products and axpys (≤ 8 rows per item; f16/bf16 rows
+//! converted one at a time into an L1 buffer) or `gemm` on every path; there the paths
+//! differ only in what the loops are compiled for. `gemm` picks its own SIMD kernels at run
+//! time on every path. `portable-gemm` is the path of CPUs without AVX2 + FMA and of other
+//! architectures; on x86-64 its `f32::mul_add`s (the `2^x` polynomial, the decode loops)
+//! are library calls, which makes it about 20× slower than the others on the bench rows.
+//! f16 inputs are converted to f32 (F16C) on every path: AVX512-FP16 has no f16 product
+//! with f32 sums, and f16 sums would lose the accuracy the f32 path keeps.
 //!
-//! **Choice.** Unforced, a call takes `avx2-kernels` where its hand-written products run
-//! (prefill, `head_dim % 8 == 0`) and the CPU has AVX2 + FMA, AVX-512 CPUs included, and
-//! the widest path the CPU has elsewhere (decode-like calls, other head dims), for every
-//! dtype: [`auto_path`], with the measurements beside it.
-//!
+//! **Choice.** Unforced, a prefill call (several query blocks) takes `avx512-amx` for bf16
+//! with `head_dim % 32 == 0` where the CPU and OS allow AMX, else `avx512-kernels` where the
+//! CPU has AVX-512F, else `avx2-kernels` (d % 8 = 0), else the widest path; decode-like
+//! calls take `avx512-kernels`, else the widest path: [`auto_path`], with the measurements
+//! beside it. `avx512-bf16` is never the automatic choice: on the Xeon measured it was
+//! slower than the f32 AVX-512 kernels (`vdpbf16ps` issues once per cycle where FMAs issue
+//! twice, and P needs its rounding pass); force it where it wins.
+
 //! **Overrides.** `FUSED_ATTN_CPU_PATH=<path>` forces a path for the process (read once);
 //! the hidden `with_cpu_path(path, f)` forces one for the calls `f` makes on its thread
 //! (tests run every path the CPU has through it; `cpu_paths()` lists them). A forced path
@@ -82,7 +95,11 @@ use half::{bf16, f16};
 use crate::problem::{Problem, Strides};
 
 #[cfg(target_arch = "x86_64")]
+mod amx;
+#[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub(crate) mod backward;
 mod forward;
 mod pack;
@@ -143,7 +160,8 @@ fn run<T: Element>(
             Input::new((k, ks), (b, sk, hkv), d, "k")?,
             Input::new((v, vs), (b, sk, hkv), d, "v")?,
         );
-        let attend = kernel::<T>(path_for(p)?)?;
+        let path = path_for::<T>(p)?;
+        let (attend, pairs) = (kernel::<T>(path)?, path.bf16_pairs::<T>(d));
         let one = Problem { batch: 1, ..p.clone() };
         let seqs = (0..b)
             .map(|bi| SeqIn {
@@ -156,6 +174,7 @@ fn run<T: Element>(
                 lse0: bi * h * sq,
                 lse_head: sq,
                 attend,
+                pairs,
             })
             .collect();
         return forward::run::<T>(seqs, b * sq, b, p.want_lse, dims);
@@ -193,7 +212,8 @@ fn run<T: Element>(
                 )
             }
         };
-        let attend = kernel::<T>(path_for(&sp)?)?;
+        let path = path_for::<T>(&sp)?;
+        let (attend, pairs) = (kernel::<T>(path)?, path.bf16_pairs::<T>(d));
         let row0 = packed.cu_q[b];
         seqs.push(SeqIn {
             p: sp,
@@ -205,6 +225,7 @@ fn run<T: Element>(
             lse0: row0,
             lse_head: total_q,
             attend,
+            pairs,
         });
     }
     forward::run::<T>(seqs, total_q, 1, p.want_lse, dims)
@@ -229,6 +250,17 @@ fn packed_strides(l: &Layout, name: &str) -> Result<Strides> {
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CpuPath {
+    /// As `avx512-bf16`, with the bf16 prefill tile products (`head_dim % 32 == 0`) on AMX
+    /// tiles (`cpu/amx.rs`) instead of `vdpbf16ps`.
+    Avx512Amx,
+    /// As `avx512-kernels`, with the bf16 prefill tile products (even `head_dim`) as bf16
+    /// pair dot products with f32 sums (`vdpbf16ps`, `cpu/avx512.rs`) and P rounded to
+    /// bf16 for `P V`.
+    Avx512Bf16,
+    /// The prefill tile products (any head dim) and the softmax's row max and `2^x` passes
+    /// in the hand-written AVX-512F kernels (`cpu/avx512.rs`), f16/bf16 converted to f32;
+    /// the rest compiled for AVX-512F.
+    Avx512Kernels,
     /// The tile products through the `gemm` crate; the softmax, mask and decode loops
     /// compiled for AVX-512F.
     Avx512Gemm,
@@ -243,21 +275,34 @@ pub enum CpuPath {
 
 impl CpuPath {
     /// Every path, widest instruction set first.
-    pub const ALL: [CpuPath; 3] = [CpuPath::Avx512Gemm, CpuPath::Avx2Kernels, CpuPath::PortableGemm];
+    pub const ALL: [CpuPath; 6] = [
+        CpuPath::Avx512Amx,
+        CpuPath::Avx512Bf16,
+        CpuPath::Avx512Kernels,
+        CpuPath::Avx512Gemm,
+        CpuPath::Avx2Kernels,
+        CpuPath::PortableGemm,
+    ];
 
     /// The name that `FUSED_ATTN_CPU_PATH` takes.
     pub fn name(self) -> &'static str {
         match self {
+            CpuPath::Avx512Amx => "avx512-amx",
+            CpuPath::Avx512Bf16 => "avx512-bf16",
+            CpuPath::Avx512Kernels => "avx512-kernels",
             CpuPath::Avx512Gemm => "avx512-gemm",
             CpuPath::Avx2Kernels => "avx2-kernels",
             CpuPath::PortableGemm => "portable-gemm",
         }
     }
 
-    /// The CPU features the path's code is compiled for.
+    /// The CPU features the path's code is compiled for (`amx-os`: the OS grants this
+    /// process the AMX tile state).
     pub fn required_features(self) -> &'static [&'static str] {
         match self {
-            CpuPath::Avx512Gemm => &["avx512f", "avx2", "fma"],
+            CpuPath::Avx512Amx => &["avx512f", "avx512bf16", "avx2", "fma", "amx-tile", "amx-bf16", "amx-os"],
+            CpuPath::Avx512Bf16 => &["avx512f", "avx512bf16", "avx2", "fma"],
+            CpuPath::Avx512Kernels | CpuPath::Avx512Gemm => &["avx512f", "avx2", "fma"],
             CpuPath::Avx2Kernels => &["avx2", "fma"],
             CpuPath::PortableGemm => &[],
         }
@@ -272,6 +317,15 @@ impl CpuPath {
     /// An error naming the path and the features this CPU lacks, if it lacks any.
     fn check_supported(self) -> Result<()> {
         lacking_message(self, &self.missing_features()).map_or(Ok(()), |m| Err(candle_core::Error::Msg(m)))
+    }
+
+    /// Whether the path multiplies bf16 pairs (and so packs K and V as bf16 pairs) for
+    /// prefill calls in `T` with head dim `d`: bf16 inputs with an even `d` on the two bf16
+    /// paths.
+    fn bf16_pairs<T: Element>(self, d: usize) -> bool {
+        matches!(self, CpuPath::Avx512Amx | CpuPath::Avx512Bf16)
+            && T::DTYPE == candle_core::DType::BF16
+            && d.is_multiple_of(2)
     }
 }
 
@@ -304,11 +358,14 @@ fn parse_path(s: &str) -> std::result::Result<CpuPath, String> {
 }
 
 /// Whether this CPU has the feature, one of the names [`CpuPath::required_features`] uses.
-fn has_feature(feature: &str) -> bool {
+pub(super) fn has_feature(feature: &str) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         match feature {
             "avx512f" => is_x86_feature_detected!("avx512f"),
+            "avx512bf16" => is_x86_feature_detected!("avx512bf16"),
+            "amx-tile" | "amx-bf16" => amx::cpu_has_amx(),
+            "amx-os" => amx::os_permits_amx(),
             "avx2" => is_x86_feature_detected!("avx2"),
             "fma" => is_x86_feature_detected!("fma"),
             _ => false,
@@ -376,7 +433,7 @@ pub(super) fn forced_path() -> Option<CpuPath> {
 
 /// The path of one call: [`with_cpu_path`]'s on this thread, else [`PATH_VAR`]'s, else
 /// [`auto_path`]'s; an error when the forced path cannot run on this CPU.
-fn path_for(p: &Problem) -> Result<CpuPath> {
+fn path_for<T: Element>(p: &Problem) -> Result<CpuPath> {
     if let Some(path) = FORCED.with(|c| c.get()) {
         path.check_supported()?;
         return Ok(path);
@@ -386,44 +443,44 @@ fn path_for(p: &Problem) -> Result<CpuPath> {
             Some(m) => Err(candle_core::Error::Msg(format!("{m} (forced by {PATH_VAR})"))),
             None => Ok(path),
         },
-        None => Ok(auto_path(p)),
+        None => Ok(auto_path(p, T::DTYPE == candle_core::DType::BF16)),
     }
 }
 
-/// The path chosen when none is forced: `avx2-kernels` wherever its hand-written products
-/// run (prefill, `head_dim % 8 == 0`) and the CPU has AVX2 + FMA, AVX-512 CPUs included;
-/// otherwise the widest path the CPU runs. The same for every dtype.
+/// The path chosen when none is forced (`bf16`: the inputs are bf16): for prefill,
+/// `avx512-amx` for bf16 with `head_dim % 32 == 0` where the CPU and OS allow AMX, else
+/// `avx512-kernels` where the CPU has AVX-512F, else `avx2-kernels` when `head_dim % 8 ==
+/// 0`; for decode-like calls `avx512-kernels`; otherwise the widest path the CPU runs.
 ///
-/// Measured on an AVX-512 Xeon (KVM guest of 2 vCPUs, `lscpu`: "Intel(R) Xeon(R)
-/// Processor", family 6 model 167; avx512f/bw/vl, avx512_bf16, avx512_fp16, amx, avx2,
-/// fma), 2 rayon threads. Criterion medians (`cargo bench --bench attention --
-/// cpu_fused_attn`, the path forced through `FUSED_ATTN_CPU_PATH`), two runs of each,
-/// alternating, while the host's load stayed under 2:
-///
-/// | row (B,H,Hkv,Sq,Sk,D)      | dtype | `avx2-kernels` | `avx512-gemm` |
-/// |----------------------------|-------|----------------|---------------|
-/// | 1,8,8,512,512,64           | f32   | 3.40–3.56 ms   | 3.88–3.96 ms  |
-/// | 1,16,16,2048,2048,64       | f32   | 105–106 ms     | 114–115 ms    |
-/// | same, causal               | f32   | 53.6–59.7 ms   | 62.5–63.7 ms  |
-/// | 1,32,8,1,4096,128 (decode) | f32   | 1.87–1.91 ms   | 1.75–1.84 ms  |
-/// | 1,8,8,512,512,64           | bf16  | 3.45–3.49 ms   | 3.79–3.82 ms  |
-/// | 1,16,16,2048,2048,64       | bf16  | 105 ms         | 108 ms        |
-/// | same, causal               | bf16  | 56.6–57.2 ms   | 59.8–61.3 ms  |
-/// | 1,32,8,1,4096,128 (decode) | bf16  | 1.86–1.92 ms   | 1.99 ms       |
-///
-/// Process CPU time per call, the two paths alternating call by call (3 runs, the host
-/// loaded 5–10), agreed: `avx2-kernels` 3–7% less on every prefill row, decode level.
-/// Prefill at d = 96, 128 and 256, GQA, f32 and f16 (CPU time, one run): 1–11% less.
-/// Decode runs the same loops on both paths, compiled for AVX2 or AVX-512: level (±5%
-/// either way by dtype), so it keeps the widest. On other machines (wall time, 2 threads):
-/// a Sapphire Rapids host, `avx2-kernels` 208 ms against 229 ms at the f32 2048 row and
-/// 5.97 against 14.1 ms at the 512 row; a Zen 5, `avx512-gemm` 88 ms against 93 ms at the
-/// 2048 row, the one measured case where this choice costs (force `avx512-gemm` there).
-/// Before and after this choice, and the whole record: `lab/cpu-history.md`.
-fn auto_path(p: &Problem) -> CpuPath {
+/// Measured on the development Xeon (KVM guest of 2 vCPUs, "Intel(R) Xeon(R) Processor",
+/// family 6 model 167; avx512f/bw/vl, avx512_bf16, avx512_fp16, amx_bf16/tile, avx2, fma),
+/// 2 rayon threads, `examples/bench_cpu.rs` with the path forced, the paths alternating,
+/// the host loaded 4–7 (every time about twice its quiet value, the ratios stable):
+/// at (1,16,16,2048,2048,64) f32, `avx512-kernels` 155–162 ms, `avx2-kernels` 215 ms,
+/// `avx512-gemm` 247 ms; in bf16, `avx512-amx` 57 ms, `avx512-kernels` 153 ms,
+/// `avx512-bf16` 206 ms (`vdpbf16ps` issues once per cycle where FMAs issue twice, and P
+/// needs a rounding pass, so it is never chosen), `avx2-kernels` 212 ms. Quiet (load < 2):
+/// `avx512-kernels` 74 ms and `avx512-amx` 28 ms at that row, against 105 ms for
+/// `avx2-kernels` before. On the H100 machine's host (Xeon family 6 model 207, the same
+/// features): 137 ms f32 and 54 ms bf16, from 257 and 260 ms. The record:
+/// `lab/cpu-history.md`.
+fn auto_path(p: &Problem, bf16: bool) -> CpuPath {
     let paths = detect();
-    if forward::packs_kv(p) && p.head_dim.is_multiple_of(8) && paths.contains(&CpuPath::Avx2Kernels) {
-        return CpuPath::Avx2Kernels;
+    let has = |path| paths.contains(&path);
+    let d = p.head_dim;
+    if forward::packs_kv(p) {
+        if bf16 && d.is_multiple_of(32) && has(CpuPath::Avx512Amx) {
+            return CpuPath::Avx512Amx;
+        }
+        if has(CpuPath::Avx512Kernels) {
+            return CpuPath::Avx512Kernels;
+        }
+        if d.is_multiple_of(8) && has(CpuPath::Avx2Kernels) {
+            return CpuPath::Avx2Kernels;
+        }
+    }
+    if has(CpuPath::Avx512Kernels) {
+        return CpuPath::Avx512Kernels;
     }
     paths[0]
 }
@@ -435,32 +492,64 @@ fn kernel<T: Element>(path: CpuPath) -> Result<AttendFn<T>> {
     path.check_supported()?;
     Ok(match path {
         #[cfg(target_arch = "x86_64")]
+        CpuPath::Avx512Amx => attend_amx::<T>,
+        #[cfg(target_arch = "x86_64")]
+        CpuPath::Avx512Bf16 => attend_avx512_bf16::<T>,
+        #[cfg(target_arch = "x86_64")]
+        CpuPath::Avx512Kernels => attend_avx512_kernels::<T>,
+        #[cfg(target_arch = "x86_64")]
         CpuPath::Avx512Gemm => attend_avx512_gemm::<T>,
         #[cfg(target_arch = "x86_64")]
         CpuPath::Avx2Kernels => attend_avx2_kernels::<T>,
         #[cfg(not(target_arch = "x86_64"))]
-        CpuPath::Avx512Gemm | CpuPath::Avx2Kernels => bail!("fused-attn cpu: path {path} exists on x86-64 only"),
+        CpuPath::Avx512Amx
+        | CpuPath::Avx512Bf16
+        | CpuPath::Avx512Kernels
+        | CpuPath::Avx512Gemm
+        | CpuPath::Avx2Kernels => bail!("fused-attn cpu: path {path} exists on x86-64 only"),
         CpuPath::PortableGemm => attend_portable_gemm::<T>,
     })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]
+unsafe fn attend_amx<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features and the
+    // OS's AMX permission.
+    unsafe { forward::attend::<T, { forward::AMX }>(ctx, it, sc) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]
+unsafe fn attend_avx512_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
+    unsafe { forward::attend::<T, { forward::AVX512_BF16 }>(ctx, it, sc) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn attend_avx512_kernels<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
+    // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
+    unsafe { forward::attend::<T, { forward::AVX512 }>(ctx, it, sc) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn attend_avx512_gemm<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
-    unsafe { forward::attend::<T, false>(ctx, it, sc) }
+    unsafe { forward::attend::<T, { forward::PORTABLE }>(ctx, it, sc) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn attend_avx2_kernels<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
-    unsafe { forward::attend::<T, true>(ctx, it, sc) }
+    unsafe { forward::attend::<T, { forward::AVX2 }>(ctx, it, sc) }
 }
 
 unsafe fn attend_portable_gemm<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's.
-    unsafe { forward::attend::<T, false>(ctx, it, sc) }
+    unsafe { forward::attend::<T, { forward::PORTABLE }>(ctx, it, sc) }
 }
 
 #[cfg(test)]
@@ -484,11 +573,14 @@ mod tests {
             assert_eq!(path.name().parse::<CpuPath>().unwrap(), path);
         }
         let err = "avx512".parse::<CpuPath>().unwrap_err().to_string();
-        assert!(err.contains("avx512-gemm, avx2-kernels, portable-gemm"), "{err}");
+        assert!(
+            err.contains("avx512-amx, avx512-bf16, avx512-kernels, avx512-gemm, avx2-kernels, portable-gemm"),
+            "{err}"
+        );
     }
 
     #[test]
-    fn auto_path_sends_prefill_with_d_a_multiple_of_8_to_the_avx2_kernels() {
+    fn auto_path_picks_the_widest_kernels_for_the_dtype_and_head_dim() {
         let prefill = Problem {
             batch: 1,
             seq_q: 512,
@@ -505,14 +597,23 @@ mod tests {
             want_lse: false,
             mm_ranges: None,
         };
-        let widest = cpu_paths()[0];
-        let prefill_path = if cpu_paths().contains(&CpuPath::Avx2Kernels) { CpuPath::Avx2Kernels } else { widest };
-        assert_eq!(auto_path(&prefill), prefill_path);
-        assert_eq!(auto_path(&Problem { seq_q: 1, ..prefill.clone() }), widest);
-        assert_eq!(auto_path(&Problem { head_dim: 100, ..prefill.clone() }), widest);
+        let paths = cpu_paths();
+        let has = |p| paths.contains(&p);
+        let first = |c: &[CpuPath]| c.iter().copied().find(|&p| has(p)).unwrap_or(paths[0]);
+        use CpuPath::*;
+        let f32_prefill = first(&[Avx512Kernels, Avx2Kernels]);
+        assert_eq!(auto_path(&prefill, false), f32_prefill);
+        assert_eq!(auto_path(&prefill, true), first(&[Avx512Amx, Avx512Kernels, Avx2Kernels]));
+        let d48 = Problem { head_dim: 48, ..prefill.clone() };
+        assert_eq!(auto_path(&d48, true), first(&[Avx512Kernels, Avx2Kernels]));
+        let d100 = Problem { head_dim: 100, ..prefill.clone() };
+        assert_eq!(auto_path(&d100, false), first(&[Avx512Kernels]));
+        let decode = Problem { seq_q: 1, ..prefill.clone() };
+        assert_eq!(auto_path(&decode, true), first(&[Avx512Kernels]));
+        assert_eq!(auto_path(&decode, false), first(&[Avx512Kernels]));
         // Zero-sized problems (the API returns before the back end) do not divide by zero.
-        assert_eq!(auto_path(&Problem { heads: 0, ..prefill.clone() }), widest);
-        assert_eq!(auto_path(&Problem { heads: 0, kv_heads: 0, ..prefill.clone() }), widest);
+        assert_eq!(auto_path(&Problem { heads: 0, ..prefill.clone() }, false), first(&[Avx512Kernels]));
+        assert_eq!(auto_path(&Problem { heads: 0, kv_heads: 0, ..prefill.clone() }, true), first(&[Avx512Kernels]));
     }
 
     #[test]

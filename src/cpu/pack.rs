@@ -25,6 +25,22 @@ pub(super) trait Element: WithDType {
     fn from_f32(src: &[f32], dst: &mut [Self]);
     /// The data as f32 when it already is f32 (then K/V tiles need no conversion).
     fn as_f32(src: &[Self]) -> Option<&[f32]>;
+    /// `dst[u] = (bf16(src[2u]), bf16(src[2u+1]))` as one u32, low half first: the bf16
+    /// pair layout's Kᵀ rows (only bf16 inputs take that layout, where this is exact).
+    fn to_bf16_pairs(src: &[Self], dst: &mut [u32]) {
+        for (o, p) in dst.iter_mut().zip(src.chunks_exact(2)) {
+            let b = |x: Self| bf16::from_f32(x.to_f64() as f32).to_bits() as u32;
+            *o = b(p[0]) | (b(p[1]) << 16);
+        }
+    }
+    /// `dst[c] = (bf16(lo[c]), bf16(hi[c]))` as the f32 whose bits are the pair: the bf16
+    /// pair layout's V rows.
+    fn interleave_bf16(lo: &[Self], hi: &[Self], dst: &mut [f32]) {
+        let b = |x: Self| bf16::from_f32(x.to_f64() as f32).to_bits() as u32;
+        for ((o, &l), &h) in dst.iter_mut().zip(lo).zip(hi) {
+            *o = f32::from_bits(b(l) | (b(h) << 16));
+        }
+    }
 }
 
 impl Element for f32 {
@@ -65,10 +81,29 @@ impl Element for bf16 {
     }
     #[inline(always)]
     fn from_f32(src: &[f32], dst: &mut [bf16]) {
-        dst.convert_from_f32_slice(src)
+        // `bf16::from_f32` without branches, so that it vectorizes: round to nearest even
+        // by adding 0x7fff and the kept low bit; NaN stays NaN (made quiet).
+        for (o, &x) in dst.iter_mut().zip(src) {
+            let b = x.to_bits();
+            let nan = b & 0x7fff_ffff > 0x7f80_0000;
+            let r = if nan { (b >> 16) | 0x40 } else { (b + 0x7fff + ((b >> 16) & 1)) >> 16 };
+            *o = bf16::from_bits(r as u16);
+        }
     }
     fn as_f32(_: &[bf16]) -> Option<&[f32]> {
         None
+    }
+    #[inline(always)]
+    fn to_bf16_pairs(src: &[bf16], dst: &mut [u32]) {
+        for (o, p) in dst.iter_mut().zip(src.chunks_exact(2)) {
+            *o = p[0].to_bits() as u32 | ((p[1].to_bits() as u32) << 16);
+        }
+    }
+    #[inline(always)]
+    fn interleave_bf16(lo: &[bf16], hi: &[bf16], dst: &mut [f32]) {
+        for ((o, l), h) in dst.iter_mut().zip(lo).zip(hi) {
+            *o = f32::from_bits(l.to_bits() as u32 | ((h.to_bits() as u32) << 16));
+        }
     }
 }
 
@@ -185,6 +220,8 @@ pub(super) struct SharedKv {
     /// Per slot (sequence), the index of its first tile; `slots + 1` entries.
     tile_base: Vec<usize>,
     head_dim: usize,
+    /// The blocks hold bf16 pairs ([`SharedKv::new`]) rather than f32.
+    pub pairs: bool,
 }
 
 /// Keys transposed together: each Kᵀ row gets 32 contiguous bytes at a time rather than
@@ -338,7 +375,14 @@ impl SharedKv {
     /// Packs the keys of every slot: slot `i` is `(k, v, sk)`, the `sk` keys of one
     /// sequence (row `(0, j, kvh)` of `k` and `v` is key `j`); a slot with no keys packs
     /// nothing (the sequences of a packed call that do not pack their keys).
-    pub fn new<T: Element>(slots: &[(Input<'_, T>, Input<'_, T>, usize)], hkv: usize, d: usize) -> Self {
+    ///
+    /// With `pairs` (bf16 inputs on the `avx512-bf16` and `avx512-amx` paths, `d` even) the
+    /// blocks hold bf16 pairs in 4-byte elements instead of f32: a Kᵀ block `d/2` pair rows,
+    /// `kt[u·KT_LD + jj] = (k[j0+jj][2u], k[j0+jj][2u+1])`, a V block `KEYS_PER_TILE/2` pair
+    /// rows, `v[w·v_ld + c] = (v[j0+2w][c], v[j0+2w+1][c])`, low half first; keys past the
+    /// last one are zero in both.
+    pub fn new<T: Element>(slots: &[(Input<'_, T>, Input<'_, T>, usize)], hkv: usize, d: usize, pairs: bool) -> Self {
+        debug_assert!(!pairs || d.is_multiple_of(2));
         let v_ld = padded_stride(d);
         let (kt_block, v_block) = (d * KT_LD, KEYS_PER_TILE * v_ld);
         let mut tile_base = Vec::with_capacity(slots.len() + 1);
@@ -356,6 +400,10 @@ impl SharedKv {
             let (k, v, sk) = &slots[slot];
             let j0 = (t - tile_base[slot]) * KEYS_PER_TILE;
             let jb = KEYS_PER_TILE.min(sk - j0);
+            if pairs {
+                pack_pairs_tile(k, v, (j0, jb), d, v_ld, (kt, kt_block), (vf, v_block));
+                return;
+            }
             let mut rows = [[0f32; crate::problem::MAX_HEAD_DIM]; TRANSPOSE_KEYS];
             for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
                 let keys = TRANSPOSE_KEYS.min(jb - g0);
@@ -374,7 +422,7 @@ impl SharedKv {
             // The last tile's missing keys, which the score kernel's last 16-key block reads.
             kt.chunks_exact_mut(KT_LD).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
         });
-        Self { kt, v: vf, v_ld, kv_heads: hkv, tile_base, head_dim: d }
+        Self { kt, v: vf, v_ld, kv_heads: hkv, tile_base, head_dim: d, pairs }
     }
 
     /// The index of the block of keys `j0..` (a multiple of KEYS_PER_TILE) of kv head `kvh`
@@ -391,6 +439,46 @@ impl SharedKv {
     /// V of keys `j0..`: KEYS_PER_TILE rows of `d` at stride `v_ld`.
     pub fn v_tile(&self, slot: usize, kvh: usize, j0: usize) -> *const f32 {
         self.v[self.block(slot, kvh, j0) * KEYS_PER_TILE * self.v_ld..].as_ptr()
+    }
+}
+
+/// One tile of every kv head in the bf16 pair layout of [`SharedKv::new`]: keys
+/// `j0..j0 + jb` of `k` and `v` into the tile's Kᵀ blocks (`kt`, `kt_block` floats per kv
+/// head) and V blocks (`vf`, `v_block` per kv head). A K row of `d` bf16 is `d/2` pairs, so
+/// the Kᵀ block is a transpose of 4-byte elements, [`TRANSPOSE_KEYS`] keys at a time; a V
+/// pair row interleaves two key rows.
+fn pack_pairs_tile<T: Element>(
+    k: &Input<'_, T>,
+    v: &Input<'_, T>,
+    (j0, jb): (usize, usize),
+    d: usize,
+    v_ld: usize,
+    (kt, kt_block): (&mut [f32], usize),
+    (vf, v_block): (&mut [f32], usize),
+) {
+    let half = d / 2;
+    let zero = [T::zero(); crate::problem::MAX_HEAD_DIM];
+    let mut rows = [[0u32; crate::problem::MAX_HEAD_DIM / 2]; TRANSPOSE_KEYS];
+    for (kvh, (kt, vf)) in kt.chunks_exact_mut(kt_block).zip(vf.chunks_exact_mut(v_block)).enumerate() {
+        for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
+            let keys = TRANSPOSE_KEYS.min(jb - g0);
+            for (jj, row) in (g0..g0 + keys).zip(&mut rows) {
+                T::to_bf16_pairs(k.row(0, j0 + jj, kvh, d), &mut row[..half]);
+            }
+            for (u, dst) in kt.chunks_exact_mut(KT_LD).take(half).enumerate() {
+                for (x, row) in dst[g0..g0 + keys].iter_mut().zip(&rows) {
+                    *x = f32::from_bits(row[u]);
+                }
+            }
+        }
+        // The missing keys of the last tile, which the score kernels' last blocks read.
+        kt.chunks_exact_mut(KT_LD).take(half).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
+        for (w, dst) in vf.chunks_exact_mut(v_ld).take(KEYS_PER_TILE / 2).enumerate() {
+            let (a, b) = (2 * w, 2 * w + 1);
+            let lo = if a < jb { v.row(0, j0 + a, kvh, d) } else { &zero[..d] };
+            let hi = if b < jb { v.row(0, j0 + b, kvh, d) } else { &zero[..d] };
+            T::interleave_bf16(lo, hi, &mut dst[..d]);
+        }
     }
 }
 

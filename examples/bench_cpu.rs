@@ -1,0 +1,92 @@
+//! Times the CPU forward on the rows of the CPU bench table (issue 15's rows), for
+//! `scripts/bench_torch_cpu.py`, which runs this binary and PyTorch's CPU SDPA in one run
+//! on the same cores and thread count; it also runs alone.
+//!
+//! ```text
+//! RAYON_NUM_THREADS=2 taskset -c 0,1 bench_cpu [--row R] [--dtype f32|bf16|f16] [--path P] [--reps N]
+//! ```
+//!
+//! `--row` is one of the rows below as `B,H,Hkv,Sq,Sk,D[,causal]` (default: all of them),
+//! `--path` forces a CPU path (`FUSED_ATTN_CPU_PATH` names), `--reps` the timed calls per
+//! row after 3 warm-ups (default: as many as fit in about 2 s, 5 to 200). Prints one JSON
+//! object per (row, dtype) line: the median and every time in ms, GFLOP/s (4·B·H·Sq·Sk·D,
+//! halved for causal), the path the call took and the thread count.
+
+use std::time::Instant;
+
+use candle_core::{DType, Device, Tensor};
+use candle_fused_attn::{attention, with_cpu_path, AttnParams, CpuPath};
+
+/// (B, H, Hkv, Sq, Sk, D, causal).
+type Row = (usize, usize, usize, usize, usize, usize, bool);
+
+const ROWS: [Row; 4] = [
+    (1, 8, 8, 512, 512, 64, false),
+    (1, 16, 16, 2048, 2048, 64, false),
+    (1, 16, 16, 2048, 2048, 64, true),
+    (1, 32, 8, 1, 4096, 128, false),
+];
+
+fn parse_row(s: &str) -> Row {
+    let f: Vec<&str> = s.split(',').map(str::trim).collect();
+    let n = |i: usize| f[i].parse::<usize>().unwrap_or_else(|_| panic!("bad row {s:?}"));
+    assert!(f.len() == 6 || f.len() == 7, "a row is B,H,Hkv,Sq,Sk,D[,causal]: {s:?}");
+    (n(0), n(1), n(2), n(3), n(4), n(5), f.get(6).is_some_and(|c| *c == "causal" || *c == "1" || *c == "true"))
+}
+
+fn main() -> candle_core::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let rows: Vec<Row> = opt("--row").map_or(ROWS.to_vec(), |r| vec![parse_row(&r)]);
+    let dtypes: Vec<DType> = match opt("--dtype").as_deref() {
+        None => vec![DType::F32, DType::BF16],
+        Some("f32") => vec![DType::F32],
+        Some("bf16") => vec![DType::BF16],
+        Some("f16") => vec![DType::F16],
+        Some(o) => panic!("unknown dtype {o}"),
+    };
+    let path: Option<CpuPath> = opt("--path").map(|p| p.parse()).transpose()?;
+    let reps: Option<usize> = opt("--reps").map(|r| r.parse().expect("--reps N"));
+    let threads = rayon::current_num_threads();
+    for &(b, h, hkv, sq, sk, d, causal) in &rows {
+        for &dtype in &dtypes {
+            let dev = Device::Cpu;
+            let q = Tensor::randn(0f32, 1.0, (b, sq, h, d), &dev)?.to_dtype(dtype)?;
+            let k = Tensor::randn(0f32, 1.0, (b, sk, hkv, d), &dev)?.to_dtype(dtype)?;
+            let v = Tensor::randn(0f32, 1.0, (b, sk, hkv, d), &dev)?.to_dtype(dtype)?;
+            let p = AttnParams::new(1.0 / (d as f32).sqrt()).causal(causal);
+            let call = || -> candle_core::Result<Tensor> {
+                match path {
+                    Some(path) => with_cpu_path(path, || attention(&q, &k, &v, &p))?,
+                    None => attention(&q, &k, &v, &p),
+                }
+            };
+            let time = || -> candle_core::Result<f64> {
+                let t = Instant::now();
+                std::hint::black_box(call()?);
+                Ok(t.elapsed().as_secs_f64() * 1e3)
+            };
+            for _ in 0..3 {
+                time()?;
+            }
+            let n = match reps {
+                Some(n) => n,
+                None => ((2000.0 / time()?) as usize).clamp(5, 200),
+            };
+            let mut ms: Vec<f64> = (0..n).map(|_| time()).collect::<candle_core::Result<_>>()?;
+            ms.sort_by(f64::total_cmp);
+            let median = ms[ms.len() / 2];
+            let flops = 4.0 * (b * h * sq * sk * d) as f64 * if causal { 0.5 } else { 1.0 };
+            let ms_list: Vec<String> = ms.iter().map(|t| format!("{t:.4}")).collect();
+            println!(
+                "{{\"row\": [{b}, {h}, {hkv}, {sq}, {sk}, {d}], \"causal\": {causal}, \"dtype\": \"{}\", \
+                 \"path\": \"{}\", \"threads\": {threads}, \"median_ms\": {median:.4}, \"gflops\": {:.1}, \"ms\": [{}]}}",
+                format!("{dtype:?}").to_lowercase(),
+                path.map_or("auto".to_string(), |p| p.to_string()),
+                flops / median / 1e6,
+                ms_list.join(", ")
+            );
+        }
+    }
+    Ok(())
+}

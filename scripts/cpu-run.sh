@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs a pack of scripts/cpu-pack.sh on a machine without Rust: the CPU bench against
+# PyTorch's CPU SDPA (scripts/bench_torch_cpu.py) and/or the CPU test binary, pinned to
+# two cores with two threads.
+#
+#   bash scripts/cpu-run.sh PACK OUT_DIR [bench] [tests]
+#
+# CORES (default 2,3), THREADS (default 2), ROUNDS (default 2), PYTHON (default python3),
+# TESTS_FILTER (test names for the test binary; default: all). OUT_DIR gets lscpu.txt,
+# bench.log, cpu_bench.json/md, tests.log.
+set -uo pipefail
+PACK="$(realpath "$1")"; OUT="$(realpath -m "$2")"; shift 2
+STAGES=("$@"); [ ${#STAGES[@]} -eq 0 ] && STAGES=(bench)
+: "${CORES:=2,3}" "${THREADS:=2}" "${ROUNDS:=2}" "${PYTHON:=python3}"
+mkdir -p "$OUT"
+W="$(mktemp -d)"
+tar -xJf "$PACK" -C "$W"
+cat "$W/PACK_INFO" >"$OUT/lscpu.txt"
+lscpu >>"$OUT/lscpu.txt" 2>&1
+lscpu -e >>"$OUT/lscpu.txt" 2>&1   # which CPUs share a core: CORES should not
+grep -E "^(cpu MHz|model name)" /proc/cpuinfo | sort | uniq -c >>"$OUT/lscpu.txt"
+uptime >>"$OUT/lscpu.txt"
+rc=0
+for s in "${STAGES[@]}"; do
+  case "$s" in
+    bench)
+      taskset -c "$CORES" "$PYTHON" "$W/scripts/bench_torch_cpu.py" --bin "$W/bin/bench_cpu" \
+        --threads "$THREADS" --rounds "$ROUNDS" --out "$OUT" >"$OUT/bench.log" 2>&1 || rc=1
+      tail -n 12 "$OUT/bench.log" ;;
+    tests)
+      # shellcheck disable=SC2086
+      RAYON_NUM_THREADS="$THREADS" taskset -c "$CORES" "$W/bin/cpu" ${TESTS_FILTER:-} --test-threads 1 \
+        >"$OUT/tests.log" 2>&1 || rc=1
+      grep -E "ran cpu paths|SKIPPED|FAILED|test result" "$OUT/tests.log" | tail -n 40 ;;
+    *) echo "unknown stage $s (bench tests)"; rc=1 ;;
+  esac
+done
+rm -rf "$W"
+exit $rc
