@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Builds the GPU binaries here (no GPU needed) and packs them for the GPU machine, which has
 # no Rust: the GPU test binary (tests/gpu.rs), the bench binary (benches/attention.rs) and
-# the llama and train examples, stripped, with the scripts they need, as one .tar.xz in device-pack/
+# the llama, train and coldstart examples, stripped, with the scripts they need, as one .tar.xz in device-pack/
 # (git-ignored; it travels to the device through `carry`). Prints what to send.
 #
 #   scripts/device-pack.sh
 #
 # Environment: FUSED_ATTN_CACHE (toolkit cache, as scripts/cuda-toolkit.sh), CARGO_TARGET_DIR
 # (default: $FUSED_ATTN_CACHE/target-cuda, outside the checkout so builds stay warm),
-# CUDA_COMPUTE_CAP (default 90: sm_90 cubin/PTX for the H100/H200).
+# CUDA_COMPUTE_CAP (default 90: sm_90 cubin/PTX of candle's own kernels for the H100/H200),
+# FUSED_ATTN_CUDA_ARCHS (unset: our kernels' full fatbin, cubins for sm_80 and sm_90 and
+# compute_80 PTX; `90` builds only the sm_90 cubins, faster, for an H100/H200-only pack).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,6 +29,7 @@ targets=()
 [ -f benches/attention.rs ] && targets+=(--bench attention)
 { [ -f examples/llama.rs ] || [ -f examples/llama/main.rs ]; } && targets+=(--example llama)
 [ -f examples/train.rs ] && targets+=(--example train)
+[ -f examples/coldstart.rs ] && targets+=(--example coldstart)
 if [ ${#targets[@]} -eq 0 ]; then
   echo "device-pack: nothing to build (no tests/gpu.rs, benches/attention.rs or examples/llama.rs)" >&2
   exit 1
@@ -48,6 +51,7 @@ while read -r kind name exe; do
     bench/attention) dest=bench ;;
     example/llama) dest=llama ;;
     example/train) dest=train ;;
+    example/coldstart) dest=coldstart ;;
     *) continue ;;
   esac
   strip -o "$STAGE/bin/$dest" "$exe"
@@ -73,7 +77,7 @@ cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch.py scripts/
 cp scripts/llama-device*.txt scripts/train-device.txt "$STAGE/" 2>/dev/null || true
 {
   echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src kernels build.rs Cargo.toml tests benches examples || echo '+dirty')"
-  echo "built $(date -u '+%Y-%m-%d %H:%M UTC') CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP"
+  echo "built $(date -u '+%Y-%m-%d %H:%M UTC') CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP FUSED_ATTN_CUDA_ARCHS=${FUSED_ATTN_CUDA_ARCHS:-all}"
 } >"$STAGE/PACK_INFO"
 
 rm -f "$PACK"
@@ -95,5 +99,5 @@ cat <<EOF
 Send to the GPU machine (device tool \`run\`):
   carry:   ["device-pack"]
   command: bash scripts/device-run.sh device-pack/fused-attn-device.tar.xz \$OUT all
-Stages instead of \`all\`: tests oracle sanitize bench torch llama; train and transformers (not in \`all\`). The table comes back in summary.md.
+Stages instead of \`all\`: tests oracle sanitize bench torch llama; train, transformers and coldstart (not in \`all\`). The table comes back in summary.md.
 EOF
