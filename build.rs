@@ -2,13 +2,16 @@
 //! (src/cuda/instances.rs) with nvcc into a fatbin holding machine code (cubins) for each
 //! real architecture of its `Arch` and, where the `Arch` says so, its PTX as a fallback for
 //! newer GPUs; writes `$OUT_DIR/fatbin.rs`, which embeds them (`include_bytes!`) in that
-//! list's order for src/cuda/mod.rs to load. Without the feature it does nothing.
+//! list's order for src/cuda/mod.rs to load, and the entry points each file's PTX declares
+//! (`ENTRIES`, for the tests). Without the feature it does nothing. With `DOCS_RS` set
+//! (docs.rs, which has no CUDA toolkit) it writes empty fatbins and runs no nvcc.
 //!
-//! Build time: the files compile in parallel, and within a file nvcc runs the front end once
-//! and ptxas once per cubin, `--threads` at a time. `FUSED_ATTN_CUDA_ARCHS=90` (numbers,
-//! comma-separated) keeps only those cubins for a development build on one GPU; the PTX
-//! fallback stays, so such a build still runs (JIT-compiled) elsewhere.
-//! `FUSED_ATTN_NVCC_THREADS` sets nvcc's `--threads` (default 0: one per CPU).
+//! Build time: the files compile concurrently, each in two nvcc steps: the front end (cicc)
+//! once to PTX, then ptxas once per cubin from that PTX, `--threads` at a time, and
+//! fatbinary. `FUSED_ATTN_CUDA_ARCHS=90` (numbers, comma-separated) keeps only those cubins
+//! for a development build on one GPU; the PTX fallback stays, so such a build still runs
+//! (JIT-compiled) elsewhere. `FUSED_ATTN_NVCC_THREADS` sets nvcc's `--threads` (default 0:
+//! one per CPU). The cargo warning the step prints gives its wall and CPU seconds.
 //!
 //! Generated C++, in `$OUT_DIR`:
 //! * `fattn_generated.cuh`: `static_assert`s of every field offset and the size of each params
@@ -32,6 +35,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 #[allow(dead_code)]
 #[path = "src/cuda/instances.rs"]
@@ -78,6 +82,10 @@ fn main() {
         for src in SOURCES {
             writeln!(rs, "    \"{}: nothing (a DOCS_RS build)\",", stem(src)).unwrap();
         }
+        rs.push_str("];\n\npub const ENTRIES: &[&[&str]] = &[\n");
+        for _ in SOURCES {
+            rs.push_str("    &[],\n");
+        }
         rs.push_str("];\n");
         write_if_changed(&out_dir.join("fatbin.rs"), &rs);
         return;
@@ -106,29 +114,22 @@ fn main() {
 
     let restrict = archs_override();
     let threads = nvcc_threads();
-    let started = std::time::Instant::now();
-    let mut children = Vec::new();
+    let extra: Vec<String> =
+        env::var("NVCC_FLAGS").map(|f| f.split_whitespace().map(String::from).collect()).unwrap_or_default();
+    let started = Instant::now();
     let mut contents = Vec::new();
+    let mut jobs = Vec::new();
     for src in SOURCES {
         let stem = stem(src);
-        let fatbin = out_dir.join(format!("{stem}.fatbin"));
         let (codes, described) = targets(src, restrict.as_deref());
         contents.push(described);
-        if codes.is_empty() {
-            // FUSED_ATTN_CUDA_ARCHS left this file nothing to build: an empty image, which
-            // src/cuda/mod.rs refuses to load with an error naming the override.
-            fs::write(&fatbin, b"").unwrap_or_else(|e| panic!("write {}: {e}", fatbin.display()));
-            continue;
-        }
-        // Every file is compiled whenever cargo reruns this script (only on a kernel change).
-        // An mtime shortcut here once shipped stale code: a source restored by git carries an
-        // older mtime than the output built from the edit it replaced.
-        let mut cmd = Command::new(&nvcc);
-        // One -gencode: the front end (cicc) runs once per file, and ptxas assembles each
-        // cubin from that one PTX, `threads` of them at a time.
-        cmd.arg("-fatbin")
-            .arg(format!("-gencode=arch={},code=[{}]", src.arch.virtual_arch(), codes.join(",")))
-            .arg(format!("--threads={threads}"))
+        let fatbin = out_dir.join(format!("{stem}.fatbin"));
+        let ptx = out_dir.join(format!("{stem}.ptx"));
+        // Step 1, the front end (cicc): the unit to the virtual architecture's PTX, once.
+        let mut front = Command::new(&nvcc);
+        front
+            .arg("--ptx")
+            .arg(format!("-arch={}", src.arch.virtual_arch()))
             .args(["-O3", "-std=c++17", "--expt-relaxed-constexpr"])
             .arg("-I")
             .arg(Path::new(src.file).parent().expect("kernel file in a directory"))
@@ -136,28 +137,74 @@ fn main() {
             .arg(&out_dir)
             .arg(out_dir.join(format!("{stem}.gen.cu")))
             .arg("-o")
-            .arg(&fatbin);
-        if let Ok(extra) = env::var("NVCC_FLAGS") {
-            cmd.args(extra.split_whitespace());
-        }
-        let child =
-            cmd.spawn().unwrap_or_else(|e| panic!("cannot run nvcc ({}): {e}; set CUDA_PATH or NVCC", nvcc.display()));
-        children.push((src, fatbin, codes, child));
+            .arg(&ptx)
+            .args(&extra);
+        // Step 2: ptxas assembles each cubin from that PTX (`threads` at a time) and
+        // fatbinary packs them with the PTX, every image compressed (a third of the size;
+        // the driver inflates the one it loads in milliseconds).
+        let mut back = Command::new(&nvcc);
+        back.arg("-fatbin")
+            .arg(format!("-gencode=arch={},code=[{}]", src.arch.virtual_arch(), codes.join(",")))
+            .arg(format!("--threads={threads}"))
+            .arg("-Xfatbin=-compress-all")
+            .arg(&ptx)
+            .arg("-o")
+            .arg(&fatbin)
+            .args(&extra);
+        // Every file is compiled whenever cargo reruns this script (only on a kernel change).
+        // An mtime shortcut here once shipped stale code: a source restored by git carries an
+        // older mtime than the output built from the edit it replaced. The files run
+        // concurrently, each its two steps in order, so a file's ptxas overlaps the others'
+        // front ends.
+        let nvcc_shown = nvcc.display().to_string();
+        jobs.push(std::thread::spawn(move || -> Result<(f64, f64), String> {
+            let t0 = Instant::now();
+            let mut front_s = 0.0;
+            for (step, mut cmd, out) in [("PTX", front, &ptx), ("fatbin", back, &fatbin)] {
+                let status =
+                    cmd.status().map_err(|e| format!("cannot run nvcc ({nvcc_shown}): {e}; set CUDA_PATH or NVCC"))?;
+                if !status.success() {
+                    let _ = fs::remove_file(out);
+                    return Err(format!("nvcc failed on {} ({step}: {}) with {status}", src.file, codes.join(", ")));
+                }
+                if step == "PTX" {
+                    front_s = t0.elapsed().as_secs_f64();
+                }
+            }
+            Ok((front_s, t0.elapsed().as_secs_f64()))
+        }));
     }
-    for (src, fatbin, codes, child) in children {
-        let out = child.wait_with_output().expect("wait for nvcc");
-        if !out.status.success() {
-            let _ = fs::remove_file(&fatbin);
-            panic!("nvcc failed on {} for {} ({})", src.file, codes.join(", "), out.status);
+    let mut failures = Vec::new();
+    let mut timings = Vec::new();
+    for (src, job) in SOURCES.iter().zip(jobs) {
+        match job.join().expect("an nvcc thread panicked") {
+            Ok((front, wall)) => timings.push(format!("{} {wall:.1} s (PTX at {front:.1} s)", stem(src))),
+            Err(e) => failures.push(e),
         }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
     let cpu = children_cpu_seconds().map(|s| format!(", {s:.1} s of CPU")).unwrap_or_default();
     println!(
-        "cargo:warning=compiled {} kernel file(s) to fatbins ({}) in {:.1} s{cpu}",
+        "cargo:warning=compiled {} kernel file(s) to fatbins ({}) in {:.1} s wall{cpu} (per file: {})",
         SOURCES.len(),
         contents.join("; "),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        timings.join(", ")
     );
+
+    // The entry points of each file, read from its PTX (every cubin is assembled from it).
+    let mut entries = String::from("pub const ENTRIES: &[&[&str]] = &[\n");
+    for src in SOURCES {
+        let ptx = out_dir.join(format!("{}.ptx", stem(src)));
+        let text = fs::read_to_string(&ptx).unwrap_or_else(|e| panic!("read {}: {e}", ptx.display()));
+        let names: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+            .map(|l| format!("{:?}", l.split('(').next().unwrap_or(l).trim()))
+            .collect();
+        writeln!(entries, "    &[{}],", names.join(", ")).unwrap();
+    }
+    entries.push_str("];\n");
 
     let mut rs = String::from(
         "// Generated by build.rs: per entry of instances::SOURCES, in its order, the fatbin nvcc\n\
@@ -171,14 +218,15 @@ fn main() {
     for described in &contents {
         writeln!(rs, "    {described:?},").unwrap();
     }
-    rs.push_str("];\n");
+    rs.push_str("];\n\n");
+    rs.push_str(&entries);
     write_if_changed(&out_dir.join("fatbin.rs"), &rs);
 }
 
 /// `FUSED_ATTN_CUDA_ARCHS`: the compute capabilities to build cubins for, as numbers
 /// (`90`, `80,90`; `sm_90` and `90a` are read as `90`), or every one the file lists when the
 /// variable is unset, empty or `all`. A development build for one GPU sets it to that GPU's
-/// number and compiles a quarter of the cubins. Unknown numbers are an error.
+/// number and assembles half the cubins. Unknown numbers are an error.
 fn archs_override() -> Option<Vec<String>> {
     println!("cargo:rerun-if-env-changed=FUSED_ATTN_CUDA_ARCHS");
     let raw = env::var("FUSED_ATTN_CUDA_ARCHS").unwrap_or_default();
@@ -229,6 +277,12 @@ fn targets(src: &Source, restrict: Option<&[String]>) -> (Vec<String>, String) {
     if let Some(r) = restrict {
         write!(described, " (FUSED_ATTN_CUDA_ARCHS={})", r.join(",")).unwrap();
     }
+    assert!(
+        !codes.is_empty(),
+        "{}: FUSED_ATTN_CUDA_ARCHS leaves nothing to build ({described}); unset it or name one of {}",
+        src.file,
+        src.arch.sass().join(", ")
+    );
     (codes, described)
 }
 

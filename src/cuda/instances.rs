@@ -47,7 +47,7 @@ impl Family {
 
 /// What a kernel file is compiled for: the GPUs it carries machine code (SASS) for, and the
 /// PTX a newer GPU's driver compiles instead. build.rs packs both into one fatbin per file
-/// (`nvcc -fatbin`, one `-gencode` per target); at load time the driver takes the cubin of
+/// (`nvcc -fatbin`, one `-gencode` naming every target); at load time the driver takes the cubin of
 /// the device's compute capability (an `sm_8x` cubin runs on any `8.y` GPU with `y ≥ x`)
 /// and JIT-compiles the PTX only when no cubin fits. To add an architecture-specific file
 /// (say `sm_90a` wgmma code), add a variant here whose `virtual_arch` is `compute_90a`, whose

@@ -104,11 +104,7 @@ fn module(dev: &CudaDevice, at: usize) -> Result<Arc<CudaModule>> {
     let file = SOURCES[at].file;
     let image = fatbin::FATBIN[at];
     if image.is_empty() {
-        bail!(
-            "fused-attn cuda: {file} was built without code for any GPU ({}); rebuild with \
-             FUSED_ATTN_CUDA_ARCHS unset or naming this GPU",
-            fatbin::CONTENTS[at]
-        )
+        bail!("fused-attn cuda: {file} was built without code for any GPU ({})", fatbin::CONTENTS[at])
     }
     let stream = dev.cuda_stream();
     // Loaded outside the lock: a JIT of the PTX fallback takes seconds. Two threads may both
@@ -128,6 +124,13 @@ fn module(dev: &CudaDevice, at: usize) -> Result<Arc<CudaModule>> {
             .or_insert_with(|| DeviceModules { stream: Arc::downgrade(&stream), modules: vec![None; SOURCES.len()] });
         entry.modules[at].get_or_insert(loaded).clone()
     }))
+}
+
+/// Whether kernel file `at` (index in [`SOURCES`]) has the entry point `name`, from the PTX
+/// build.rs assembled its cubins from.
+#[cfg(test)]
+pub(super) fn has_entry(at: usize, name: &str) -> bool {
+    fatbin::ENTRIES[at].contains(&name)
 }
 
 /// Loads `inst` from the module of the kernel file that builds it ([`module`]): its dense
@@ -460,4 +463,46 @@ pub(super) fn common_params(
         softcap: p.softcap,
         ..FattnParams::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::instances::{Family, INSTANCES};
+    use super::*;
+
+    #[test]
+    fn every_instance_entry_point_is_in_its_kernel_file() {
+        // load_instance asks the module for these names; a missing one would fail only on a
+        // GPU, at the first call that picks it. The packed entry where the family has one.
+        for inst in INSTANCES {
+            let at = SOURCES.iter().position(|s| s.builds(inst)).expect("a kernel file builds it");
+            let mut names = vec![inst.name.to_string()];
+            if matches!(inst.family, Family::Fwd | Family::Decode | Family::Bwd) {
+                names.push(format!("{}_varlen", inst.name));
+            }
+            for name in names {
+                assert!(has_entry(at, &name), "{name} is not in {}", SOURCES[at].file);
+            }
+        }
+    }
+
+    #[test]
+    fn every_kernel_file_ships_machine_code_and_a_ptx_fallback() {
+        // The build this test runs in is the one that ships: its fatbins are not empty and
+        // hold what instances::Arch asks for (build.rs wrote CONTENTS from the same lists).
+        for (at, src) in SOURCES.iter().enumerate() {
+            assert!(!fatbin::FATBIN[at].is_empty(), "{}: empty fatbin", src.file);
+            // The fatbin container's magic number (fatbinary's header, little-endian).
+            assert_eq!(&fatbin::FATBIN[at][..4], &0xBA55_ED50u32.to_le_bytes(), "{}: not a fatbin", src.file);
+            let contents = fatbin::CONTENTS[at];
+            for sm in src.arch.sass() {
+                assert!(
+                    contents.contains(sm) || contents.contains("FUSED_ATTN_CUDA_ARCHS"),
+                    "{}: no {sm} cubin ({contents})",
+                    src.file
+                );
+            }
+            assert!(contents.contains(&format!("{} PTX", src.arch.virtual_arch())), "{}: {contents}", src.file);
+        }
+    }
 }
