@@ -11,7 +11,9 @@
 //! fatbinary. `FUSED_ATTN_CUDA_ARCHS=90` (numbers, comma-separated) keeps only those cubins
 //! for a development build on one GPU; the PTX fallback stays, so such a build still runs
 //! (JIT-compiled) elsewhere. `FUSED_ATTN_NVCC_THREADS` sets nvcc's `--threads` (default 0:
-//! one per CPU). The cargo warning the step prints gives its wall and CPU seconds.
+//! one per CPU). `FUSED_ATTN_FATBIN_COMPRESSION` = `fast` (default), `size` or `none` picks
+//! how the images are compressed ([`Compression`]). The cargo warning the step prints gives
+//! its wall and CPU seconds.
 //!
 //! Generated C++, in `$OUT_DIR`:
 //! * `fattn_generated.cuh`: `static_assert`s of every field offset and the size of each params
@@ -114,6 +116,7 @@ fn main() {
 
     let restrict = archs_override();
     let threads = nvcc_threads();
+    let compression = fatbin_compression();
     let extra: Vec<String> =
         env::var("NVCC_FLAGS").map(|f| f.split_whitespace().map(String::from).collect()).unwrap_or_default();
     let started = Instant::now();
@@ -140,13 +143,12 @@ fn main() {
             .arg(&ptx)
             .args(&extra);
         // Step 2: ptxas assembles each cubin from that PTX (`threads` at a time) and
-        // fatbinary packs them with the PTX, every image compressed (a third of the size;
-        // the driver inflates the one it loads in milliseconds).
+        // fatbinary packs them with the PTX, compressed as `compression` says.
         let mut back = Command::new(&nvcc);
         back.arg("-fatbin")
             .arg(format!("-gencode=arch={},code=[{}]", src.arch.virtual_arch(), codes.join(",")))
             .arg(format!("--threads={threads}"))
-            .arg("-Xfatbin=-compress-all")
+            .args(compression.fatbinary_args())
             .arg(&ptx)
             .arg("-o")
             .arg(&fatbin)
@@ -185,9 +187,10 @@ fn main() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let cpu = children_cpu_seconds().map(|s| format!(", {s:.1} s of CPU")).unwrap_or_default();
     println!(
-        "cargo:warning=compiled {} kernel file(s) to fatbins ({}) in {:.1} s wall{cpu} (per file: {})",
+        "cargo:warning=compiled {} kernel file(s) to fatbins ({}; {} compression) in {:.1} s wall{cpu} (per file: {})",
         SOURCES.len(),
         contents.join("; "),
+        compression.name(),
         started.elapsed().as_secs_f64(),
         timings.join(", ")
     );
@@ -297,6 +300,48 @@ fn children_cpu_seconds() -> Option<f64> {
     // `rest` starts at field 3 (state): cutime is field 16, cstime field 17.
     let ticks: u64 = fields.get(13)?.parse::<u64>().ok()? + fields.get(14)?.parse::<u64>().ok()?;
     Some(ticks as f64 / 100.0)
+}
+
+/// How fatbinary compresses the images (`FUSED_ATTN_FATBIN_COMPRESSION`).
+#[derive(Clone, Copy)]
+enum Compression {
+    /// `fast` (default): every image in fatbinary's default mode, 0.2 s per file; the three
+    /// files take 8.9 MB, inflated by the driver at load in milliseconds.
+    Fast,
+    /// `size`: every image in fatbinary's `size` mode, 9–12 s more CPU per file, 2.1×
+    /// smaller (what scripts/device-pack.sh builds, so that five binaries fit the device
+    /// tool's 64 MiB).
+    Size,
+    /// `none`: no compression (the PTX too), 34 MB for the three files.
+    None,
+}
+
+impl Compression {
+    fn name(self) -> &'static str {
+        match self {
+            Compression::Fast => "fast",
+            Compression::Size => "size",
+            Compression::None => "no",
+        }
+    }
+
+    fn fatbinary_args(self) -> &'static [&'static str] {
+        match self {
+            Compression::Fast => &["-Xfatbin=-compress-all"],
+            Compression::Size => &["-Xfatbin=-compress-all", "-Xfatbin=-compress-mode=size"],
+            Compression::None => &["-Xfatbin=-compress=false"],
+        }
+    }
+}
+
+fn fatbin_compression() -> Compression {
+    println!("cargo:rerun-if-env-changed=FUSED_ATTN_FATBIN_COMPRESSION");
+    match env::var("FUSED_ATTN_FATBIN_COMPRESSION").unwrap_or_default().trim() {
+        "" | "fast" => Compression::Fast,
+        "size" => Compression::Size,
+        "none" => Compression::None,
+        other => panic!("FUSED_ATTN_FATBIN_COMPRESSION={other}: expected fast (default), size or none"),
+    }
 }
 
 /// nvcc's `--threads` per file: `FUSED_ATTN_NVCC_THREADS`, default 0 (nvcc: one per CPU).
