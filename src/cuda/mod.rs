@@ -44,6 +44,8 @@ pub(crate) use backward::backward;
 use instances::{Dtype, Instance, SOURCES};
 use params::FattnParams;
 
+/// The generated tables: `FATBIN` and `CONTENTS` for loading, `ENTRIES` for the tests.
+#[cfg_attr(not(test), allow(dead_code))]
 mod fatbin {
     include!(concat!(env!("OUT_DIR"), "/fatbin.rs"));
 }
