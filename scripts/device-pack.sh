@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Builds the GPU binaries here (no GPU needed) and packs them for the GPU machine, which has
 # no Rust: the GPU test binary (tests/gpu.rs), the bench binary (benches/attention.rs) and
-# the llama and train examples, stripped, with the scripts they need, as one .tar.xz in device-pack/
+# the llama, train and coldstart examples, stripped, with the scripts they need, as one .tar.xz in device-pack/
 # (git-ignored; it travels to the device through `carry`). Prints what to send.
 #
 #   scripts/device-pack.sh
 #
 # Environment: FUSED_ATTN_CACHE (toolkit cache, as scripts/cuda-toolkit.sh), CARGO_TARGET_DIR
 # (default: $FUSED_ATTN_CACHE/target-cuda, outside the checkout so builds stay warm),
-# CUDA_COMPUTE_CAP (default 90: sm_90 cubin/PTX for the H100/H200).
+# CUDA_COMPUTE_CAP (default 90: sm_90 cubin/PTX of candle's own kernels for the H100/H200),
+# FUSED_ATTN_CUDA_ARCHS (unset: our kernels' full fatbin, cubins for sm_80 and sm_90 and
+# compute_80 PTX; `90` builds only the sm_90 cubins, faster, for an H100/H200-only pack),
+# FUSED_ATTN_FATBIN_COMPRESSION (default here: size, 2x smaller fatbins for about 32 s
+# more CPU; every binary embeds the kernels, and with the default `fast` the five binaries
+# make an 82 MiB pack, over the 64 MiB that travels).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,6 +22,7 @@ CACHE="${FUSED_ATTN_CACHE:-$HOME/.cache/candle-fused-attn}"
 export FUSED_ATTN_CACHE="$CACHE"
 eval "$(scripts/cuda-toolkit.sh)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target-cuda}"
+export FUSED_ATTN_FATBIN_COMPRESSION="${FUSED_ATTN_FATBIN_COMPRESSION:-size}"
 PACK_DIR="$ROOT/device-pack"
 PACK="$PACK_DIR/fused-attn-device.tar.xz"
 STAGE="$PACK_DIR/stage"
@@ -28,6 +34,7 @@ targets=()
 { [ -f examples/llama.rs ] || [ -f examples/llama/main.rs ]; } && targets+=(--example llama)
 [ -f examples/train.rs ] && targets+=(--example train)
 [ -f examples/bench_cpu.rs ] && targets+=(--example bench_cpu)
+[ -f examples/coldstart.rs ] && targets+=(--example coldstart)
 if [ ${#targets[@]} -eq 0 ]; then
   echo "device-pack: nothing to build (no tests/gpu.rs, benches/attention.rs or examples/llama.rs)" >&2
   exit 1
@@ -50,6 +57,7 @@ while read -r kind name exe; do
     example/llama) dest=llama ;;
     example/train) dest=train ;;
     example/bench_cpu) dest=bench_cpu ;;
+    example/coldstart) dest=coldstart ;;
     *) continue ;;
   esac
   strip -o "$STAGE/bin/$dest" "$exe"
@@ -76,7 +84,7 @@ cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch.py scripts/
 cp scripts/llama-device*.txt scripts/train-device.txt "$STAGE/" 2>/dev/null || true
 {
   echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src kernels build.rs Cargo.toml tests benches examples || echo '+dirty')"
-  echo "built $(date -u '+%Y-%m-%d %H:%M UTC') CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP"
+  echo "built $(date -u '+%Y-%m-%d %H:%M UTC') CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP FUSED_ATTN_CUDA_ARCHS=${FUSED_ATTN_CUDA_ARCHS:-all} FUSED_ATTN_FATBIN_COMPRESSION=$FUSED_ATTN_FATBIN_COMPRESSION"
 } >"$STAGE/PACK_INFO"
 
 rm -f "$PACK"
@@ -98,5 +106,5 @@ cat <<EOF
 Send to the GPU machine (device tool \`run\`):
   carry:   ["device-pack"]
   command: bash scripts/device-run.sh device-pack/fused-attn-device.tar.xz \$OUT all
-Stages instead of \`all\`: tests oracle sanitize bench torch llama; train, transformers and cpu (not in \`all\`). The table comes back in summary.md.
+Stages instead of \`all\`: tests oracle sanitize bench torch llama; train, transformers, cpu and coldstart (not in \`all\`). The table comes back in summary.md.
 EOF

@@ -29,6 +29,10 @@
 #             bf16 against the same models with use_flash_attn false; tc-llama needs the real
 #             SmolLM2 GGUF at LLAMA_MODEL, as the llama stage's gguf list does. Its log is
 #             transformers.log.
+#   coldstart not in `all`: with the driver's compute cache disabled (CUDA_CACHE_DISABLE=1),
+#             the coldstart example in a fresh process per kernel family (prefill, decode,
+#             backward) times the family's first call and a warm call; passes when every
+#             first - warm is at most COLDSTART_BAR seconds (default 0.5). Log: coldstart.log.
 #
 # OUT_DIR gets summary.md (environment, one row per stage, pass/fail, bench tables), one log
 # per stage (tests, oracle, sanitize, bench, llama, train) and the torch bench's json/md: at
@@ -40,7 +44,7 @@ set -uo pipefail
 shopt -s nullglob # an empty bin/ (a scripts-only pack) lists nothing
 
 if [ $# -lt 2 ]; then
-  sed -n '2,29p' "$0" >&2
+  sed -n '2,38p' "$0" >&2
   exit 2
 fi
 PACK="$1"
@@ -53,6 +57,8 @@ if [ "${STAGES[*]}" = "all" ]; then
 fi
 # Per-stage time limits (s); `all` stays well inside one 10-minute device command.
 : "${LIMIT_TESTS:=300}" "${LIMIT_ORACLE:=120}" "${LIMIT_SANITIZE:=150}" "${LIMIT_BENCH:=200}" "${LIMIT_LLAMA:=90}" "${LIMIT_TRAIN:=150}" "${LIMIT_TRANSFORMERS:=240}"
+: "${LIMIT_COLDSTART:=120}" # per family: a JIT of all three files took about 15 s each on an H100
+: "${COLDSTART_BAR:=0.5}"   # seconds a family's first call may cost over a warm one
 : "${BENCH_FILTER:=cuda}"   # criterion filter for the bench stage
 # TESTS_FILTER (default: all) selects GPU tests by name for the tests stage.
 
@@ -302,10 +308,36 @@ stage_train() {
   done <"$list"
 }
 
+stage_coldstart() {
+  local log="$OUT/coldstart.log" t0=$SECONDS fam rc delta bad=0 notes=()
+  have_bin coldstart coldstart || return
+  # One fresh process per family: its first call loads that family's kernel file, the
+  # driver's compute cache is off, so a JIT of PTX would show as seconds here.
+  for fam in prefill decode backward; do
+    timed "$LIMIT_COLDSTART" "$log" env CUDA_CACHE_DISABLE=1 "$BIN/coldstart" "$fam"
+    rc=$?
+    delta="$(awk -v f="$fam" '$1 == "COLDSTART" && $2 == f { d = $3 } END { print d }' "$log")"
+    if [ "$rc" -ne 0 ] || [ -z "$delta" ]; then
+      notes+=("$fam: exit $rc, no timing")
+      bad=1
+      continue
+    fi
+    notes+=("$fam +${delta} s")
+    awk -v d="$delta" -v bar="$COLDSTART_BAR" 'BEGIN { exit !(d <= bar) }' || bad=1
+  done
+  local note
+  note="first - warm call, CUDA_CACHE_DISABLE=1: $(IFS=';'; echo "${notes[*]}" | sed 's/;/, /g') (bar ${COLDSTART_BAR} s)"
+  if [ "$bad" -eq 0 ]; then
+    record coldstart PASS $((SECONDS - t0)) "$note"
+  else
+    record coldstart FAIL $((SECONDS - t0)) "$note"
+  fi
+}
+
 for stage in "${STAGES[@]}"; do
   case "$stage" in
-    tests | oracle | sanitize | bench | torch | llama | train | transformers | cpu) "stage_$stage" ;;
-    *) record "$stage" FAIL 0 "unknown stage (tests oracle sanitize bench torch llama train transformers cpu all)" ;;
+    tests | oracle | sanitize | bench | torch | llama | train | transformers | cpu | coldstart) "stage_$stage" ;;
+    *) record "$stage" FAIL 0 "unknown stage (tests oracle sanitize bench torch llama train transformers cpu coldstart all)" ;;
   esac
 done
 
@@ -335,6 +367,13 @@ done
     echo
     echo "## CPU: ours vs PyTorch CPU SDPA"
     cat "$OUT/cpu_bench.md"
+  fi
+  if [ -s "$OUT/coldstart.log" ]; then
+    echo
+    echo "## cold start (fresh process per family, CUDA_CACHE_DISABLE=1)"
+    echo '```'
+    grep '^coldstart ' "$OUT/coldstart.log" || true
+    echo '```'
   fi
   if [ -s "$OUT/bench_torch.md" ]; then
     echo

@@ -45,20 +45,50 @@ impl Family {
     }
 }
 
-/// What a kernel file is compiled for.
+/// What a kernel file is compiled for: the GPUs it carries machine code (SASS) for, and the
+/// PTX a newer GPU's driver compiles instead. build.rs packs both into one fatbin per file
+/// (`nvcc -fatbin`, one `-gencode` naming every target); at load time the driver takes the cubin of
+/// the device's compute capability (an `sm_8x` cubin runs on any `8.y` GPU with `y ≥ x`)
+/// and JIT-compiles the PTX only when no cubin fits. To add an architecture-specific file
+/// (say `sm_90a` wgmma code), add a variant here whose `virtual_arch` is `compute_90a`, whose
+/// `sass` is `["sm_90a"]` and whose `ptx_fallback` is false (`a` PTX runs on no other GPU).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Arch {
-    /// `compute_80` PTX, JIT-compiled by the driver for any sm_80 or newer GPU.
+    /// sm_80-class code (mma.sync, cp.async, ldmatrix): machine code for sm_80, which the
+    /// driver runs natively on every 8.x GPU (A100 8.0, A10/RTX 30 8.6, Jetson Orin 8.7,
+    /// L4/L40/RTX 40 8.9: same major version, no JIT), and for sm_90 (H100, H200), plus
+    /// `compute_80` PTX for anything newer (10.x, 12.x: JIT-compiled at first load).
     Sm80,
 }
 
 impl Arch {
-    /// nvcc's `-arch` for it (`compute_XX` for PTX; an `sm_90a` entry would build exactly
-    /// for that family). Read by build.rs.
+    /// The virtual architecture nvcc compiles the source for: every cubin of the file is
+    /// assembled from this one PTX (one front-end pass per file). Read by build.rs.
     #[allow(dead_code)]
-    pub const fn nvcc_arch(self) -> &'static str {
+    pub const fn virtual_arch(self) -> &'static str {
         match self {
             Arch::Sm80 => "compute_80",
+        }
+    }
+
+    /// The real architectures the fatbin holds cubins for. Read by build.rs (which may keep
+    /// fewer: `FUSED_ATTN_CUDA_ARCHS`).
+    #[allow(dead_code)]
+    pub const fn sass(self) -> &'static [&'static str] {
+        match self {
+            // No sm_86/sm_89 cubins: the sm_80 one runs on them natively, and each extra
+            // cubin is one more ptxas pass over every file (about 30 s of CPU each).
+            // No sm_90a: no kernel uses wgmma/TMA yet, and plain sm_90 runs on every 9.0 GPU.
+            Arch::Sm80 => &["sm_80", "sm_90"],
+        }
+    }
+
+    /// Whether the fatbin also holds the `virtual_arch` PTX, for GPUs newer than every cubin
+    /// (the driver JIT-compiles it at first load, seconds per file). Read by build.rs.
+    #[allow(dead_code)]
+    pub const fn ptx_fallback(self) -> bool {
+        match self {
+            Arch::Sm80 => true,
         }
     }
 
@@ -176,7 +206,8 @@ impl Instance {
     }
 }
 
-/// A kernel file, the families it holds and the architecture it is built for.
+/// A kernel file, the families it holds and the architecture it is built for. build.rs
+/// compiles it into one fatbin, which src/cuda/mod.rs loads once per device as one module.
 #[derive(Debug, Clone, Copy)]
 pub struct Source {
     /// Compiled by build.rs.
@@ -184,29 +215,16 @@ pub struct Source {
     pub file: &'static str,
     pub families: &'static [Family],
     pub arch: Arch,
-    /// The name under which candle caches the loaded module.
-    pub module: &'static str,
 }
 
 /// Every kernel file build.rs compiles.
 pub const SOURCES: &[Source] = &[
-    Source {
-        file: "kernels/fwd_sm80.cu",
-        families: &[Family::Fwd],
-        arch: Arch::Sm80,
-        module: "candle_fused_attn::fwd_sm80",
-    },
-    Source {
-        file: "kernels/decode_sm80.cu",
-        families: &[Family::Decode],
-        arch: Arch::Sm80,
-        module: "candle_fused_attn::decode_sm80",
-    },
+    Source { file: "kernels/fwd_sm80.cu", families: &[Family::Fwd], arch: Arch::Sm80 },
+    Source { file: "kernels/decode_sm80.cu", families: &[Family::Decode], arch: Arch::Sm80 },
     Source {
         file: "kernels/bwd_sm80.cu",
         families: &[Family::Bwd, Family::BwdPreprocess, Family::BwdConvert],
         arch: Arch::Sm80,
-        module: "candle_fused_attn::bwd_sm80",
     },
 ];
 

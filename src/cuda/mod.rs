@@ -13,6 +13,11 @@
 //! the C++ side from those two files. Kernels are looked up by a typed `KernelKey` whose dtype
 //! comes from the Rust element type ([`KernelDtype`]). Every driver error becomes a candle
 //! `Error`.
+//!
+//! Each kernel file is one module, loaded once per device from the fatbin build.rs embeds
+//! (cubins for sm_80 and sm_90, compute_80 PTX): on every 8.x GPU (the sm_80 cubin runs
+//! natively on 8.6 and 8.9) and on 9.0 nothing is JIT-compiled at run time, so the first call
+//! of a family costs a module load, not a compile. Newer GPUs JIT the PTX once per process.
 
 mod backward;
 mod decode;
@@ -21,9 +26,15 @@ mod instances;
 mod params;
 mod prefill;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
 use candle_core::backend::BackendStorage;
-use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaStream, DevicePtr, DeviceRepr, SyncOnDrop};
-use candle_core::cuda_backend::{CudaDType, CudaDevice};
+use candle_core::cuda_backend::cudarc::driver::{
+    CudaFunction, CudaModule, CudaStream, DevicePtr, DeviceRepr, SyncOnDrop,
+};
+use candle_core::cuda_backend::cudarc::nvrtc::Ptx;
+use candle_core::cuda_backend::{CudaDType, CudaDevice, DeviceId};
 use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
@@ -33,8 +44,10 @@ pub(crate) use backward::backward;
 use instances::{Dtype, Instance, SOURCES};
 use params::FattnParams;
 
-mod ptx {
-    include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+/// The generated tables: `FATBIN` and `CONTENTS` for loading, `ENTRIES` for the tests.
+#[cfg_attr(not(test), allow(dead_code))]
+mod fatbin {
+    include!(concat!(env!("OUT_DIR"), "/fatbin.rs"));
 }
 
 /// The element types the kernels compute in, tied to the Rust type that holds them, so that
@@ -62,10 +75,69 @@ pub(super) fn kernel_dtype(dtype: DType) -> Option<Dtype> {
     }
 }
 
-/// Loads `inst` from the PTX of the kernel file that builds it (compiled by build.rs, cached
-/// by candle under the file's module name): its dense entry point, or with `entry` =
-/// [`Entry::Packed`] its packed one, `<name>_varlen` (forward, decode and backward main-kernel
-/// instances have both).
+/// The modules of one candle device, by index in [`SOURCES`].
+struct DeviceModules {
+    /// The device's stream; when nothing holds it any more the device is gone.
+    stream: Weak<CudaStream>,
+    modules: Vec<Option<Arc<CudaModule>>>,
+}
+
+/// Per candle device (ids are never reused in a process), the kernel files loaded on it.
+/// A module lives as long as its device: entries of dropped devices are removed (their
+/// modules unloaded) at the next insertion.
+static MODULES: Mutex<Option<HashMap<DeviceId, DeviceModules>>> = Mutex::new(None);
+
+/// Runs `f` on the module table. Entries are inserted whole, so a lock poisoned by a panic
+/// elsewhere holds nothing half-written and is used as is.
+fn with_modules<R>(f: impl FnOnce(&mut HashMap<DeviceId, DeviceModules>) -> R) -> R {
+    let mut guard = MODULES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    f(guard.get_or_insert_with(HashMap::new))
+}
+
+/// The module of kernel file `at` (index in [`SOURCES`]) on `dev`, loaded at its first use
+/// on that device from the fatbin build.rs embedded: the driver takes the cubin of the
+/// device's compute capability, and JIT-compiles the PTX fallback only on a GPU newer than
+/// every cubin. Later calls are a lookup.
+fn module(dev: &CudaDevice, at: usize) -> Result<Arc<CudaModule>> {
+    let id = dev.id();
+    if let Some(m) = with_modules(|table| table.get(&id).and_then(|d| d.modules[at].clone())) {
+        return Ok(m);
+    }
+    let file = SOURCES[at].file;
+    let image = fatbin::FATBIN[at];
+    if image.is_empty() {
+        bail!("fused-attn cuda: {file} was built without code for any GPU ({})", fatbin::CONTENTS[at])
+    }
+    let stream = dev.cuda_stream();
+    // Loaded outside the lock: a JIT of the PTX fallback takes seconds. Two threads may both
+    // load a file once; the first insertion wins and the other module is dropped (unloaded).
+    let loaded = stream.context().load_module(Ptx::from_binary(image.to_vec())).map_err(|e| {
+        candle_core::Error::Msg(format!(
+            "fused-attn cuda: cuModuleLoadData of {file} failed: {e} (the build holds {})",
+            fatbin::CONTENTS[at]
+        ))
+    })?;
+    Ok(with_modules(|table| {
+        if !table.contains_key(&id) {
+            table.retain(|_, d| d.stream.strong_count() > 0);
+        }
+        let entry = table
+            .entry(id)
+            .or_insert_with(|| DeviceModules { stream: Arc::downgrade(&stream), modules: vec![None; SOURCES.len()] });
+        entry.modules[at].get_or_insert(loaded).clone()
+    }))
+}
+
+/// Whether kernel file `at` (index in [`SOURCES`]) has the entry point `name`, from the PTX
+/// build.rs assembled its cubins from.
+#[cfg(test)]
+pub(super) fn has_entry(at: usize, name: &str) -> bool {
+    fatbin::ENTRIES[at].contains(&name)
+}
+
+/// Loads `inst` from the module of the kernel file that builds it ([`module`]): its dense
+/// entry point, or with `entry` = [`Entry::Packed`] its packed one, `<name>_varlen` (forward,
+/// decode and backward main-kernel instances have both).
 pub(super) fn load_instance(dev: &CudaDevice, inst: &Instance, entry: Entry) -> Result<CudaFunction> {
     let Some(at) = SOURCES.iter().position(|s| s.builds(inst)) else {
         bail!("fused-attn cuda: {} has no kernel file (src/cuda/instances.rs)", inst.name)
@@ -76,7 +148,12 @@ pub(super) fn load_instance(dev: &CudaDevice, inst: &Instance, entry: Entry) -> 
         Entry::DenseLarge => format!("{}_l", inst.name),
         Entry::PackedLarge => format!("{}_l_varlen", inst.name),
     };
-    Ok(dev.get_or_load_custom_func(&name, SOURCES[at].module, ptx::PTX[at])?.into_cuda_function())
+    module(dev, at)?.load_function(&name).map_err(|e| {
+        candle_core::Error::Msg(format!(
+            "fused-attn cuda: cuModuleGetFunction({name}) in {} failed: {e}",
+            SOURCES[at].file
+        ))
+    })
 }
 
 /// Which entry point of an instance: forward, decode and backward main-kernel instances compile the packed
@@ -388,4 +465,46 @@ pub(super) fn common_params(
         softcap: p.softcap,
         ..FattnParams::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::instances::{Family, INSTANCES};
+    use super::*;
+
+    #[test]
+    fn every_instance_entry_point_is_in_its_kernel_file() {
+        // load_instance asks the module for these names; a missing one would fail only on a
+        // GPU, at the first call that picks it. The packed entry where the family has one.
+        for inst in INSTANCES {
+            let at = SOURCES.iter().position(|s| s.builds(inst)).expect("a kernel file builds it");
+            let mut names = vec![inst.name.to_string()];
+            if matches!(inst.family, Family::Fwd | Family::Decode | Family::Bwd) {
+                names.push(format!("{}_varlen", inst.name));
+            }
+            for name in names {
+                assert!(has_entry(at, &name), "{name} is not in {}", SOURCES[at].file);
+            }
+        }
+    }
+
+    #[test]
+    fn every_kernel_file_ships_machine_code_and_a_ptx_fallback() {
+        // The build this test runs in is the one that ships: its fatbins are not empty and
+        // hold what instances::Arch asks for (build.rs wrote CONTENTS from the same lists).
+        for (at, src) in SOURCES.iter().enumerate() {
+            assert!(!fatbin::FATBIN[at].is_empty(), "{}: empty fatbin", src.file);
+            // The fatbin container's magic number (fatbinary's header, little-endian).
+            assert_eq!(&fatbin::FATBIN[at][..4], &0xBA55_ED50u32.to_le_bytes(), "{}: not a fatbin", src.file);
+            let contents = fatbin::CONTENTS[at];
+            for sm in src.arch.sass() {
+                assert!(
+                    contents.contains(sm) || contents.contains("FUSED_ATTN_CUDA_ARCHS"),
+                    "{}: no {sm} cubin ({contents})",
+                    src.file
+                );
+            }
+            assert!(contents.contains(&format!("{} PTX", src.arch.virtual_arch())), "{}: {contents}", src.file);
+        }
+    }
 }
