@@ -54,6 +54,7 @@
 // 319/279, causal 272/251; d128 at 2048: 352/342, causal 301/273; (4,32,32,4096,4096,128)
 // 360/335; (1,32,32,16384,16384,128) causal 361/341.
 
+#include "common/grid.cuh"
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
 #include "common/params.cuh"
@@ -126,18 +127,6 @@ struct FwdTraits<256> : TileConfig<256, 4, 1, 32, 2, false> {};
 // d512: two warps per 16 rows, 256 columns of O each; 32 rows × 16-key blocks fit 96 KiB.
 template <>
 struct FwdTraits<512> : TileConfig<512, 4, 1, 16, 2, false, 1, 2> {};
-
-// This CTA's (batch, head, first query row). The 1-D grid is (batch·head)-major with the
-// query blocks of one head consecutive, last (heaviest under a causal mask) first.
-struct QueryBlock {
-    int batch, head, m0;
-};
-__device__ __forceinline__ QueryBlock query_block(const FattnParams& p, int block_m, unsigned block = blockIdx.x) {
-    const int num_m = (p.seq_q + block_m - 1) / block_m;
-    const int bh = block / num_m;
-    const int m_block = num_m - 1 - static_cast<int>(block % num_m);
-    return QueryBlock{bh / p.heads, bh % p.heads, m_block * block_m};
-}
 
 // Physical chunk index of (row, chunk) in a tile with kChunksPerRow chunks per row. The XOR
 // keeps the 8 rows one ldmatrix phase reads in 8 distinct 16-byte bank groups.

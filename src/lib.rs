@@ -58,6 +58,7 @@ mod api;
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod cuda_kernels;
 mod dropin;
 mod op;
 mod packed;
@@ -83,3 +84,6 @@ pub use cpu::release_cpu_buffers;
 // Test and measurement hooks that force a CPU kernel path (`src/cpu/mod.rs`).
 #[doc(hidden)]
 pub use cpu::{cpu_paths, with_cpu_path, CpuPath};
+// The same for the CUDA kernel generation (`src/cuda_kernels.rs`).
+#[doc(hidden)]
+pub use cuda_kernels::{take_last_prefill_kernel, with_cuda_kernels, CudaKernels, KERNELS_VAR};

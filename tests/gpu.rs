@@ -7,6 +7,9 @@
 //!
 //! * `gpu_sweep_{f32,f16,bf16}`: the random sweep of tests/common on CUDA, 500 cases each,
 //!   with the GPU size space (decode caches up to 32k).
+//! * `gpu_hopper_prefill`: on a compute-capability 9.0 GPU, random prefill cases with the head
+//!   dims the Hopper kernel covers, each run on the default kernels (which must be the Hopper
+//!   kernel where a tensor map describes the inputs) and forced onto the sm_80 kernel.
 //! * `gpu_decode`: sq 1..16 against sk up to 32k, GQA 1, 4, 8 and MQA, every mask kind.
 //! * `gpu_errors`: bad input on CUDA returns an `Error` naming the problem.
 //! * `gpu_output_poisoned`: every element written, fully masked rows exactly zero, two runs
@@ -35,7 +38,9 @@
 mod common;
 
 use candle_core::{DType, Device, Result, Tensor};
-use candle_fused_attn::{attention, attention_ref, AttnParams};
+use candle_fused_attn::{
+    attention, attention_ref, take_last_prefill_kernel, with_cuda_kernels, AttnParams, CudaKernels,
+};
 use common::{case_seed, measure_with, oracle, Alibi, Case, CaseResult, FloorInputs, Limits};
 use rayon::prelude::*;
 
@@ -204,6 +209,95 @@ fn gpu_sweep_f16() {
 #[test]
 fn gpu_sweep_bf16() {
     sweep("gpu_sweep_bf16", DType::BF16);
+}
+
+const HOPPER_CASES: usize = 240;
+
+/// The Hopper prefill kernel (kernels/fwd_sm90.cu): random prefill cases (sq ≥ 129, every mask,
+/// softcap, ALiBi, GQA, every input layout) in f16 and bf16, with the head dims it covers
+/// (multiples of 8 up to 128, smaller ones zero-padded), each run twice on one GPU: on the
+/// default kernels and forced onto the sm_80 kernels, both against the f64 oracle. The default
+/// run must take the Hopper kernel for every case whose inputs are contiguous or head-major
+/// views (tensor maps describe them), and for at least a third of all cases, so that the test
+/// cannot pass on the sm_80 kernel alone. Skips (with a message) on GPUs other than 9.0.
+#[test]
+fn gpu_hopper_prefill() {
+    let test = "gpu_hopper_prefill";
+    let Some(dev) = cuda_device(test) else { return };
+    // Probe: a dense bf16 d128 prefill call takes the Hopper kernel exactly on 9.0 GPUs.
+    let probe = Tensor::zeros((1, 256, 2, 128), DType::BF16, &dev).unwrap();
+    take_last_prefill_kernel();
+    attention(&probe, &probe, &probe, &AttnParams::new(0.1)).unwrap();
+    let probe_kernel = take_last_prefill_kernel().unwrap_or("none");
+    if !probe_kernel.ends_with("_sm90") {
+        println!("SKIPPED: {test}: the device is not compute capability 9.0 (a bf16 d128 prefill ran {probe_kernel})");
+        return;
+    }
+    let seed = fresh_seed(test);
+    let limits = Limits { decode_fraction: 0.0, ..Limits::gpu() };
+    const DIMS: [usize; 8] = [8, 40, 64, 72, 96, 104, 120, 128];
+    let cases: Vec<_> = (0..HOPPER_CASES)
+        .map(|i| {
+            let mut c = Case::random(case_seed(seed, i), &limits);
+            c.head_dim = DIMS[i % DIMS.len()];
+            // Above 128 query rows no problem takes the decode kernel (src/cuda/heuristics.rs).
+            c.seq_q = c.seq_q.max(129);
+            (if i % 2 == 0 { DType::BF16 } else { DType::F16 }, c)
+        })
+        .collect();
+    let start = std::time::Instant::now();
+    let (mut failures, mut hopper_runs, mut worst) = (Vec::new(), 0usize, (0f64, String::new()));
+    for chunk in cases.chunks(PREPARE_AHEAD) {
+        let prepared: Vec<_> = chunk.par_iter().map(|(dtype, case)| prepare(case, *dtype)).collect();
+        for ((dtype, case), prep) in chunk.iter().zip(prepared) {
+            let prep = prep.unwrap_or_else(|e| panic!("{test}: {} prepare: {e}", describe(case)));
+            for kernels in [CudaKernels::Auto, CudaKernels::Sm80] {
+                take_last_prefill_kernel();
+                let r = with_cuda_kernels(kernels, || check(&dev, *dtype, &prep, false))
+                    .unwrap_or_else(|e| panic!("{test}: {dtype:?} {} {kernels:?}: error {e}", describe(case)));
+                let ran = take_last_prefill_kernel().unwrap_or("no prefill kernel");
+                let hopper = ran.ends_with("_sm90");
+                let describable = case
+                    .layouts
+                    .iter()
+                    .all(|l| matches!(l, common::InputLayout::Contiguous | common::InputLayout::HeadsMajor));
+                let what = format!("{dtype:?} {} (case seed {}) {kernels:?} ran {ran}", describe(case), case.seed);
+                if kernels == CudaKernels::Sm80 && hopper {
+                    failures.push(format!("{what}: forced sm80 but ran the Hopper kernel"));
+                }
+                if kernels == CudaKernels::Auto {
+                    if hopper {
+                        hopper_runs += 1;
+                    } else if describable && ran != "no prefill kernel" {
+                        failures.push(format!("{what}: should have run the Hopper kernel"));
+                    }
+                }
+                if r.ratio() > worst.0 {
+                    worst = (r.ratio(), what.clone());
+                }
+                if !r.passes() {
+                    let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
+                    println!("{test}: FAIL {line}");
+                    failures.push(line);
+                }
+            }
+        }
+    }
+    println!(
+        "{test}: {} cases × 2 kernel generations, {hopper_runs} on the Hopper kernel, {} failures; worst \
+         error/allowed {:.3} at {}; {:.1} s",
+        cases.len(),
+        failures.len(),
+        worst.0,
+        worst.1,
+        start.elapsed().as_secs_f64()
+    );
+    assert!(
+        hopper_runs * 3 >= cases.len(),
+        "{test}: only {hopper_runs} of {} cases ran the Hopper kernel",
+        cases.len()
+    );
+    assert!(failures.is_empty(), "{test}: {} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// Decode: a KV-cache step (sq 1) and speculative steps (sq up to 16) against caches of up

@@ -135,3 +135,20 @@ struct FattnBwdConvertParams {
     // (batch + 1) cumulative row counts of a packed output; null dense.
     const int32_t* cu_seqlens;
 };
+
+// A CUtensorMap (cuda.h), opaque: 128 bytes, 64-byte aligned, made on the host by
+// cuTensorMapEncodeTiled; the Hopper kernels read it from their __grid_constant__ parameter.
+struct alignas(64) FattnTmaDesc {
+    uint64_t opaque[16];
+};
+
+// The Hopper forward's parameters (kernels/fwd_sm90.cu): 4-D tensor maps (head_dim, seq,
+// heads, batch), innermost first, of q, k and v from their real strides (boxes of 64
+// columns × the instance's rows or keys, 128-byte swizzle), then the forward's parameters.
+struct FattnHopperParams {
+    FattnTmaDesc tma_q;
+    FattnTmaDesc tma_k;
+    FattnTmaDesc tma_v;
+    FattnParams fwd;
+    uint64_t pad_hopper_[2];
+};

@@ -212,30 +212,15 @@ pub(super) fn prepare(dev: &CudaDevice, inst: &'static Instance) -> Result<Prepa
 
 /// [`prepare`] for one entry point of `inst` (its packed one: `Entry::Packed`).
 pub(super) fn prepare_entry(dev: &CudaDevice, inst: &'static Instance, entry: Entry) -> Result<Prepared> {
-    let stream = dev.cuda_stream();
-    let known = with_devices(|devices| devices.get(&dev.id()).map(|d| d.info));
-    let info = match known {
-        Some(info) => info,
-        None => {
-            let info = device_info(&stream)?;
-            with_devices(|devices| {
-                devices.retain(|_, d| d.stream.strong_count() > 0);
-                devices.entry(dev.id()).or_insert(DeviceEntry {
-                    stream: Arc::downgrade(&stream),
-                    info,
-                    funcs: HashMap::new(),
-                });
-            });
-            info
-        }
-    };
+    let info = device_facts(dev)?;
     let (major, minor) = info.compute_capability;
-    let (need_major, need_minor) = inst.arch.min_compute_capability();
-    if (major, minor) < (need_major, need_minor) {
+    if !inst.arch.runs_on(info.compute_capability) {
+        let (need_major, need_minor) = inst.arch.min_compute_capability();
         bail!(
-            "fused-attn cuda: {} needs compute capability {need_major}.{need_minor} or newer \
-             (sm_{need_major}{need_minor}), this device has {major}.{minor}",
-            inst.name
+            "fused-attn cuda: {} needs compute capability {need_major}.{need_minor}{} (sm_{need_major}{need_minor}), \
+             this device has {major}.{minor}",
+            inst.name,
+            if inst.arch == Arch::Sm90a { " exactly" } else { " or newer" }
         )
     }
     // Loaded outside the lock: the first load of a module JIT-compiles its PTX.
@@ -262,6 +247,20 @@ pub(super) fn prepare_entry(dev: &CudaDevice, inst: &'static Instance, entry: En
         }
     };
     Ok(Prepared { func, device: info, blocks_per_sm: facts.blocks_per_sm, inst })
+}
+
+/// The device's facts (compute capability, SMs, opt-in shared memory), read once per device.
+pub(super) fn device_facts(dev: &CudaDevice) -> Result<DeviceInfo> {
+    let stream = dev.cuda_stream();
+    if let Some(info) = with_devices(|devices| devices.get(&dev.id()).map(|d| d.info)) {
+        return Ok(info);
+    }
+    let info = device_info(&stream)?;
+    with_devices(|devices| {
+        devices.retain(|_, d| d.stream.strong_count() > 0);
+        devices.entry(dev.id()).or_insert(DeviceEntry { stream: Arc::downgrade(&stream), info, funcs: HashMap::new() });
+    });
+    Ok(info)
 }
 
 /// The most dynamic shared memory any launch of `inst` asks for.

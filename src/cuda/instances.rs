@@ -59,6 +59,9 @@ pub enum Arch {
     /// L4/L40/RTX 40 8.9: same major version, no JIT), and for sm_90 (H100, H200), plus
     /// `compute_80` PTX for anything newer (10.x, 12.x: JIT-compiled at first load).
     Sm80,
+    /// Hopper-only code (wgmma, TMA, setmaxnreg): an `sm_90a` cubin and no PTX, since
+    /// `compute_90a` PTX runs on no other GPU. Chosen only on compute capability 9.0.
+    Sm90a,
 }
 
 impl Arch {
@@ -68,6 +71,7 @@ impl Arch {
     pub const fn virtual_arch(self) -> &'static str {
         match self {
             Arch::Sm80 => "compute_80",
+            Arch::Sm90a => "compute_90a",
         }
     }
 
@@ -80,6 +84,7 @@ impl Arch {
             // cubin is one more ptxas pass over every file (about 30 s of CPU each).
             // No sm_90a: no kernel uses wgmma/TMA yet, and plain sm_90 runs on every 9.0 GPU.
             Arch::Sm80 => &["sm_80", "sm_90"],
+            Arch::Sm90a => &["sm_90a"],
         }
     }
 
@@ -89,6 +94,7 @@ impl Arch {
     pub const fn ptx_fallback(self) -> bool {
         match self {
             Arch::Sm80 => true,
+            Arch::Sm90a => false,
         }
     }
 
@@ -97,6 +103,16 @@ impl Arch {
     pub const fn cpp_tag(self) -> &'static str {
         match self {
             Arch::Sm80 => "SM80",
+            Arch::Sm90a => "SM90A",
+        }
+    }
+
+    /// Whether a GPU of compute capability `cc` runs this architecture's code natively or
+    /// through its PTX: any newer GPU for `Sm80`, exactly 9.0 for `Sm90a`.
+    pub const fn runs_on(self, cc: (i32, i32)) -> bool {
+        match self {
+            Arch::Sm80 => cc.0 > 8 || (cc.0 == 8 && cc.1 >= 0),
+            Arch::Sm90a => cc.0 == 9 && cc.1 == 0,
         }
     }
 
@@ -104,6 +120,7 @@ impl Arch {
     pub const fn min_compute_capability(self) -> (i32, i32) {
         match self {
             Arch::Sm80 => (8, 0),
+            Arch::Sm90a => (9, 0),
         }
     }
 }
@@ -226,6 +243,7 @@ pub const SOURCES: &[Source] = &[
         families: &[Family::Bwd, Family::BwdPreprocess, Family::BwdConvert],
         arch: Arch::Sm80,
     },
+    Source { file: "kernels/fwd_sm90.cu", families: &[Family::Fwd], arch: Arch::Sm90a },
 ];
 
 impl Source {
@@ -275,6 +293,27 @@ macro_rules! fwd_tc {
             variant: Variant::$variant,
             threads: $threads,
             block_rows: $rows,
+            key_block: $keys,
+            col_splits: 1,
+            smem: Smem::Bytes($smem),
+        }
+    };
+}
+
+/// Hopper prefill instances, `HopperTraits<D>` in kernels/fwd_sm90.cu: 384 threads (a
+/// producer and two consumer warpgroups), 128 rows, block_n keys; shared memory 1024 (alignment
+/// slack) + 128·D·2 + stages·2·block_n·D·2 + (1 + 4·stages)·8 bytes.
+macro_rules! fwd_sm90 {
+    ($name:literal, $dtype:ident, $d:literal, $variant:ident, $keys:literal, $smem:literal) => {
+        Instance {
+            name: $name,
+            family: Family::Fwd,
+            arch: Arch::Sm90a,
+            dtype: Dtype::$dtype,
+            head_dim: $d,
+            variant: Variant::$variant,
+            threads: 384,
+            block_rows: 128,
             key_block: $keys,
             col_splits: 1,
             smem: Smem::Bytes($smem),
@@ -389,6 +428,15 @@ macro_rules! bwd_aux {
 
 /// Every kernel instance, in the order of the entry points in each file's PTX.
 pub const INSTANCES: &[Instance] = &[
+    // kernels/fwd_sm90.cu (dense f16/bf16 on compute capability 9.0)
+    fwd_sm90!("fattn_fwd_f16_d64_sm90", F16, 64, Plain, 128, 115816),
+    fwd_sm90!("fattn_fwd_f16_d64_mods_sm90", F16, 64, Mods, 128, 115816),
+    fwd_sm90!("fattn_fwd_f16_d128_sm90", F16, 128, Plain, 128, 164936),
+    fwd_sm90!("fattn_fwd_f16_d128_mods_sm90", F16, 128, Mods, 128, 164936),
+    fwd_sm90!("fattn_fwd_bf16_d64_sm90", BF16, 64, Plain, 128, 115816),
+    fwd_sm90!("fattn_fwd_bf16_d64_mods_sm90", BF16, 64, Mods, 128, 115816),
+    fwd_sm90!("fattn_fwd_bf16_d128_sm90", BF16, 128, Plain, 128, 164936),
+    fwd_sm90!("fattn_fwd_bf16_d128_mods_sm90", BF16, 128, Mods, 128, 164936),
     // kernels/fwd_sm80.cu
     fwd_tc!("fattn_fwd_f16_d32", F16, 32, Plain, 128, 128, 64, 32768),
     fwd_tc!("fattn_fwd_f16_d32_mods", F16, 32, Mods, 128, 128, 64, 32768),

@@ -192,6 +192,27 @@ ffi_struct! {
     }
 }
 
+/// A `CUtensorMap` (the driver's TMA descriptor): 128 opaque bytes, 64-byte aligned, made on
+/// the host by `cuTensorMapEncodeTiled` and read by the Hopper kernels' tile loads.
+#[repr(C, align(64))]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TmaDesc(pub [u64; 16]);
+
+ffi_struct! {
+    /// The Hopper forward's parameters (kernels/fwd_sm90.cu): tensor maps of q, k and v, 4-D
+    /// `(head_dim, seq, heads, batch)` (innermost first) from the real strides, boxes of 64
+    /// columns by the instance's rows (q) or keys (k, v) with the 128-byte swizzle; then the
+    /// forward's parameters, whose fields keep their meaning.
+    pub struct FattnHopperParams, size 704 {
+        tma_q: TmaDesc = 0,
+        tma_k: TmaDesc = 128,
+        tma_v: TmaDesc = 256,
+        fwd: FattnParams = 384,
+        /// Explicit tail padding to the 64-byte alignment, so that every byte is initialized.
+        pad_hopper_: [u64; 2] = 688,
+    }
+}
+
 /// A struct's C++ name, its size and its fields' names and offsets.
 pub type StructLayout = (&'static str, usize, &'static [(&'static str, usize)]);
 
@@ -201,4 +222,5 @@ pub const STRUCTS: &[StructLayout] = &[
     ("FattnParams", FattnParams::SIZE, FattnParams::FIELDS),
     ("FattnBwdParams", FattnBwdParams::SIZE, FattnBwdParams::FIELDS),
     ("FattnBwdConvertParams", FattnBwdConvertParams::SIZE, FattnBwdConvertParams::FIELDS),
+    ("FattnHopperParams", FattnHopperParams::SIZE, FattnHopperParams::FIELDS),
 ];

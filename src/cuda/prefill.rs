@@ -3,6 +3,8 @@
 //! * f16/bf16: the tensor-core FlashAttention-2 kernel, one instance per head dim
 //!   (src/cuda/instances.rs); other head dims run on the next larger instance, zero-padded
 //!   inside the kernel.
+//! * on compute capability 9.0, the dense f16/bf16 problems it covers run on the Hopper
+//!   kernel instead (prefill_sm90.rs, kernels/fwd_sm90.cu);
 //! * f32: a plain-FMA kernel with the same semantics (no TF32: its error stays at the level
 //!   of candle's f32 matmul, which runs without TF32 by default).
 
@@ -34,6 +36,9 @@ pub(super) fn forward<T: KernelDtype>(
     v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
 ) -> Result<(CudaStorage, Option<CudaStorage>)> {
+    if let Some(done) = super::prefill_sm90::forward::<T>(p, (q, ql), k, v, alibi)? {
+        return Ok(done);
+    }
     let dev = &q.device;
     let stream = dev.cuda_stream();
     let inst = instance::<T>(p)?;
@@ -81,6 +86,7 @@ pub(super) fn forward<T: KernelDtype>(
         // block-table entry a sequence uses below num_blocks, every range within its
         // sequence); the kernel reads only inside those bounds.
         unsafe { builder.launch(cfg) }.w()?;
+        crate::cuda_kernels::record_prefill(inst.name);
         Ok(())
     })?;
     drop(alibi_ptr);

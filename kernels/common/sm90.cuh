@@ -1,0 +1,122 @@
+// Hopper (sm_90a) building blocks of kernels/fwd_sm90.cu, written once: mbarriers, TMA tile
+// loads (cp.async.bulk.tensor), wgmma shared-memory descriptors and fences, and register
+// reallocation between warpgroups (setmaxnreg). The wgmma instructions themselves are in
+// wgmma.cuh (generated). Every instruction here needs sm_90 (setmaxnreg and wgmma: sm_90a).
+#pragma once
+
+#include <stdint.h>
+
+#include "params.cuh"
+#include "ptx.cuh"
+
+namespace fattn {
+namespace sm90 {
+
+using TmaDesc = FattnTmaDesc;
+
+// ---- mbarriers ------------------------------------------------------------------------------
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+// Makes the initialized barriers visible to the async proxy (TMA) and the other threads.
+__device__ __forceinline__ void fence_barrier_init() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// This thread's arrival, plus `bytes` more that the transactions of this phase will deliver.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+// Waits until the phase of parity `parity` has completed (phases count from 0).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+    const uint32_t addr = smem_addr(bar);
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(addr), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+// ---- TMA --------------------------------------------------------------------------------------
+
+__device__ __forceinline__ void prefetch_tma_desc(const TmaDesc* desc) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(desc)) : "memory");
+}
+// One box of a 4-D tensor map at coordinates (c0, c1, c2, c3) (innermost first) into shared
+// memory at `dst`; its bytes complete on `bar`. Out-of-bounds elements arrive as zeros and
+// count toward the bytes like the rest of the box.
+__device__ __forceinline__ void tma_load_4d(void* dst, const TmaDesc* desc, uint64_t* bar, int c0, int c1, int c2,
+                                            int c3) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+        "[%6];\n" ::"r"(smem_addr(dst)),
+        "l"(reinterpret_cast<uint64_t>(desc)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar))
+        : "memory");
+}
+
+// Orders this thread's ordinary shared-memory writes before later async-proxy (TMA, wgmma)
+// accesses of the same bytes.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// ---- wgmma ------------------------------------------------------------------------------------
+
+// A shared-memory matrix descriptor for the 128-byte swizzle (the layout a TMA box of 64
+// 16-bit elements per row writes): rows of 128 bytes, 8-row atoms of 1024 bytes whose 16-byte
+// chunks are XORed with the row within the atom; `addr` must lie in a 1024-byte aligned
+// tile. `lbo` and `sbo` in bytes: K-major operands (Q, K) step 1024 bytes per 8 rows (sbo)
+// and ignore lbo; the MN-major V steps sbo per 8 keys and lbo per 64 columns (one panel).
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    uint64_t d = (addr & 0x3FFFFu) >> 4;
+    d |= static_cast<uint64_t>((lbo >> 4) & 0x3FFFu) << 16;
+    d |= static_cast<uint64_t>((sbo >> 4) & 0x3FFFu) << 32;
+    d |= static_cast<uint64_t>(1) << 62;  // 128-byte swizzle
+    return d;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Ties registers to this point of the program: reads after it cannot move above an earlier
+// wgmma_wait (the compiler does not know that wgmma writes its accumulators late).
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&d)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void fence_regs(uint32_t (&d)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+
+// ---- warpgroups ---------------------------------------------------------------------------------
+
+// Register budgets per thread of a warpgroup (every thread of it executes this).
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+// A named barrier among `threads` threads (a multiple of 32); id 0 is __syncthreads'.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+}  // namespace sm90
+}  // namespace fattn

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The Hopper kernel's device check (kernels/fwd_sm90.cu): correctness on both kernel
+# generations, sanitizers, and a same-run bench of Hopper vs sm_80 vs torch SDPA.
+#   device tool: carry ["device-pack/h90.tar.xz"], command: bash lab/hopper/device.sh STEPS...
+# STEPS: hopper sweep memcheck racecheck synccheck bench torch (default: all of them).
+# The pack: scripts/device-pack.sh output without the train/llama/bench_cpu binaries.
+set -uo pipefail
+PACK="${PACK:-device-pack/h90.tar.xz}"
+W=/tmp/h90; R="$OUT/r"; mkdir -p "$W" "$R"
+tar -xJf "$PACK" -C "$W" || exit 1
+cd "$W"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$R/gpu.txt"
+steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(hopper sweep memcheck racecheck synccheck bench torch)
+medians() {
+  python3 - "$1" <<'PY'
+import json, pathlib, sys
+for f in sorted(pathlib.Path(sys.argv[1]).glob("*/*/new/estimates.json")):
+    print(f"{f.parts[-4]}/{f.parts[-3]} {json.loads(f.read_text())['median']['point_estimate'] / 1e3:.2f} us")
+PY
+}
+for s in "${steps[@]}"; do
+  t0=$SECONDS
+  case "$s" in
+    hopper) timeout 300 bin/gpu gpu_hopper_prefill --exact --nocapture > "$R/hopper.log" 2>&1
+            if [ $? -eq 124 ]; then echo "hopper timed out: a hang; stopping" >> "$R/steps.txt"; break; fi ;;
+    sweep) timeout 300 bin/gpu gpu_sweep_bf16 --exact --nocapture > "$R/sweep_bf16.log" 2>&1
+           timeout 300 bin/gpu gpu_sweep_f16 --exact --nocapture > "$R/sweep_f16.log" 2>&1 ;;
+    memcheck|racecheck|synccheck)
+      timeout 400 compute-sanitizer --tool "$s" bin/gpu gpu_sanitizer_subset --exact --nocapture > "$R/$s.log" 2>&1 ;;
+    bench)
+      for k in auto sm80; do
+        FUSED_ATTN_CUDA_KERNELS=$k CRITERION_HOME="$W/crit-$k" timeout 400 bin/bench cuda_fused_attn_bf16 --bench \
+          --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/bench_$k.log" 2>&1
+        medians "$W/crit-$k" > "$R/medians_$k.txt"
+      done ;;
+    torch) timeout 400 python3 scripts/bench_torch.py --out "$R" --rep-ms 100 --only prefill > "$R/torch.log" 2>&1 ;;
+  esac
+  echo "$s rc=$? $((SECONDS - t0)) s" | tee -a "$R/steps.txt"
+done
+tar -czf "$OUT/r.tgz" -C "$OUT" r

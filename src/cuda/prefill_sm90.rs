@@ -1,0 +1,188 @@
+//! The Hopper prefill forward: kernels/fwd_sm90.cu (wgmma, TMA, warp specialization) for the
+//! dense f16/bf16 problems it covers, on compute capability 9.0. [`forward`] returns `None`
+//! for everything else, which prefill.rs then runs on the sm_80 kernel:
+//!
+//! * packed (varlen/paged) problems, f32, head dims above the largest Hopper instance or not a
+//!   multiple of 8;
+//! * layouts a tensor map cannot describe: a start address not on 16 bytes, or a row/head/batch
+//!   stride that is not a whole number of 16 bytes;
+//! * `FUSED_ATTN_CUDA_KERNELS=sm80` or [`crate::with_cuda_kernels`] with `Sm80`.
+//!
+//! The tensor maps are made per call from the real strides, so views run in place.
+
+use candle_core::cuda_backend::cudarc::driver::sys::{
+    self, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion,
+    CUtensorMapSwizzle,
+};
+use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::WrapErr;
+use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
+
+use super::instances::{Arch, Dtype, Family, Instance, KernelKey, SOURCES};
+use super::params::{FattnHopperParams, FattnParams, TmaDesc};
+use super::{alibi_slopes_ptr, common_params, dev_qkv, heuristics, to_i32, DevTensor, Entry, KernelDtype};
+use crate::cuda_kernels::{cuda_kernels, CudaKernels};
+use crate::problem::Problem;
+
+// SAFETY: `FattnHopperParams` is `#[repr(C)]` plain data (integers, floats and the opaque
+// 128-byte tensor maps, no references) with the layout of the C++ struct, field by field
+// (offsets and size asserted on both sides, see params.rs); the kernels receive it by value.
+unsafe impl DeviceRepr for FattnHopperParams {}
+
+/// Columns of one TMA box: the 128-byte swizzle's width in 16-bit elements.
+const BOX_COLS: u32 = 64;
+
+/// The Hopper instance that runs `p` in `T` on this device, or `None` (see the module docs).
+fn instance<T: KernelDtype>(p: &Problem, dev: &candle_core::CudaDevice) -> Result<Option<&'static Instance>> {
+    if T::DTYPE == Dtype::F32 || p.packed().is_some() || !p.head_dim.is_multiple_of(8) {
+        return Ok(None);
+    }
+    if cuda_kernels()? == CudaKernels::Sm80 {
+        return Ok(None);
+    }
+    if !Arch::Sm90a.runs_on(heuristics::device_facts(dev)?.compute_capability) {
+        return Ok(None);
+    }
+    // A build restricted to other GPUs (FUSED_ATTN_CUDA_ARCHS) has no sm_90a code.
+    if !super::has_code(SOURCES.iter().position(|s| s.arch == Arch::Sm90a)) {
+        return Ok(None);
+    }
+    let mods = p.softcap > 0.0 || p.has_alibi || p.scale <= 0.0;
+    let key = KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods };
+    Ok(heuristics::instance(key, Arch::Sm90a).ok())
+}
+
+/// A tensor map of a `(batch, seq, heads, head_dim)` tensor (`seq` rows of `seq_len`, `heads`
+/// heads), boxes of 64 columns × `rows`, 128-byte swizzle; `None` when TMA cannot describe it.
+fn tensor_map<T: KernelDtype>(
+    t: &DevTensor<'_>,
+    (batch, seq_len, heads, head_dim): (usize, usize, usize, usize),
+    rows: u32,
+) -> Result<Option<TmaDesc>> {
+    let elem = std::mem::size_of::<T>() as u64;
+    if !t.ptr.is_multiple_of(16) {
+        return Ok(None);
+    }
+    let dims = [head_dim as u64, seq_len as u64, heads as u64, batch as u64];
+    let mut strides = [t.strides.seq as u64 * elem, t.strides.head as u64 * elem, t.strides.batch as u64 * elem];
+    for (i, s) in strides.iter_mut().enumerate() {
+        // A dimension of extent 1 is never stepped: any valid stride describes it.
+        if dims[i + 1] == 1 && (*s == 0 || !s.is_multiple_of(16)) {
+            *s = 16;
+        }
+        if !s.is_multiple_of(16) || *s >= 1 << 40 {
+            return Ok(None);
+        }
+    }
+    if dims.iter().any(|&d| d == 0 || d > u32::MAX as u64) {
+        return Ok(None);
+    }
+    let data_type = match T::DTYPE {
+        Dtype::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        Dtype::BF16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        Dtype::F32 => return Ok(None),
+    };
+    let boxes = [BOX_COLS, rows, 1, 1];
+    let element_strides = [1u32; 4];
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    // SAFETY: every pointer argument points at a live local array of the length the rank (4)
+    // implies (dims and boxes: 4, strides: 3); `map` is a writable CUtensorMap. The global
+    // address is only recorded in the map, not dereferenced here; it is the start of a live
+    // device allocation that the launch reads within dims × strides (checked by validation).
+    let res = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            data_type,
+            4,
+            t.ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            element_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    if res != sys::CUresult::CUDA_SUCCESS {
+        bail!(
+            "fused-attn cuda: cuTensorMapEncodeTiled failed with {res:?} (dims {dims:?}, byte strides {strides:?}, \
+             box {boxes:?}, address {:#x})",
+            t.ptr
+        )
+    }
+    Ok(Some(TmaDesc(map.opaque)))
+}
+
+/// The dense prefill forward on the Hopper kernel, or `None` when it does not cover `p` (the
+/// caller runs the sm_80 kernel). `alibi` is `(batch, heads)` f32, contiguous, on q's device.
+#[allow(clippy::type_complexity)]
+pub(super) fn forward<T: KernelDtype>(
+    p: &Problem,
+    (q, ql): (&CudaStorage, &Layout),
+    k: (&CudaStorage, &Layout),
+    v: (&CudaStorage, &Layout),
+    alibi: Option<&Tensor>,
+) -> Result<Option<(CudaStorage, Option<CudaStorage>)>> {
+    let dev = &q.device;
+    let Some(inst) = instance::<T>(p, dev)? else { return Ok(None) };
+    let stream = dev.cuda_stream();
+    let [qt, kt, vt] = dev_qkv::<T>(p, (q, ql), k, v, &stream)?;
+    let d = p.head_dim;
+    let Some(tma_q) = tensor_map::<T>(&qt, (p.batch, p.seq_q, p.heads, d), inst.block_rows)? else { return Ok(None) };
+    let Some(tma_k) = tensor_map::<T>(&kt, (p.batch, p.seq_k, p.kv_heads, d), inst.key_block)? else {
+        return Ok(None);
+    };
+    let Some(tma_v) = tensor_map::<T>(&vt, (p.batch, p.seq_k, p.kv_heads, d), inst.key_block)? else {
+        return Ok(None);
+    };
+    let kernel = heuristics::prepare_entry(dev, inst, Entry::Dense)?;
+    let smem_bytes = inst.smem_bytes(to_i32(d, "head_dim")? as u32);
+    kernel.check_smem(smem_bytes)?;
+
+    let rows = p.batch * p.seq_q;
+    // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output:
+    // the grid covers every (batch, head, 128-row query block) and each block's consumers
+    // store every row below seq_q and every column below head_dim (zeros for rows that see no
+    // key).
+    let mut out = unsafe { dev.alloc::<T>(rows * p.heads * d) }?;
+    // SAFETY: as `out`: the thread that stores a row also stores its log-sum-exp.
+    let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(rows * p.heads) }?) } else { None };
+    let alibi_storage = alibi.map(|t| t.storage_and_layout());
+    let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
+
+    let query_blocks = p.seq_q.div_ceil(inst.block_rows as usize);
+    let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
+    {
+        let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
+        if !o_ptr.is_multiple_of(16) {
+            bail!("fused-attn cuda internal: the output allocation at {o_ptr:#x} is not 16-byte aligned")
+        }
+        let lse_ptr = lse.as_mut().map(|l| l.device_ptr_mut(&stream));
+        let elem = std::mem::size_of::<T>();
+        let fwd = FattnParams {
+            lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
+            vec_out: 1,
+            ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
+        };
+        let params = FattnHopperParams { tma_q, tma_k, tma_v, fwd, pad_hopper_: [0; 2] };
+        let cfg =
+            LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (inst.threads, 1, 1), shared_mem_bytes: smem_bytes };
+        let mut builder = stream.launch_builder(&kernel.func);
+        builder.arg(&params);
+        // SAFETY: the kernel's one argument is `FattnHopperParams` by value, matching its C++
+        // signature (offsets and size asserted on both sides). The tensor maps describe q, k
+        // and v within their allocations (dims and strides from the validated problem); the
+        // other pointers are live allocations held by `q`, `k`, `v`, `out`, `lse` and the alibi
+        // storage for the whole call. The output is contiguous (batch, seq_q, heads,
+        // head_dim) with head_dim % 8 == 0 and a 256-byte aligned start, so its 16-byte
+        // stores are aligned.
+        unsafe { builder.launch(cfg) }.w()?;
+        crate::cuda_kernels::record_prefill(inst.name);
+    }
+    drop(alibi_ptr);
+    drop((qt, kt, vt));
+    let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
+    Ok(Some((CudaStorage::wrap_cuda_slice(out, dev.clone()), lse)))
+}

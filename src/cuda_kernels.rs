@@ -1,0 +1,73 @@
+//! Which CUDA kernel generation runs a problem: a test and measurement hook, the CUDA
+//! counterpart of `with_cpu_path`. By default ([`CudaKernels::Auto`]) a compute-capability
+//! 9.0 GPU runs the Hopper prefill kernel (kernels/fwd_sm90.cu) on the problems it covers and
+//! everything else runs the sm_80 kernels; [`CudaKernels::Sm80`] keeps every call on the
+//! sm_80 kernels, so that both generations can be checked and timed on one GPU.
+//!
+//! Forced per thread with [`with_cuda_kernels`], or for the process with the environment
+//! variable `FUSED_ATTN_CUDA_KERNELS` (`auto` or `sm80`, read once).
+
+use std::cell::Cell;
+
+use candle_core::Result;
+
+/// The environment variable that forces a kernel generation for the whole process.
+pub const KERNELS_VAR: &str = "FUSED_ATTN_CUDA_KERNELS";
+
+/// A CUDA kernel generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CudaKernels {
+    /// The newest kernels the GPU and the problem allow (Hopper prefill on 9.0).
+    Auto,
+    /// The sm_80 kernels only (mma.sync), on every GPU.
+    Sm80,
+}
+
+thread_local! {
+    static FORCED: Cell<Option<CudaKernels>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with every CUDA call on this thread using `kernels`.
+pub fn with_cuda_kernels<R>(kernels: CudaKernels, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<CudaKernels>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FORCED.with(|c| c.replace(Some(kernels))));
+    f()
+}
+
+/// The generation forced on this thread, else by [`KERNELS_VAR`], else `Auto`. An unknown
+/// value of the variable is an error naming it.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn cuda_kernels() -> Result<CudaKernels> {
+    if let Some(k) = FORCED.with(|c| c.get()) {
+        return Ok(k);
+    }
+    static ENV: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let value = ENV.get_or_init(|| std::env::var_os(KERNELS_VAR).map(|v| v.to_string_lossy().into_owned()));
+    match value.as_deref().map(str::trim) {
+        None | Some("") | Some("auto") => Ok(CudaKernels::Auto),
+        Some("sm80") => Ok(CudaKernels::Sm80),
+        Some(other) => candle_core::bail!("{KERNELS_VAR}={other:?}: expected `auto` or `sm80`"),
+    }
+}
+
+thread_local! {
+    static LAST_PREFILL: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// Records the prefill kernel this thread just launched (src/cuda/prefill*.rs).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn record_prefill(name: &'static str) {
+    LAST_PREFILL.with(|c| c.set(Some(name)));
+}
+
+/// The name of the last prefill kernel this thread launched, and forgets it: the tests use
+/// it to prove which kernel generation ran a call (`None`: no prefill kernel ran since the
+/// last take, for example because the call took the decode kernel).
+pub fn take_last_prefill_kernel() -> Option<&'static str> {
+    LAST_PREFILL.with(|c| c.take())
+}
