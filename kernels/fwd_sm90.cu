@@ -6,13 +6,14 @@
 // units, f32 accumulation; rows that see no key output zeros; the LSE when asked), on the
 // Hopper tensor cores.
 //
-// One CTA owns kBlockM = 128 query rows of one (batch, head), in three warpgroups:
+// One CTA owns kBlockM = 64 · consumers query rows of one (batch, head) (128 at d128, 192 at
+// d64), in 1 + consumers warpgroups:
 // * warpgroup 0, the producer, gives its registers away (setmaxnreg) and one of its threads
 //   issues every copy: the Q tile once, then K and V tiles of kBlockN keys through a
 //   kStages-deep ring, each a TMA box of 64 columns per 128-byte-swizzled panel, completing
 //   on "full" mbarriers; it refills a stage when both consumers have arrived on its "empty"
 //   mbarrier.
-// * warpgroups 1 and 2, the consumers, own 64 rows each: S = Q·Kᵀ as wgmma with both
+// * the other warpgroups, the consumers, own 64 rows each: S = Q·Kᵀ as wgmma with both
 //   operands in shared memory (m64 n=kBlockN k16), the online softmax in registers, then
 //   O += P·V as wgmma with P from registers (the S accumulator is the A fragment layout, as
 //   in FlashAttention-2) and V from shared memory (MN-major descriptor, no transpose copy).
@@ -25,9 +26,13 @@
 // TMA cannot describe (unaligned strides), packed batches, f32 and other head dims run on the
 // sm_80 kernel.
 //
-// Version 1 (this file): no ping-pong between the consumers and no overlap of the softmax with
-// the next block's GEMM inside a warpgroup; each consumer waits for its own GEMMs. Measured:
-// not yet (lab/README.md, session 7).
+// Version 3 (this file): inside a warpgroup, each block's softmax overlaps the previous block's
+// P·V wgmma; plain d64 runs three consumers. No ping-pong between the consumers, no persistent
+// grid. Measured (lab/results/s7-hopper-v3-h100.md, H100, bf16, criterion medians; cuDNN from
+// torch 2.11 in the same run): (16,16,2048,d128) 1013 µs = 543 TF/s, 0.93× cuDNN (sm_80
+// kernel: 1606 µs); causal 628 µs, 0.94×; (4,32,4096,d128) 1928 µs, 570 TF/s, 0.95×;
+// (1,32,16384,d128) causal 3687 µs, 596 TF/s, 1.08×; (16,16,2048,d64) 653 µs, 0.96×, causal
+// 416 µs, 0.83×; (1,8,512,d64) 15.4 µs, 0.79×. lab/README.md has v1-v3.
 
 #include "common/grid.cuh"
 #include "common/mask.cuh"
@@ -42,13 +47,13 @@ namespace hopper {
 
 // ---- tile traits --------------------------------------------------------------------------
 
-template <int kHeadDim_, int kBlockN_, int kStages_>
+template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumers_, int kProducerRegs_, int kConsumerRegs_>
 struct HopperConfig {
     static constexpr int kHeadDim = kHeadDim_;
     static constexpr int kBlockN = kBlockN_;
     static constexpr int kStages = kStages_;
     // Consumer warpgroups, 64 query rows each (one wgmma m64 row block).
-    static constexpr int kConsumers = 2;
+    static constexpr int kConsumers = kConsumers_;
     static constexpr int kBlockM = 64 * kConsumers;
     static constexpr int kThreads = 128 * (kConsumers + 1);
     // Head-dim panels of 64 columns: the width of the 128-byte swizzle, one TMA box each.
@@ -60,12 +65,13 @@ struct HopperConfig {
     // 1 KiB of slack aligns the tiles to the swizzle atom; the barriers follow the tiles.
     static constexpr int kSmemBytes = 1024 + kQBytes + 2 * kStages * kKVBytes + kBarriers * 8;
     // setmaxnreg budgets: the producer needs a few registers, the consumers O, S and P.
-    static constexpr int kProducerRegs = 24;
-    static constexpr int kConsumerRegs = 240;
+    static constexpr int kProducerRegs = kProducerRegs_;
+    static constexpr int kConsumerRegs = kConsumerRegs_;
 
     static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "a wgmma n of 16..256 in steps of 16");
     static_assert(kBlockN % 8 == 0 && kBlockM % 8 == 0, "tiles are whole 8-row swizzle atoms");
+    static_assert(kBlockM <= 256, "one TMA box holds at most 256 rows");
     static_assert(kStages >= 2, "the ring needs two stages to overlap loads with compute");
     static_assert((kQBytes % 1024) == 0 && (kKVBytes % 1024) == 0, "every tile starts on a 1 KiB atom");
     static_assert(kBlockN * 128 < (1 << 18), "V's panel stride fits the descriptor's leading byte offset");
@@ -75,13 +81,20 @@ struct HopperConfig {
 };
 
 // Per head-dim instance. Consumer registers per thread: O (kHeadDim/2) + S (kBlockN/2) + P
-// (kBlockN/4) + addressing. Unsupported head dims have no specialization.
-template <int kHeadDim>
+// (kBlockN/4) + addressing. d64 runs three consumers (192 rows): its GEMMs are half as long as
+// d128's for the same softmax work, so a third warpgroup's softmax fills the tensor cores'
+// gaps (v2 with two: 0.81-0.83x cuDNN at d64 against 0.92-0.95x at d128). Unsupported head
+// dims have no specialization.
+template <int kHeadDim, bool kMods>
 struct HopperTraits;
 template <>
-struct HopperTraits<64> : HopperConfig<64, 128, 3> {};
+struct HopperTraits<64, false> : HopperConfig<64, 128, 3, 3, 32, 160> {};
+// The softcap/ALiBi arithmetic does not fit the 128 registers per thread that 512 threads
+// leave at entry (ptxas allocates for the launch bound; 244 bytes of spills): two consumers.
 template <>
-struct HopperTraits<128> : HopperConfig<128, 128, 2> {};
+struct HopperTraits<64, true> : HopperConfig<64, 128, 3, 2, 24, 240> {};
+template <bool kMods>
+struct HopperTraits<128, kMods> : HopperConfig<128, 128, 2, 2, 24, 240> {};
 
 // ---- the kernel ---------------------------------------------------------------------------
 
@@ -177,18 +190,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 
     // This warpgroup's 64 rows in Q's first panel; panel c is BM · 128 bytes further.
     const uint32_t q_tile = smem_addr(sQ) + cw * 64 * 128;
-    if (nb_begin < nb_end) sm90::mbar_wait(bar_q, 0);
 
-    for (int nb = nb_begin; nb < nb_end; ++nb) {
-        const int it = nb - nb_begin, st = it % ST;
-        const uint32_t phase = (it / ST) & 1;
-        const int n0 = nb * BN;
-
-        // S = Q Kᵀ: D/16 k-steps; a step is 32 bytes into the 128-byte rows of a panel.
-        float s[BN / 2];
-        sm90::mbar_wait(&full_k[st], phase);
+    // S = Q Kᵀ of the key block in stage `st`, issued (not waited for): D/16 k-steps; a step
+    // is 32 bytes into the 128-byte rows of a panel.
+    auto issue_qk = [&](float(&s)[BN / 2], int st) {
         const uint32_t k_tile = smem_addr(sK) + st * Cfg::kKVBytes;
-        sm90::wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
             const uint64_t a = sm90::desc_sw128(q_tile + (kk / 4) * BM * 128 + (kk % 4) * 32, 16, 1024);
@@ -196,14 +202,26 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::Wgmma<E, BN>::ss(s, a, b, kk > 0 ? 1 : 0);
         }
         sm90::wgmma_commit();
-        sm90::wgmma_wait<0>();
-        sm90::fence_regs(s);
-        __syncwarp();
-        if (lane == 0) sm90::mbar_arrive(&empty_k[st]);
-
-        // Scores: `_mods` instances turn the dot products into log2-unit scores; the plain
-        // ones keep raw dot products and fold the (positive) scale into exp2. Mask arithmetic
-        // only on blocks that some row of this warp sees partially.
+    };
+    // O += P V with V in stage `st`, issued: BN/16 k-steps of 16 keys (2048 bytes of V's
+    // panels each); V is MN-major: 8-key atoms 1024 bytes apart (sbo), 64-column panels
+    // BN · 128 bytes apart (lbo).
+    auto issue_pv = [&](const uint32_t(&pf)[BN / 16][4], int st) {
+        const uint32_t v_tile = smem_addr(sV) + st * Cfg::kKVBytes;
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+            const uint64_t b = sm90::desc_sw128(v_tile + kk * 16 * 128, BN * 128, 1024);
+            sm90::Wgmma<E, D>::rs(o, pf[kk], b, 1);
+        }
+        sm90::wgmma_commit();
+    };
+    // Scores of key block nb in place: `_mods` instances turn the dot products into log2-unit
+    // scores, the plain ones keep raw dot products and fold the (positive) scale into exp2;
+    // mask arithmetic only on blocks that some row of this warp sees partially. Then the
+    // online softmax: new row max, the rescale factor of O and the running sums, and
+    // P = exp2(scale·(x - max)) in place.
+    auto softmax = [&](float(&s)[BN / 2], int nb, float(&corr)[2]) {
+        const int n0 = nb * BN;
         if constexpr (kMods) {
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j)
@@ -222,9 +240,6 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                         if (!rk.contains(n0 + 8 * j + 2 * t + e)) s[4 * j + 2 * hf + e] = kNegInf;
             }
         }
-
-        // Online softmax: new row max, rescale factor, P = exp2(scale·(x - max)) in place.
-        float corr[2];
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             float mx = row_max[hf];
@@ -244,8 +259,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             }
             row_sum[hf] = row_sum[hf] * corr[hf] + sum;
         }
-        // P as wgmma A fragments: key block pair (2kk, 2kk + 1) is k-step kk.
-        uint32_t pf[BN / 16][4];
+    };
+    // P as wgmma A fragments: the S accumulators of key columns 16kk..16kk+15 are k-step kk.
+    auto to_fragments = [&](const float(&s)[BN / 2], uint32_t(&pf)[BN / 16][4]) {
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
             pf[kk][0] = E::pack(s[8 * kk + 0], s[8 * kk + 1]);
@@ -253,6 +269,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             pf[kk][2] = E::pack(s[8 * kk + 4], s[8 * kk + 5]);
             pf[kk][3] = E::pack(s[8 * kk + 6], s[8 * kk + 7]);
         }
+    };
+    auto rescale_o = [&](const float(&corr)[2]) {
 #pragma unroll
         for (int j = 0; j < D / 8; ++j) {
             o[4 * j + 0] *= corr[0];
@@ -260,22 +278,61 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             o[4 * j + 2] *= corr[1];
             o[4 * j + 3] *= corr[1];
         }
-
-        // O += P V: BN/16 k-steps of 16 keys (2048 bytes of V's panels each); V is MN-major:
-        // 8-key atoms 1024 bytes apart (sbo), 64-column panels BN · 128 bytes apart (lbo).
-        sm90::mbar_wait(&full_v[st], phase);
-        const uint32_t v_tile = smem_addr(sV) + st * Cfg::kKVBytes;
-        sm90::wgmma_fence();
+    };
+    // Keeps the P fragments in their registers until the PV wgmma reading them has completed
+    // (the compiler would otherwise reuse them as soon as the wgmma is issued).
+    auto keep_fragments = [&](uint32_t(&pf)[BN / 16][4]) {
 #pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk) {
-            const uint64_t b = sm90::desc_sw128(v_tile + kk * 16 * 128, BN * 128, 1024);
-            sm90::Wgmma<E, D>::rs(o, pf[kk], b, 1);
+        for (int kk = 0; kk < BN / 16; ++kk) sm90::fence_regs(pf[kk]);
+    };
+    auto release = [&](uint64_t* bar) {
+        __syncwarp();
+        if (lane == 0) sm90::mbar_arrive(bar);
+    };
+
+    // The loop overlaps each block's softmax with the previous block's P·V: block i's S is
+    // issued, then block i-1's P·V; the softmax of block i runs as soon as its S is done,
+    // while the tensor cores work on P·V.
+    if (nb_begin < nb_end) {
+        sm90::mbar_wait(bar_q, 0);
+        float s[BN / 2];
+        uint32_t pf[BN / 16][4];
+        float corr[2];
+        sm90::mbar_wait(&full_k[0], 0);
+        sm90::wgmma_fence();
+        issue_qk(s, 0);
+        sm90::wgmma_wait<0>();
+        sm90::fence_regs(s);
+        release(&empty_k[0]);
+        softmax(s, nb_begin, corr);  // O is still zero: nothing to rescale
+        to_fragments(s, pf);
+        for (int nb = nb_begin + 1; nb < nb_end; ++nb) {
+            const int it = nb - nb_begin, st = it % ST, prev = (it - 1) % ST;
+            const uint32_t phase = (it / ST) & 1, prev_phase = ((it - 1) / ST) & 1;
+            sm90::mbar_wait(&full_k[st], phase);
+            sm90::wgmma_fence();
+            issue_qk(s, st);
+            sm90::mbar_wait(&full_v[prev], prev_phase);
+            issue_pv(pf, prev);
+            sm90::wgmma_wait<1>();
+            sm90::fence_regs(s);
+            release(&empty_k[st]);
+            softmax(s, nb, corr);
+            sm90::wgmma_wait<0>();
+            sm90::fence_regs(o);
+            keep_fragments(pf);
+            release(&empty_v[prev]);
+            rescale_o(corr);
+            to_fragments(s, pf);
         }
-        sm90::wgmma_commit();
+        const int last = nb_end - 1 - nb_begin;
+        sm90::mbar_wait(&full_v[last % ST], (last / ST) & 1);
+        sm90::wgmma_fence();
+        issue_pv(pf, last % ST);
         sm90::wgmma_wait<0>();
         sm90::fence_regs(o);
-        __syncwarp();
-        if (lane == 0) sm90::mbar_arrive(&empty_v[st]);
+        keep_fragments(pf);
+        release(&empty_v[last % ST]);
     }
 
     // ---- epilogue: normalize, stage in this warpgroup's rows of the Q tile, 16-byte stores.
@@ -321,12 +378,12 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 
 #define FATTN_INSTANCE_FWD(DTYPE, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                         \
     static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a Hopper instance is plain or _mods");                        \
-    static_assert(fattn::hopper::HopperTraits<D>::kHeadDim == D, #NAME ": head dim");                                  \
-    static_assert(fattn::hopper::HopperTraits<D>::kThreads == THREADS, #NAME ": threads differ from instances.rs");    \
-    static_assert(fattn::hopper::HopperTraits<D>::kBlockM == ROWS, #NAME ": block rows differ from instances.rs");     \
-    static_assert(fattn::hopper::HopperTraits<D>::kBlockN == KEYS, #NAME ": key block differs from instances.rs");     \
-    static_assert(fattn::hopper::HopperTraits<D>::kSmemBytes == SMEM, #NAME ": smem bytes differ from instances.rs"); \
-    extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D>::kThreads, 1)                          \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kHeadDim == D, #NAME ": head dim");                                  \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kThreads == THREADS, #NAME ": threads differ from instances.rs");    \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kBlockM == ROWS, #NAME ": block rows differ from instances.rs");     \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kBlockN == KEYS, #NAME ": key block differs from instances.rs");     \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kSmemBytes == SMEM, #NAME ": smem bytes differ from instances.rs"); \
+    extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT == 1>::kThreads, 1)                          \
         NAME(const __grid_constant__ FattnHopperParams p) {                                                            \
-        fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D>, fattn::DTYPE, VARIANT == 1>(p);                      \
+        fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT == 1>, fattn::DTYPE, VARIANT == 1>(p);                      \
     }

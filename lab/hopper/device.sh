@@ -23,16 +23,22 @@ for s in "${steps[@]}"; do
   case "$s" in
     hopper) timeout 300 bin/gpu gpu_hopper_prefill --exact --nocapture > "$R/hopper.log" 2>&1
             if [ $? -eq 124 ]; then echo "hopper timed out: a hang; stopping" >> "$R/steps.txt"; break; fi ;;
+    all) timeout 500 bin/gpu --nocapture --test-threads=1 --skip gpu_torch_oracle > "$R/all.log" 2>&1
+         grep -E "^test result|FAILED|SKIPPED|panicked" "$R/all.log" | head -20 ;;
     sweep) timeout 300 bin/gpu gpu_sweep_bf16 --exact --nocapture > "$R/sweep_bf16.log" 2>&1
            timeout 300 bin/gpu gpu_sweep_f16 --exact --nocapture > "$R/sweep_f16.log" 2>&1 ;;
     memcheck|racecheck|synccheck)
-      timeout 400 compute-sanitizer --tool "$s" bin/gpu gpu_sanitizer_subset --exact --nocapture > "$R/$s.log" 2>&1 ;;
+      FUSED_ATTN_HOPPER_CASES=24 timeout 300 compute-sanitizer --tool "$s" bin/gpu gpu_hopper_prefill --exact --nocapture \
+        > "$R/$s.log" 2>&1
+      grep -E "SUMMARY|test result" "$R/$s.log" | tail -2 ;;
     bench)
       for k in auto sm80; do
         FUSED_ATTN_CUDA_KERNELS=$k CRITERION_HOME="$W/crit-$k" timeout 400 bin/bench cuda_fused_attn_bf16 --bench \
           --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/bench_$k.log" 2>&1
         medians "$W/crit-$k" > "$R/medians_$k.txt"
       done ;;
+    coldstart) for f in prefill decode backward; do CUDA_CACHE_DISABLE=1 timeout 120 bin/coldstart $f; done > "$R/coldstart.log" 2>&1
+               grep COLDSTART "$R/coldstart.log" ;;
     torch) timeout 400 python3 scripts/bench_torch.py --out "$R" --rep-ms 100 --only prefill > "$R/torch.log" 2>&1 ;;
   esac
   echo "$s rc=$? $((SECONDS - t0)) s" | tee -a "$R/steps.txt"

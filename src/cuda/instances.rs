@@ -300,11 +300,11 @@ macro_rules! fwd_tc {
     };
 }
 
-/// Hopper prefill instances, `HopperTraits<D>` in kernels/fwd_sm90.cu: 384 threads (a
-/// producer and two consumer warpgroups), 128 rows, block_n keys; shared memory 1024 (alignment
-/// slack) + 128·D·2 + stages·2·block_n·D·2 + (1 + 4·stages)·8 bytes.
+/// Hopper prefill instances, `HopperTraits<D>` in kernels/fwd_sm90.cu: a producer warpgroup and
+/// `rows / 64` consumer warpgroups (threads = 128 · (1 + rows / 64)), block_n keys; shared
+/// memory 1024 (alignment slack) + rows·D·2 + stages·2·block_n·D·2 + (1 + 4·stages)·8 bytes.
 macro_rules! fwd_sm90 {
-    ($name:literal, $dtype:ident, $d:literal, $variant:ident, $keys:literal, $smem:literal) => {
+    ($name:literal, $dtype:ident, $d:literal, $variant:ident, $threads:literal, $rows:literal, $keys:literal, $smem:literal) => {
         Instance {
             name: $name,
             family: Family::Fwd,
@@ -312,8 +312,8 @@ macro_rules! fwd_sm90 {
             dtype: Dtype::$dtype,
             head_dim: $d,
             variant: Variant::$variant,
-            threads: 384,
-            block_rows: 128,
+            threads: $threads,
+            block_rows: $rows,
             key_block: $keys,
             col_splits: 1,
             smem: Smem::Bytes($smem),
@@ -429,14 +429,14 @@ macro_rules! bwd_aux {
 /// Every kernel instance, in the order of the entry points in each file's PTX.
 pub const INSTANCES: &[Instance] = &[
     // kernels/fwd_sm90.cu (dense f16/bf16 on compute capability 9.0)
-    fwd_sm90!("fattn_fwd_f16_d64_sm90", F16, 64, Plain, 128, 115816),
-    fwd_sm90!("fattn_fwd_f16_d64_mods_sm90", F16, 64, Mods, 128, 115816),
-    fwd_sm90!("fattn_fwd_f16_d128_sm90", F16, 128, Plain, 128, 164936),
-    fwd_sm90!("fattn_fwd_f16_d128_mods_sm90", F16, 128, Mods, 128, 164936),
-    fwd_sm90!("fattn_fwd_bf16_d64_sm90", BF16, 64, Plain, 128, 115816),
-    fwd_sm90!("fattn_fwd_bf16_d64_mods_sm90", BF16, 64, Mods, 128, 115816),
-    fwd_sm90!("fattn_fwd_bf16_d128_sm90", BF16, 128, Plain, 128, 164936),
-    fwd_sm90!("fattn_fwd_bf16_d128_mods_sm90", BF16, 128, Mods, 128, 164936),
+    fwd_sm90!("fattn_fwd_f16_d64_sm90", F16, 64, Plain, 512, 192, 128, 124008),
+    fwd_sm90!("fattn_fwd_f16_d64_mods_sm90", F16, 64, Mods, 384, 128, 128, 115816),
+    fwd_sm90!("fattn_fwd_f16_d128_sm90", F16, 128, Plain, 384, 128, 128, 164936),
+    fwd_sm90!("fattn_fwd_f16_d128_mods_sm90", F16, 128, Mods, 384, 128, 128, 164936),
+    fwd_sm90!("fattn_fwd_bf16_d64_sm90", BF16, 64, Plain, 512, 192, 128, 124008),
+    fwd_sm90!("fattn_fwd_bf16_d64_mods_sm90", BF16, 64, Mods, 384, 128, 128, 115816),
+    fwd_sm90!("fattn_fwd_bf16_d128_sm90", BF16, 128, Plain, 384, 128, 128, 164936),
+    fwd_sm90!("fattn_fwd_bf16_d128_mods_sm90", BF16, 128, Mods, 384, 128, 128, 164936),
     // kernels/fwd_sm80.cu
     fwd_tc!("fattn_fwd_f16_d32", F16, 32, Plain, 128, 128, 64, 32768),
     fwd_tc!("fattn_fwd_f16_d32_mods", F16, 32, Mods, 128, 128, 64, 32768),
