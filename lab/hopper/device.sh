@@ -23,6 +23,15 @@ for s in "${steps[@]}"; do
   case "$s" in
     hopper) timeout 300 bin/gpu gpu_hopper_prefill --exact --nocapture > "$R/hopper.log" 2>&1
             if [ $? -eq 124 ]; then echo "hopper timed out: a hang; stopping" >> "$R/steps.txt"; break; fi ;;
+    ncu) # The bench makes one untimed call per row, in table order, before its filter applies:
+         # skip that many Hopper launches to profile the row asked for.
+         for pick in "1 b16_h16_kv16_q2048_k2048_d64$" "2 b16_h16_kv16_q2048_k2048_d64_causal" "3 b16_h16_kv16_q2048_k2048_d128$"; do
+           set -- $pick
+           timeout 200 ncu --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+             --section Occupancy --section LaunchStats -k regex:_sm90 --launch-skip "$1" -c 1 bin/bench \
+             "cuda_fused_attn_bf16/$2" --bench --warm-up-time 1 --measurement-time 1 --sample-size 10 --noplot
+         done > "$R/ncu.log" 2>&1
+         grep -E "fattn_fwd|Duration|Throughput|Pipe|Issue Slots|Stall|Warp Cycles|Registers|Achieved Occ|Eligible" "$R/ncu.log" | head -90 ;;
     all) timeout 500 bin/gpu --nocapture --test-threads=1 --skip gpu_torch_oracle > "$R/all.log" 2>&1
          grep -E "^test result|FAILED|SKIPPED|panicked" "$R/all.log" | head -20 ;;
     sweep) timeout 300 bin/gpu gpu_sweep_bf16 --exact --nocapture > "$R/sweep_bf16.log" 2>&1
