@@ -589,10 +589,11 @@ mod tests {
                 (Family::Fwd, Dtype::F32, _) if inst.head_dim == 256 => "fattn_fwd_f32".to_string(),
                 (Family::Fwd, Dtype::F32, _) => format!("fattn_fwd_f32_d{}", inst.head_dim),
                 (Family::Fwd, d, v) => format!(
-                    "fattn_fwd_{}_d{}{}",
+                    "fattn_fwd_{}_d{}{}{}",
                     dtype_name(d),
                     inst.head_dim,
-                    if v == Variant::Mods { "_mods" } else { "" }
+                    if v == Variant::Mods { "_mods" } else { "" },
+                    if inst.arch == Arch::Sm90a { "_sm90" } else { "" }
                 ),
                 (Family::Decode, d, v) => format!(
                     "fattn_decode_{}_d{}{}",
@@ -659,9 +660,24 @@ mod tests {
     }
 
     #[test]
+    fn hopper_tiles_fit_an_h100_block() {
+        // Compute capability 9.0 lets a block opt into 227 KiB of shared memory.
+        for inst in INSTANCES.iter().filter(|i| i.arch == Arch::Sm90a) {
+            assert!(inst.smem_bytes(inst.head_dim) <= 227 * 1024, "{}", inst.name);
+            assert_eq!(
+                inst.threads,
+                128 * (1 + inst.block_rows / 64),
+                "{}: a producer and 64-row consumers",
+                inst.name
+            );
+        }
+    }
+
+    #[test]
     fn prefill_and_backward_tiles_fit_every_sm80_gpu() {
         // sm_86/sm_89 give a block at most 99 KiB; one build runs on every sm_80+ GPU.
-        for inst in INSTANCES.iter().filter(|i| matches!(i.family, Family::Fwd | Family::Bwd)) {
+        let sm80 = |i: &&Instance| i.arch == Arch::Sm80 && matches!(i.family, Family::Fwd | Family::Bwd);
+        for inst in INSTANCES.iter().filter(sm80) {
             for d in 1..=inst.head_dim {
                 assert!(inst.smem_bytes(d) <= 99 * 1024, "{} at head dim {d}", inst.name);
             }
