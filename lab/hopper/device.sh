@@ -32,6 +32,11 @@ for s in "${steps[@]}"; do
              "cuda_fused_attn_bf16/$2" --bench --warm-up-time 1 --measurement-time 1 --sample-size 10 --noplot
          done > "$R/ncu.log" 2>&1
          grep -E "fattn_fwd|Duration|Throughput|Pipe|Issue Slots|Stall|Warp Cycles|Registers|Achieved Occ|Eligible" "$R/ncu.log" | head -90 ;;
+    oracle) timeout 300 python3 scripts/torch_oracle.py --out "$W/oracle" > "$R/oracle.log" 2>&1
+            FUSED_ATTN_ORACLE_DIR="$W/oracle" timeout 200 bin/gpu gpu_torch_oracle --exact --nocapture >> "$R/oracle.log" 2>&1
+            grep -E "cases|test result|SKIPPED|panicked" "$R/oracle.log" | head ;;
+    varlen) timeout 200 bin/gpu gpu_varlen_matches_dense_per_sequence --exact --nocapture > "$R/varlen.log" 2>&1
+            grep -E "bit-identical|test result|panicked" "$R/varlen.log" ;;
     all) timeout 500 bin/gpu --nocapture --test-threads=1 --skip gpu_torch_oracle > "$R/all.log" 2>&1
          grep -E "^test result|FAILED|SKIPPED|panicked" "$R/all.log" | head -20 ;;
     sweep) timeout 300 bin/gpu gpu_sweep_bf16 --exact --nocapture > "$R/sweep_bf16.log" 2>&1
