@@ -35,6 +35,7 @@
 // 416 µs, 0.83×; (1,8,512,d64) 15.4 µs, 0.79×. lab/README.md has v1-v3.
 
 #include "common/grid.cuh"
+#include "common/kv_addr.cuh"
 #include "common/mask.cuh"
 #include "common/params.cuh"
 #include "common/ptx.cuh"
@@ -98,7 +99,15 @@ struct HopperTraits<128, kMods> : HopperConfig<128, 128, 2, 2, 24, 240> {};
 
 // ---- the kernel ---------------------------------------------------------------------------
 
-template <class Cfg, class E, bool kMods>
+// Named barrier ids: 0 is __syncthreads; 1 + consumer is each consumer's epilogue barrier
+// (at most 3 consumers); the packed kernel's consumers meet on kTailBarrier after zeroing the
+// last V tile's rows past the sequence.
+constexpr int kTailBarrier = 5;
+
+// kPacked: a packed (varlen) batch (p.cu_seqlens_q set), K/V packed or paged with pages of
+// whole key blocks; masks per sequence with its multimodal ranges (mask.cuh). The dense
+// instantiation is the dense kernel as it was.
+template <class Cfg, class E, bool kMods, bool kPacked>
 __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     constexpr int D = Cfg::kHeadDim, BN = Cfg::kBlockN, BM = Cfg::kBlockM, ST = Cfg::kStages;
     const FattnParams& p = hp.fwd;
@@ -117,8 +126,36 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     uint64_t* const empty_v = empty_k + ST;
 
     const QueryBlock qb = query_block(p, BM);
-    const int m_last = min(qb.m0 + BM, p.seq_q) - 1;
-    const KeyRange keys = block_key_range(p, qb.m0, m_last);
+    // Packed: this sequence's rows and keys (q0/k0 index the packed tensors); a query block
+    // past its sequence's end has nothing to do (the grid covers the longest sequence). The
+    // whole CTA leaves together, before any barrier.
+    const SeqSpan span = seq_span<kPacked>(p, qb.batch);
+    if (kPacked && qb.m0 >= span.len_q) return;
+    const SeqMask msk = kPacked ? packed_mask(p, qb.batch, span.len_q, span.len_k) : dense_mask(p);
+    // Dense: the params themselves, as the dense kernel always read them.
+    auto len_q = [&]() {
+        if constexpr (kPacked) {
+            return msk.len_q;
+        } else {
+            return p.seq_q;
+        }
+    };
+    auto row_keys = [&](int row) {
+        if constexpr (kPacked) {
+            return key_range(p, msk, row);
+        } else {
+            return key_range(p, row);
+        }
+    };
+    auto fully_visible = [&](int row_first, int row_last, int n0, int n1) {
+        if constexpr (kPacked) {
+            return block_fully_visible(p, msk, row_first, row_last, n0, n1);
+        } else {
+            return block_fully_visible(p, row_first, row_last, n0, n1);
+        }
+    };
+    const int m_last = min(qb.m0 + BM, len_q()) - 1;
+    const KeyRange keys = KeyRange{row_keys(qb.m0).lo, row_keys(m_last).hi};
     const int nb_begin = keys.lo / BN;
     const int nb_end = keys.hi > keys.lo ? (keys.hi + BN - 1) / BN : nb_begin;
 
@@ -145,26 +182,50 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::prefetch_tma_desc(&hp.tma_k);
             sm90::prefetch_tma_desc(&hp.tma_v);
             const int kvh = qb.head / p.kv_group;
+            // Packed tensors are mapped as one batch of all rows: a sequence's rows start at its
+            // cu_seqlens entry. Paged K/V are mapped as (blocks, page) with the block as the
+            // batch coordinate; the host takes this kernel only when a page holds whole key
+            // blocks, so a block's keys are consecutive rows of one page.
+            const int q_row = kPacked ? span.q0 + qb.m0 : qb.m0;
+            const int q_batch = kPacked ? 0 : qb.batch;
+            const int32_t* table = kPacked ? block_table_row(p, qb.batch) : nullptr;
+            // The (row, batch) coordinates of key block nb in the K/V maps.
+            auto kv_coords = [&](int nb, int& row, int& batch) {
+                const int n0 = nb * BN;
+                if (!kPacked) {
+                    row = n0;
+                    batch = qb.batch;
+                } else if (table == nullptr) {
+                    row = span.k0 + n0;
+                    batch = 0;
+                } else {
+                    const int page = n0 / p.page_block_size;
+                    row = n0 - page * p.page_block_size;
+                    batch = table[page];
+                }
+            };
             sm90::mbar_arrive_expect_tx(bar_q, Cfg::kQBytes);
 #pragma unroll
             for (int c = 0; c < Cfg::kPanels; ++c)
-                sm90::tma_load_4d(sQ + c * BM * 128, &hp.tma_q, bar_q, c * 64, qb.m0, qb.head, qb.batch);
+                sm90::tma_load_4d(sQ + c * BM * 128, &hp.tma_q, bar_q, c * 64, q_row, qb.head, q_batch);
             for (int nb = nb_begin; nb < nb_end; ++nb) {
                 const int it = nb - nb_begin, st = it % ST;
                 const uint32_t phase = (it / ST) & 1;
+                int kv_row, kv_batch;
+                kv_coords(nb, kv_row, kv_batch);
                 // A stage is free again once the consumers released its previous use.
                 if (it >= ST) sm90::mbar_wait(&empty_k[st], phase ^ 1);
                 sm90::mbar_arrive_expect_tx(&full_k[st], Cfg::kKVBytes);
 #pragma unroll
                 for (int c = 0; c < Cfg::kPanels; ++c)
-                    sm90::tma_load_4d(sK + st * Cfg::kKVBytes + c * BN * 128, &hp.tma_k, &full_k[st], c * 64, nb * BN,
-                                      kvh, qb.batch);
+                    sm90::tma_load_4d(sK + st * Cfg::kKVBytes + c * BN * 128, &hp.tma_k, &full_k[st], c * 64, kv_row,
+                                      kvh, kv_batch);
                 if (it >= ST) sm90::mbar_wait(&empty_v[st], phase ^ 1);
                 sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVBytes);
 #pragma unroll
                 for (int c = 0; c < Cfg::kPanels; ++c)
-                    sm90::tma_load_4d(sV + st * Cfg::kKVBytes + c * BN * 128, &hp.tma_v, &full_v[st], c * 64, nb * BN,
-                                      kvh, qb.batch);
+                    sm90::tma_load_4d(sV + st * Cfg::kKVBytes + c * BN * 128, &hp.tma_v, &full_v[st], c * 64, kv_row,
+                                      kvh, kv_batch);
             }
         }
         return;
@@ -226,13 +287,16 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    s[4 * j + e] = score_log2(p, s[4 * j + e], alibi_log2, row0 + (e / 2) * 8, n0 + 8 * j + 2 * t + e % 2);
+                for (int e = 0; e < 4; ++e) {
+                    const int row = row0 + (e / 2) * 8, key = n0 + 8 * j + 2 * t + e % 2;
+                    s[4 * j + e] = kPacked ? score_log2_diag(p, s[4 * j + e], alibi_log2, msk.diag(row), key)
+                                           : score_log2(p, s[4 * j + e], alibi_log2, row, key);
+                }
         }
-        if (!block_fully_visible(p, warp_row0, warp_row0 + 15, n0, n0 + BN)) {
+        if (!fully_visible(warp_row0, warp_row0 + 15, n0, n0 + BN)) {
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
-                const KeyRange rk = key_range(p, row0 + hf * 8);
+                const KeyRange rk = row_keys(row0 + hf * 8);
 #pragma unroll
                 for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
@@ -327,6 +391,26 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         }
         const int last = nb_end - 1 - nb_begin;
         sm90::mbar_wait(&full_v[last % ST], (last / ST) & 1);
+        if constexpr (kPacked) {
+            // The last block's rows past the sequence's keys are the next sequence's (packed)
+            // or whatever the page holds (paged): their scores are masked to P = 0, but 0 · NaN
+            // or 0 · inf in P·V would still reach this sequence's rows. The consumers zero them
+            // (as the dense maps' out-of-bounds fill does) before either reads the stage.
+            const int valid = msk.len_k - (nb_end - 1) * BN;
+            if (valid < BN) {
+                uint8_t* const v_tile = sV + (last % ST) * Cfg::kKVBytes;
+                const int ctid = cw * 128 + tid;
+                constexpr int kRowChunks = Cfg::kPanels * 8;  // 16-byte chunks of a key row
+                for (int i = ctid; i < (BN - valid) * kRowChunks; i += Cfg::kConsumers * 128) {
+                    const int r = valid + i / kRowChunks, c = i % kRowChunks;
+                    *reinterpret_cast<uint4*>(v_tile + (c / 8) * BN * 128 + r * 128 + (c % 8) * 16) =
+                        make_uint4(0u, 0u, 0u, 0u);
+                }
+                // Generic-proxy writes that wgmma (the async proxy) reads next.
+                sm90::fence_proxy_async();
+                sm90::named_barrier_sync(kTailBarrier, Cfg::kConsumers * 128);
+            }
+        }
         sm90::wgmma_fence();
         issue_pv(pf, last % ST);
         sm90::wgmma_wait<0>();
@@ -343,8 +427,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         const float l = quad_sum(row_sum[hf]);
         const float inv = inv_row_sum(l);
         const int row = row0 + hf * 8;
-        if (p.lse != nullptr && t == 0 && row < p.seq_q)
-            *lse_slot(p, qb.batch, qb.head, row) = row_lse(row_max[hf] * exp_scale, l);
+        if (p.lse != nullptr && t == 0 && row < len_q()) {
+            float* slot = kPacked ? lse_slot_packed(p, span, qb.head, row) : lse_slot(p, qb.batch, qb.head, row);
+            *slot = row_lse(row_max[hf] * exp_scale, l);
+        }
         const int r = cw * 64 + warp * 16 + g + hf * 8;  // row within the tile
 #pragma unroll
         for (int j = 0; j < D / 8; ++j) {
@@ -354,14 +440,16 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         }
     }
     sm90::named_barrier_sync(1 + cw, 128);
-    uint16_t* og = static_cast<uint16_t*>(p.o) + qb.batch * p.o_batch_stride + qb.head * p.o_head_stride;
+    uint16_t* og = kPacked ? o_seq_rows<uint16_t>(p, span, qb.head)
+                           : static_cast<uint16_t*>(p.o) + qb.batch * p.o_batch_stride + qb.head * p.o_head_stride;
+    const int rows = len_q();
     constexpr int kChunks = D / 8;  // 16-byte chunks of a row
 #pragma unroll
     for (int i = 0; i < 64 * kChunks / 128; ++i) {
         const int chunk = tid + i * 128;
         const int r = cw * 64 + chunk / kChunks, c = chunk % kChunks;
         const int row = qb.m0 + r;
-        if (row >= p.seq_q || c * 8 >= p.head_dim) continue;
+        if (row >= rows || c * 8 >= p.head_dim) continue;
         const uint4 val = *reinterpret_cast<const uint4*>(sQ + (c / 8) * BM * 128 + r * 128 + (((c % 8) ^ (r % 8)) * 16));
         *reinterpret_cast<uint4*>(og + static_cast<int64_t>(row) * p.o_seq_stride + c * 8) = val;
     }
@@ -374,7 +462,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 //
 // Declared once in src/cuda/instances.rs (Arch::Sm90a); build.rs expands FATTN_INSTANCE_FWD
 // per instance of this file and checks the launch numbers against the traits. VARIANT: 0
-// plain, 1 softcap/ALiBi (`_mods`). Dense problems only (no `_varlen` entry yet).
+// plain, 1 softcap/ALiBi (`_mods`). Each instance has two entry points: NAME, the dense
+// kernel, and NAME_varlen, the packed one (packed K/V, or paged with whole key blocks per
+// page), so that the packed path's registers never change the dense kernel's.
 
 #define FATTN_INSTANCE_FWD(DTYPE, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                         \
     static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a Hopper instance is plain or _mods");                        \
@@ -385,5 +475,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kSmemBytes == SMEM, #NAME ": smem bytes differ from instances.rs"); \
     extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT == 1>::kThreads, 1)                          \
         NAME(const __grid_constant__ FattnHopperParams p) {                                                            \
-        fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT == 1>, fattn::DTYPE, VARIANT == 1>(p);                      \
+        fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT == 1>, fattn::DTYPE, VARIANT == 1, false>(p);               \
+    }                                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT == 1>::kThreads, 1)                          \
+        NAME##_varlen(const __grid_constant__ FattnHopperParams p) {                                                   \
+        fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT == 1>, fattn::DTYPE, VARIANT == 1, true>(p);                \
     }

@@ -1121,13 +1121,15 @@ fn gpu_varlen_paged_decode() {
 }
 
 /// A packed batch gives each sequence's rows exactly what a dense call on that sequence
-/// alone gives (the same prefill instance: every sequence longer than the decode crossover;
-/// the sm_80 kernel, which runs packed batches on every GPU), paged or not.
+/// alone gives (the same prefill instance: every sequence longer than the decode crossover),
+/// paged or not, on the sm_80 kernel (forced) and on the default one (the Hopper kernel on
+/// 9.0 GPUs, wherever both sides ran it).
 #[test]
 fn gpu_varlen_matches_dense_per_sequence() -> Result<()> {
     use candle_fused_attn::attention_varlen;
     let Some(dev) = cuda_device("gpu_varlen_matches_dense_per_sequence") else { return Ok(()) };
     let seed = fresh_seed("gpu_varlen_matches_dense_per_sequence");
+    let (mut compared, mut hopper_pairs, mut different_generations) = (0usize, 0usize, 0usize);
     for (i, dtype) in [DType::F32, DType::F16, DType::BF16].into_iter().cycle().take(12).enumerate() {
         let mut c = VarCase::random(case_seed(seed, i));
         c.len_q = vec![129, 300, 257];
@@ -1136,30 +1138,51 @@ fn gpu_varlen_matches_dense_per_sequence() -> Result<()> {
         let (q, k, v, vl, p) = c.inputs(dtype)?;
         let (qd, kd, vd) = (q.to_device(&dev)?, k.to_device(&dev)?, v.to_device(&dev)?);
         let (vld, pd) = varlen_to(&dev, &vl, &p)?;
-        let packed = attention_varlen(&qd, &kd, &vd, &vld, &pd)?;
-        let (mut q0, kv_dense) = (0, attention_dense_parts(&c, &k, &v, &vl)?);
-        for (b, (kb, vb)) in kv_dense.into_iter().enumerate() {
-            let lq = c.len_q[b];
-            let qb = q.narrow(0, q0, lq)?.unsqueeze(0)?.to_device(&dev)?;
-            let mut pb = pd.clone();
-            if c.alibi == 2 {
-                pb.alibi_slopes = Some(pd.alibi_slopes.as_ref().unwrap().narrow(0, b, 1)?);
+        let kv_dense = attention_dense_parts(&c, &k, &v, &vl)?;
+        // Both kernel generations; each side's kernel is recorded, and the rows must be
+        // bit-identical whenever both sides ran the same generation (on a Hopper GPU a packed
+        // batch the Hopper kernel cannot take, say 16-key pages, runs the sm_80 kernel while
+        // its dense sequences take the Hopper one: other instruction order, other roundings).
+        for kernels in [CudaKernels::Sm80, CudaKernels::Auto] {
+            take_last_prefill_kernel();
+            let packed = with_cuda_kernels(kernels, || attention_varlen(&qd, &kd, &vd, &vld, &pd))?;
+            let packed_ran = take_last_prefill_kernel().unwrap_or("none");
+            let mut q0 = 0;
+            for (b, (kb, vb)) in kv_dense.iter().enumerate() {
+                let lq = c.len_q[b];
+                let qb = q.narrow(0, q0, lq)?.unsqueeze(0)?.to_device(&dev)?;
+                let mut pb = pd.clone();
+                if c.alibi == 2 {
+                    pb.alibi_slopes = Some(pd.alibi_slopes.as_ref().unwrap().narrow(0, b, 1)?);
+                }
+                let (kb, vb) = (kb.unsqueeze(0)?.to_device(&dev)?, vb.unsqueeze(0)?.to_device(&dev)?);
+                let dense = with_cuda_kernels(kernels, || attention(&qb, &kb, &vb, &pb))?.squeeze(0)?;
+                let dense_ran = take_last_prefill_kernel().unwrap_or("none");
+                q0 += lq;
+                if is_hopper(dense_ran) != is_hopper(packed_ran) {
+                    different_generations += 1;
+                    continue;
+                }
+                hopper_pairs += is_hopper(packed_ran) as usize;
+                let mine = packed.narrow(0, q0 - lq, lq)?;
+                let (a, bb) = (to_f64_vec(&dense)?, to_f64_vec(&mine)?);
+                assert!(
+                    a.iter().zip(&bb).all(|(x, y)| x == y || (x.is_nan() && y.is_nan())),
+                    "sequence {b} differs from its dense call ({kernels:?}: packed ran {packed_ran}, dense \
+                     {dense_ran}): {dtype:?} {}",
+                    c.describe()
+                );
+                compared += 1;
             }
-            // Packed batches run the sm_80 kernel on every GPU; on a Hopper GPU the dense call
-            // would take the Hopper kernel (other instruction order, other roundings).
-            let (kb, vb) = (kb.unsqueeze(0)?.to_device(&dev)?, vb.unsqueeze(0)?.to_device(&dev)?);
-            let dense = with_cuda_kernels(CudaKernels::Sm80, || attention(&qb, &kb, &vb, &pb))?.squeeze(0)?;
-            let mine = packed.narrow(0, q0, lq)?;
-            let (a, bb) = (to_f64_vec(&dense)?, to_f64_vec(&mine)?);
-            assert!(
-                a.iter().zip(&bb).all(|(x, y)| x == y || (x.is_nan() && y.is_nan())),
-                "sequence {b} differs from its dense call: {dtype:?} {}",
-                c.describe()
-            );
-            q0 += lq;
         }
     }
-    println!("gpu_varlen_matches_dense_per_sequence: 12 batches of 3 sequences bit-identical");
+    println!(
+        "gpu_varlen_matches_dense_per_sequence: 12 batches of 3 sequences × 2 kernel settings: {compared} \
+         sequences bit-identical ({hopper_pairs} of them on the Hopper kernel), {different_generations} not \
+         compared (packed and dense on different kernel generations)"
+    );
+    // Forced sm_80, every sequence is compared.
+    assert!(compared >= 36, "only {compared} sequences compared");
     Ok(())
 }
 
@@ -1189,6 +1212,206 @@ fn attention_dense_parts(
         k0 += lk;
     }
     Ok(out)
+}
+
+/// A random packed batch that the Hopper kernel's `_varlen` entry can take: f16/bf16, a head
+/// dim of the Hopper instances (multiples of 8 up to 128), k/v packed or paged with pages of
+/// whole 128-key blocks (and some with 16-key pages, which stay on the sm_80 kernel), one
+/// sequence long enough (≥ 129 queries) that the batch takes the prefill path.
+fn hopper_var_case(seed: u64, i: usize) -> (DType, VarCase) {
+    const DIMS: [usize; 8] = [8, 40, 64, 72, 96, 104, 120, 128];
+    let mut c = VarCase::random(seed);
+    c.head_dim = DIMS[i % DIMS.len()];
+    c.page = [None, None, Some(128), Some(256), Some(16)][i % 5];
+    let at = (seed % c.len_q.len() as u64) as usize;
+    c.len_q[at] = c.len_q[at].max(129 + (seed as usize % 200));
+    c.len_k[at] = c.len_k[at].max(1);
+    if let Some(ranges) = &mut c.ranges {
+        // Keep every range inside its (possibly longer) sequence.
+        for (r, &lk) in ranges.iter_mut().zip(&c.len_k) {
+            for x in r.iter_mut() {
+                if x[1] as usize > lk {
+                    *x = [0, 0];
+                }
+            }
+        }
+    }
+    (if i % 2 == 0 { DType::BF16 } else { DType::F16 }, c)
+}
+
+/// Whether a prefill kernel name is a Hopper instance.
+fn is_hopper(kernel: &str) -> bool {
+    kernel.ends_with("_sm90")
+}
+
+/// Skips (returns false, with a message) unless the device runs the Hopper prefill kernel.
+fn hopper_device(test: &str, dev: &Device) -> bool {
+    let probe = Tensor::zeros((1, 256, 2, 128), DType::BF16, dev).unwrap();
+    take_last_prefill_kernel();
+    attention(&probe, &probe, &probe, &AttnParams::new(0.1)).unwrap();
+    let probe_kernel = take_last_prefill_kernel().unwrap_or("none");
+    if !is_hopper(probe_kernel) {
+        println!("SKIPPED: {test}: the device is not compute capability 9.0 (a bf16 d128 prefill ran {probe_kernel})");
+        return false;
+    }
+    true
+}
+
+/// Packed batches on the Hopper kernel (its `_varlen` entry): random varlen cases (every mask,
+/// prefix ranges, softcap, ALiBi, GQA/MQA, packed and paged k/v, empty and odd sequences),
+/// each on both kernel generations against the f64 oracle, outputs poisoned first. Fails if a
+/// case the Hopper kernel covers (contiguous rows, pages of whole key blocks) ran another
+/// kernel, or if fewer than a third of the cases ran it. Skips on GPUs other than 9.0.
+#[test]
+fn gpu_hopper_varlen() {
+    let test = "gpu_hopper_varlen";
+    let Some(dev) = cuda_device(test) else { return };
+    if !hopper_device(test, &dev) {
+        return;
+    }
+    let seed = fresh_seed(test);
+    let n = std::env::var("FUSED_ATTN_HOPPER_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(160);
+    let cases: Vec<_> = (0..n).map(|i| hopper_var_case(case_seed(seed, i), i)).collect();
+    let start = std::time::Instant::now();
+    let (mut failures, mut hopper_runs, mut worst) = (Vec::new(), 0usize, (0f64, String::new()));
+    for (ci, chunk) in cases.chunks(PREPARE_AHEAD).enumerate() {
+        let prepared: Vec<_> = chunk
+            .par_iter()
+            .enumerate()
+            .map(|(i, (dtype, case))| prepare_varlen(*dtype, case, (ci * PREPARE_AHEAD + i).is_multiple_of(3)))
+            .collect();
+        for ((dtype, case), prep) in chunk.iter().zip(prepared) {
+            let prep = prep.unwrap_or_else(|e| panic!("{test}: {} prepare: {e}", case.describe()));
+            for kernels in [CudaKernels::Auto, CudaKernels::Sm80] {
+                take_last_prefill_kernel();
+                let r = with_cuda_kernels(kernels, || check_varlen(&dev, *dtype, case, &prep)).unwrap_or_else(|e| {
+                    panic!("{test}: {dtype:?} {} (case seed {}) {kernels:?}: error {e}", case.describe(), case.seed)
+                });
+                let ran = take_last_prefill_kernel().unwrap_or("no prefill kernel");
+                let what = format!("{dtype:?} {} (case seed {}) {kernels:?} ran {ran}", case.describe(), case.seed);
+                let coverable = !case.strided && case.page.is_none_or(|pg| pg % 128 == 0);
+                if kernels == CudaKernels::Sm80 && is_hopper(ran) {
+                    failures.push(format!("{what}: forced sm80 but ran the Hopper kernel"));
+                }
+                if kernels == CudaKernels::Auto {
+                    if is_hopper(ran) {
+                        hopper_runs += 1;
+                    } else if coverable && ran != "no prefill kernel" {
+                        failures.push(format!("{what}: should have run the Hopper kernel"));
+                    }
+                }
+                if r.ratio() > worst.0 {
+                    worst = (r.ratio(), what.clone());
+                }
+                if !r.passes() {
+                    let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
+                    println!("{test}: FAIL {line}");
+                    failures.push(line);
+                }
+            }
+        }
+    }
+    println!(
+        "{test}: {} cases × 2 kernel generations, {hopper_runs} on the Hopper kernel, {} failures; worst \
+         error/allowed {:.3} at {}; {:.1} s",
+        cases.len(),
+        failures.len(),
+        worst.0,
+        worst.1,
+        start.elapsed().as_secs_f64()
+    );
+    assert!(hopper_runs * 3 >= cases.len(), "{test}: only {hopper_runs} of {} cases ran the Hopper kernel", cases.len());
+    assert!(failures.is_empty(), "{test}: {} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// A packed batch's neighbours stay out of each sequence on the Hopper kernel: its last key
+/// block reads the next sequence's rows (packed) or the rest of the page (paged), masked to
+/// P = 0, and 0 · NaN would still be NaN. NaN in the first key row of every sequence but the
+/// first (packed), or in every cache row no sequence owns (paged), must leave the first
+/// sequence's output finite and equal to its output without the NaN. Skips off 9.0 GPUs.
+#[test]
+fn gpu_hopper_varlen_neighbours_stay_out() -> Result<()> {
+    use candle_fused_attn::attention_varlen;
+    let test = "gpu_hopper_varlen_neighbours_stay_out";
+    let Some(dev) = cuda_device(test) else { return Ok(()) };
+    if !hopper_device(test, &dev) {
+        return Ok(());
+    }
+    let seed = fresh_seed(test);
+    let mut checked = 0;
+    for (i, page) in [None, Some(128), Some(256), None].into_iter().enumerate() {
+        let mut c = VarCase::random(case_seed(seed, i));
+        (c.heads, c.kv_heads, c.head_dim) = (4, 2, [64, 128][i % 2]);
+        c.len_q = vec![200, 150, 131];
+        c.len_k = vec![300, 77, 140];
+        (c.page, c.strided, c.ranges, c.flat_pages) = (page, false, None, false);
+        (c.causal, c.window, c.softcap, c.alibi) = (i % 2 == 1, (None, None), None, 0);
+        let dtype = if i % 2 == 0 { DType::BF16 } else { DType::F16 };
+        let (q, k, v, vl, p) = c.inputs(dtype)?;
+        let (vld, pd) = varlen_to(&dev, &vl, &p)?;
+        let (qd, kd, vd) = (q.to_device(&dev)?, k.to_device(&dev)?, v.to_device(&dev)?);
+        take_last_prefill_kernel();
+        let clean = attention_varlen(&qd, &kd, &vd, &vld, &pd)?;
+        let ran = take_last_prefill_kernel().unwrap_or("none");
+        assert!(is_hopper(ran), "{test}: {} ran {ran}, not the Hopper kernel", c.describe());
+        // Rows of k/v (as (rows, kv_heads, d)) that sequence 0 does not own.
+        let rows = k.elem_count() / (c.kv_heads * c.head_dim);
+        let owned: Vec<bool> = match page {
+            None => (0..rows).map(|r| r < c.len_k[0]).collect(),
+            Some(pg) => {
+                // Sequence 0's pages, and its keys within them.
+                let table = vl.block_table.as_ref().unwrap().get(0)?.to_vec1::<u32>()?;
+                let mut own = vec![false; rows];
+                for j in 0..c.len_k[0] {
+                    own[table[j / pg] as usize * pg + j % pg] = true;
+                }
+                own
+            }
+        };
+        let poisoned = |t: &Tensor| -> Result<Tensor> {
+            let flat = t.reshape((rows, c.kv_heads * c.head_dim))?.to_dtype(DType::F32)?;
+            let mut data = flat.to_vec2::<f32>()?;
+            for (r, row) in data.iter_mut().enumerate() {
+                if !owned[r] {
+                    row.iter_mut().for_each(|x| *x = f32::NAN);
+                }
+            }
+            Tensor::new(data, &Device::Cpu)?.to_dtype(dtype)?.reshape(t.shape())?.to_device(&dev)
+        };
+        let dirty = attention_varlen(&qd, &poisoned(&k)?, &poisoned(&v)?, &vld, &pd)?;
+        let lq = c.len_q[0];
+        let (a, b) = (to_f64_vec(&clean.narrow(0, 0, lq)?)?, to_f64_vec(&dirty.narrow(0, 0, lq)?)?);
+        assert!(a.iter().all(|x| x.is_finite()), "{test}: the clean output is not finite: {}", c.describe());
+        assert!(a == b, "{test}: NaN outside sequence 0 changed its output: {dtype:?} {}", c.describe());
+        checked += 1;
+    }
+    println!("{test}: {checked} batches, sequence 0 unchanged by NaN in rows it does not own");
+    Ok(())
+}
+
+/// Small packed batches on the Hopper kernel for compute-sanitizer: packed and paged k/v,
+/// odd and empty sequences, prefix ranges (skips off 9.0 GPUs).
+#[test]
+fn gpu_sanitizer_hopper_varlen() {
+    let test = "gpu_sanitizer_hopper_varlen";
+    let Some(dev) = cuda_device(test) else { return };
+    if !hopper_device(test, &dev) {
+        return;
+    }
+    let seed = fresh_seed(test);
+    let cases: Vec<_> = (0..10)
+        .map(|i| {
+            let (dtype, mut c) = hopper_var_case(case_seed(seed, i), i);
+            c.heads = c.heads.min(4);
+            c.kv_heads = c.kv_heads.min(c.heads);
+            while c.heads % c.kv_heads != 0 {
+                c.kv_heads -= 1;
+            }
+            c.strided = false;
+            (dtype, c)
+        })
+        .collect();
+    check_all_varlen(test, &dev, &cases);
 }
 
 /// Small packed and paged batches for compute-sanitizer (memcheck + racecheck): odd lengths,

@@ -2,7 +2,9 @@
 # The Hopper kernel's device check (kernels/fwd_sm90.cu): correctness on both kernel
 # generations, sanitizers, and a same-run bench of Hopper vs sm_80 vs torch SDPA.
 #   device tool: carry ["device-pack/h90.tar.xz"], command: bash lab/hopper/device.sh STEPS...
-# STEPS: hopper sweep memcheck racecheck synccheck bench torch (default: all of them).
+# STEPS: hopper sweep memcheck racecheck synccheck bench torch (default: all of them); packed
+# batches (the `_varlen` entry): hvarlen (its tests), vmemcheck vracecheck vsynccheck, vbench
+# (criterion cuda_varlen/cuda_paged on both generations, then torch's FA2 varlen).
 # The pack: scripts/device-pack.sh output without the train/llama/bench_cpu binaries.
 set -uo pipefail
 PACK="${PACK:-device-pack/h90.tar.xz}"
@@ -39,6 +41,25 @@ for s in "${steps[@]}"; do
             grep -E "bit-identical|test result|panicked" "$R/varlen.log" ;;
     all) timeout 500 bin/gpu --nocapture --test-threads=1 --skip gpu_torch_oracle > "$R/all.log" 2>&1
          grep -E "^test result|FAILED|SKIPPED|panicked" "$R/all.log" | head -20 ;;
+    hvarlen) for t in gpu_hopper_varlen_neighbours_stay_out gpu_hopper_varlen gpu_varlen_matches_dense_per_sequence \
+                    gpu_varlen_sweep_bf16 gpu_varlen_sweep_f16 gpu_varlen_paged_decode gpu_sanitizer_varlen; do
+               timeout 150 bin/gpu "$t" --exact --nocapture
+               if [ $? -eq 124 ]; then echo "$t timed out: a hang; stopping"; break; fi
+             done > "$R/hvarlen.log" 2>&1
+             grep -E "^gpu_.*(cases|batches|bit-identical)|test result|panicked|FAIL" "$R/hvarlen.log" | head -40 ;;
+    vmemcheck|vracecheck|vsynccheck)
+      FUSED_ATTN_HOPPER_CASES=24 timeout 300 compute-sanitizer --tool "${s#v}" bin/gpu gpu_sanitizer_hopper_varlen --exact \
+        --nocapture > "$R/$s.log" 2>&1
+      grep -E "SUMMARY|test result|cases" "$R/$s.log" | tail -3 ;;
+    vbench)
+      for k in auto sm80; do
+        FUSED_ATTN_CUDA_KERNELS=$k CRITERION_HOME="$W/vcrit-$k" timeout 300 bin/bench "${VBENCH_FILTER:-cuda_varlen}" --bench \
+          --warm-up-time 1 --measurement-time 3 --sample-size 10 --noplot > "$R/vbench_$k.log" 2>&1
+        medians "$W/vcrit-$k" > "$R/vmedians_$k.txt"
+        cat "$R/vmedians_$k.txt"
+      done
+      timeout 300 python3 scripts/bench_torch_varlen.py --out "$R" > "$R/torch_varlen.log" 2>&1
+      tail -12 "$R/torch_varlen.log" ;;
     sweep) timeout 300 bin/gpu gpu_sweep_bf16 --exact --nocapture > "$R/sweep_bf16.log" 2>&1
            timeout 300 bin/gpu gpu_sweep_f16 --exact --nocapture > "$R/sweep_f16.log" 2>&1 ;;
     memcheck|racecheck|synccheck)

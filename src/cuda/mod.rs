@@ -492,8 +492,8 @@ mod tests {
                 continue;
             }
             let mut names = vec![inst.name.to_string()];
-            // The Hopper kernels are dense only (packed problems run on the sm_80 kernels).
-            if matches!(inst.family, Family::Fwd | Family::Decode | Family::Bwd) && inst.arch == Arch::Sm80 {
+            // Every forward, decode and backward main-kernel instance has a packed entry too.
+            if matches!(inst.family, Family::Fwd | Family::Decode | Family::Bwd) {
                 names.push(format!("{}_varlen", inst.name));
             }
             for name in names {

@@ -2,11 +2,16 @@
 //! dense f16/bf16 problems it covers, on compute capability 9.0. [`forward`] returns `None`
 //! for everything else, which prefill.rs then runs on the sm_80 kernel:
 //!
-//! * packed (varlen/paged) problems, f32, head dims above the largest Hopper instance or not a
-//!   multiple of 8;
+//! * f32, head dims above the largest Hopper instance or not a multiple of 8;
+//! * paged caches whose page is not a whole number of the instance's key blocks (a key block
+//!   must be one TMA box of consecutive rows of one page);
 //! * layouts a tensor map cannot describe: a start address not on 16 bytes, or a row/head/batch
 //!   stride that is not a whole number of 16 bytes;
 //! * `FUSED_ATTN_CUDA_KERNELS=sm80` or [`crate::with_cuda_kernels`] with `Sm80`.
+//!
+//! Packed (varlen) batches run the same kernel's `_varlen` entry: q (and packed k/v) are
+//! mapped as one batch of `total` rows and a sequence's blocks start at its cu_seqlens entry;
+//! a paged cache is mapped as `(blocks, page)` with the block as the batch coordinate.
 //!
 //! The tensor maps are made per call from the real strides, so views run in place.
 
@@ -20,7 +25,10 @@ use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
 use super::instances::{Arch, Dtype, Family, Instance, KernelKey, SOURCES};
 use super::params::{FattnHopperParams, FattnParams, TmaDesc};
-use super::{alibi_slopes_ptr, common_params, dev_qkv, heuristics, to_i32, DevTensor, Entry, KernelDtype};
+use super::{
+    alibi_slopes_ptr, common_params, dev_qkv, heuristics, query_rows, to_i32, with_packed, DevTensor, Entry,
+    KernelDtype,
+};
 use crate::cuda_kernels::{cuda_kernels, CudaKernels};
 use crate::problem::Problem;
 
@@ -34,7 +42,7 @@ const BOX_COLS: u32 = 64;
 
 /// The Hopper instance that runs `p` in `T` on this device, or `None` (see the module docs).
 fn instance<T: KernelDtype>(p: &Problem, dev: &candle_core::CudaDevice) -> Result<Option<&'static Instance>> {
-    if T::DTYPE == Dtype::F32 || p.packed().is_some() || !p.head_dim.is_multiple_of(8) {
+    if T::DTYPE == Dtype::F32 || !p.head_dim.is_multiple_of(8) {
         return Ok(None);
     }
     if cuda_kernels()? == CudaKernels::Sm80 {
@@ -49,7 +57,29 @@ fn instance<T: KernelDtype>(p: &Problem, dev: &candle_core::CudaDevice) -> Resul
     }
     let mods = p.softcap > 0.0 || p.has_alibi || p.scale <= 0.0;
     let key = KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods };
-    Ok(heuristics::instance(key, Arch::Sm90a).ok())
+    let Ok(inst) = heuristics::instance(key, Arch::Sm90a) else { return Ok(None) };
+    if let Some(pages) = p.packed().and_then(|pk| pk.pages.as_ref()) {
+        if !pages.page_size.is_multiple_of(inst.key_block as usize) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(inst))
+}
+
+/// The `(batch, seq, heads, head_dim)` extents the tensor maps of q and of k/v describe:
+/// dense as they are; packed as one batch of every row; paged k/v as `(num_blocks, page)`.
+fn map_extents(p: &Problem) -> [(usize, usize, usize, usize); 2] {
+    let d = p.head_dim;
+    match p.packed() {
+        None => [(p.batch, p.seq_q, p.heads, d), (p.batch, p.seq_k, p.kv_heads, d)],
+        Some(pk) => {
+            let kv = match &pk.pages {
+                None => (1, pk.cu_k[pk.batch()], p.kv_heads, d),
+                Some(pg) => (pg.num_blocks, pg.page_size, p.kv_heads, d),
+            };
+            [(1, pk.total_q(), p.heads, d), kv]
+        }
+    }
 }
 
 /// A tensor map of a `(batch, seq, heads, head_dim)` tensor (`seq` rows of `seq_len`, `heads`
@@ -130,22 +160,25 @@ pub(super) fn forward<T: KernelDtype>(
     let stream = dev.cuda_stream();
     let [qt, kt, vt] = dev_qkv::<T>(p, (q, ql), k, v, &stream)?;
     let d = p.head_dim;
-    let Some(tma_q) = tensor_map::<T>(&qt, (p.batch, p.seq_q, p.heads, d), inst.block_rows)? else { return Ok(None) };
-    let Some(tma_k) = tensor_map::<T>(&kt, (p.batch, p.seq_k, p.kv_heads, d), inst.key_block)? else {
+    let [q_ext, kv_ext] = map_extents(p);
+    if q_ext.1 == 0 || kv_ext.1 == 0 {
+        // No query rows or no keys at all (a tensor map cannot have an empty extent): the
+        // sm_80 kernel writes the zeros.
         return Ok(None);
-    };
-    let Some(tma_v) = tensor_map::<T>(&vt, (p.batch, p.seq_k, p.kv_heads, d), inst.key_block)? else {
-        return Ok(None);
-    };
-    let kernel = heuristics::prepare_entry(dev, inst, Entry::Dense)?;
+    }
+    let Some(tma_q) = tensor_map::<T>(&qt, q_ext, inst.block_rows)? else { return Ok(None) };
+    let Some(tma_k) = tensor_map::<T>(&kt, kv_ext, inst.key_block)? else { return Ok(None) };
+    let Some(tma_v) = tensor_map::<T>(&vt, kv_ext, inst.key_block)? else { return Ok(None) };
+    let kernel = heuristics::prepare_entry(dev, inst, Entry::of(p))?;
     let smem_bytes = inst.smem_bytes(to_i32(d, "head_dim")? as u32);
     kernel.check_smem(smem_bytes)?;
 
-    let rows = p.batch * p.seq_q;
-    // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output:
-    // the grid covers every (batch, head, 128-row query block) and each block's consumers
-    // store every row below seq_q and every column below head_dim (zeros for rows that see no
-    // key).
+    let rows = query_rows(p);
+    // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output
+    // (packed: (total_q, heads, head_dim)): the grid covers every (batch, head, query block)
+    // up to seq_q (packed: the longest sequence, so every sequence's rows) and each block's
+    // consumers store every row below its sequence's length and every column below head_dim
+    // (zeros for rows that see no key).
     let mut out = unsafe { dev.alloc::<T>(rows * p.heads * d) }?;
     // SAFETY: as `out`: the thread that stores a row also stores its log-sum-exp.
     let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(rows * p.heads) }?) } else { None };
@@ -154,18 +187,18 @@ pub(super) fn forward<T: KernelDtype>(
 
     let query_blocks = p.seq_q.div_ceil(inst.block_rows as usize);
     let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
-    {
+    with_packed(p, &stream, |packed| {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
         if !o_ptr.is_multiple_of(16) {
             bail!("fused-attn cuda internal: the output allocation at {o_ptr:#x} is not 16-byte aligned")
         }
         let lse_ptr = lse.as_mut().map(|l| l.device_ptr_mut(&stream));
         let elem = std::mem::size_of::<T>();
-        let fwd = FattnParams {
+        let fwd = packed.apply(FattnParams {
             lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
             vec_out: 1,
             ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
-        };
+        });
         let params = FattnHopperParams { tma_q, tma_k, tma_v, fwd, pad_hopper_: [0; 2] };
         let cfg =
             LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (inst.threads, 1, 1), shared_mem_bytes: smem_bytes };
@@ -173,14 +206,19 @@ pub(super) fn forward<T: KernelDtype>(
         builder.arg(&params);
         // SAFETY: the kernel's one argument is `FattnHopperParams` by value, matching its C++
         // signature (offsets and size asserted on both sides). The tensor maps describe q, k
-        // and v within their allocations (dims and strides from the validated problem); the
-        // other pointers are live allocations held by `q`, `k`, `v`, `out`, `lse` and the alibi
-        // storage for the whole call. The output is contiguous (batch, seq_q, heads,
-        // head_dim) with head_dim % 8 == 0 and a start checked above to lie on 16 bytes, so
+        // and v within their allocations (dims and strides from the validated problem; packed:
+        // total_q/total_k rows, or num_blocks pages of page_size rows, as
+        // `crate::packed::validate_packed` checked them against the tensors), and TMA never
+        // reads outside a map (out-of-bounds boxes are zero-filled). The other pointers are
+        // live allocations held by `q`, `k`, `v`, `out`, `lse`, the alibi storage and the
+        // problem's checked index tensors for the whole call (every cu_seqlens entry within
+        // the rows, every block-table entry a sequence uses below num_blocks). The output is
+        // contiguous with head_dim % 8 == 0 and a start checked above to lie on 16 bytes, so
         // its 16-byte stores are aligned.
         unsafe { builder.launch(cfg) }.w()?;
         crate::cuda_kernels::record_prefill(inst.name);
-    }
+        Ok(())
+    })?;
     drop(alibi_ptr);
     drop((qt, kt, vt));
     let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
