@@ -389,7 +389,8 @@ fn bench_varlen(c: &mut Criterion) {
 
 /// `cuda_varlen_bf16`: a packed batch of 64 sequences (100–4000 tokens, LLaMA-3-8B heads: 32 q,
 /// 8 kv, d128), causal and not: ours packed, and the same work as one padded dense call
-/// (batch 64 × the longest length). Throughput: the packed batch's FLOPs on the FA
+/// (batch 64 × the longest length), and ours with K/V in a paged cache (pages of 16 and 256
+/// keys, host indices). Throughput: the packed batch's FLOPs on the FA
 /// convention, Σ 4·len²·H·D per sequence (halved for causal), for both rows.
 /// `cuda_paged_decode_bf16`: one query per sequence against its cache, contiguous (dense
 /// decode) and paged (pages 16 and 256, shuffled block tables); throughput in bytes of K+V.
@@ -437,6 +438,29 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
         group.bench_function(format!("padded_dense_64x{max}_h32_kv8_d128{tag}"), |b| {
             b.iter_custom(|iters| rep_times(dev, iters, &padded).expect("timed reps"))
         });
+        // The same batch with K/V in a paged cache (host indices): pages of 16 and 256 keys, a
+        // fixed shuffle of the pool, as a serving engine's chunked prefill reads it.
+        for page in [16usize, 256] {
+            let used: Vec<usize> = lens.iter().map(|l| l.div_ceil(page)).collect();
+            let (pool, max_blocks) = (used.iter().sum::<usize>(), *used.iter().max().unwrap_or(&1));
+            let mut table = vec![0u32; lens.len() * max_blocks];
+            let mut next = 0usize;
+            for (b, &u) in used.iter().enumerate() {
+                for j in 0..u {
+                    // Multiplication by an odd number modulo the pool: a fixed shuffle when the
+                    // pool is a power of two, a spread of block ids otherwise.
+                    table[b * max_blocks + j] = ((next * 2654435761usize) % pool) as u32;
+                    next += 1;
+                }
+            }
+            let table = Tensor::from_vec(table, (lens.len(), max_blocks), &Device::Cpu)?;
+            let (kpg, vpg) = (randn(&[pool, page, hkv, d])?, randn(&[pool, page, hkv, d])?);
+            let vl = Varlen::new(&cu_host, &cu_host, max, max).paged(&table, page);
+            let paged = || attention_varlen(&q, &kpg, &vpg, &vl, &params);
+            group.bench_function(format!("ours_paged{page}_hostidx_64seq_h32_kv8_d128{tag}"), |b| {
+                b.iter_custom(|iters| rep_times(dev, iters, &paged).expect("timed reps"))
+            });
+        }
     }
     group.finish();
 

@@ -23,8 +23,18 @@
 // Tensor maps are made on the host from the real strides (src/cuda/prefill_sm90.rs); rows past
 // the sequence and columns past the head dim arrive as zeros, so any seq_q, seq_k and any head
 // dim that is a multiple of 8 up to the instance's runs without a separate tail path. Problems
-// TMA cannot describe (unaligned strides), packed batches, f32 and other head dims run on the
-// sm_80 kernel.
+// TMA cannot describe (unaligned strides), f32, other head dims and paged caches whose pages
+// are not whole key blocks or whole 8-row atoms dividing one run on the sm_80 kernel.
+//
+// Packed (varlen) batches run the `_varlen` entry: q and packed k/v are mapped as one batch of
+// every row and a CTA's boxes start at its sequence's cu_seqlens rows; a paged cache is mapped
+// as (blocks, page) and a key block is one box (pages of whole blocks) or block / page boxes,
+// one per page (pages of 8-64 keys), through the block table. Rows past the sequence inside
+// the last key block belong to the next sequence (or are whatever the page holds): masked, and
+// their V rows zeroed in shared memory before P·V, so no NaN crosses sequences. H100, 64
+// sequences of 100-3991 tokens, 32/8 heads, d128 bf16 (lab/results/s8-hopper-varlen-h100.md):
+// 11.27 ms = 513 TF/s, 1.53x torch's FA2 varlen (17.27 ms) and 1.53x the sm_80 kernel; causal
+// 6.69 ms, 1.46x FA2.
 //
 // Version 3 (this file): inside a warpgroup, each block's softmax overlaps the previous block's
 // P·V wgmma; plain d64 runs three consumers. No ping-pong between the consumers, no persistent
@@ -104,8 +114,8 @@ struct HopperTraits<128, kMods> : HopperConfig<128, 128, 2, 2, 24, 240> {};
 // last V tile's rows past the sequence.
 constexpr int kTailBarrier = 5;
 
-// kPacked: a packed (varlen) batch (p.cu_seqlens_q set), K/V packed or paged with pages of
-// whole key blocks; masks per sequence with its multimodal ranges (mask.cuh). The dense
+// kPacked: a packed (varlen) batch (p.cu_seqlens_q set), K/V packed or paged (pages of whole
+// key blocks, or pages of whole 8-row atoms that divide a key block); masks per sequence with its multimodal ranges (mask.cuh). The dense
 // instantiation is the dense kernel as it was.
 template <class Cfg, class E, bool kMods, bool kPacked>
 __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
@@ -184,24 +194,38 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const int kvh = qb.head / p.kv_group;
             // Packed tensors are mapped as one batch of all rows: a sequence's rows start at its
             // cu_seqlens entry. Paged K/V are mapped as (blocks, page) with the block as the
-            // batch coordinate; the host takes this kernel only when a page holds whole key
-            // blocks, so a block's keys are consecutive rows of one page.
+            // batch coordinate (src/cuda/prefill_sm90.rs).
             const int q_row = kPacked ? span.q0 + qb.m0 : qb.m0;
             const int q_batch = kPacked ? 0 : qb.batch;
             const int32_t* table = kPacked ? block_table_row(p, qb.batch) : nullptr;
-            // The (row, batch) coordinates of key block nb in the K/V maps.
-            auto kv_coords = [&](int nb, int& row, int& batch) {
+            // Key block nb of the K or V map into `dst` (a stage's tile), completing on `bar`:
+            // one box of BN rows per 64-column panel; paged with pages shorter than a block,
+            // BN / page boxes of one page each (the host takes such pages only when they divide
+            // BN and hold whole 8-row swizzle atoms, so every box starts on a 1 KiB atom). The
+            // last block's pages past the sequence's keys repeat its last page: rows that are
+            // masked, and whose V the consumers zero.
+            auto load_kv = [&](uint8_t* dst, const auto* map, uint64_t* bar, int nb) {
                 const int n0 = nb * BN;
-                if (!kPacked) {
-                    row = n0;
-                    batch = qb.batch;
-                } else if (table == nullptr) {
-                    row = span.k0 + n0;
-                    batch = 0;
-                } else {
+                if (!kPacked || table == nullptr) {
+                    const int row = kPacked ? span.k0 + n0 : n0;
+                    const int batch = kPacked ? 0 : qb.batch;
+#pragma unroll
+                    for (int c = 0; c < Cfg::kPanels; ++c)
+                        sm90::tma_load_4d(dst + c * BN * 128, map, bar, c * 64, row, kvh, batch);
+                } else if (p.page_block_size >= BN) {
                     const int page = n0 / p.page_block_size;
-                    row = n0 - page * p.page_block_size;
-                    batch = table[page];
+                    const int blk = table[page];
+#pragma unroll
+                    for (int c = 0; c < Cfg::kPanels; ++c)
+                        sm90::tma_load_4d(dst + c * BN * 128, map, bar, c * 64, n0 - page * p.page_block_size, kvh, blk);
+                } else {
+                    const int pg = p.page_block_size, last_page = (msk.len_k - 1) / pg;
+                    for (int j = 0; j < BN / pg; ++j) {
+                        const int blk = table[min(n0 / pg + j, last_page)];
+#pragma unroll
+                        for (int c = 0; c < Cfg::kPanels; ++c)
+                            sm90::tma_load_4d(dst + c * BN * 128 + j * pg * 128, map, bar, c * 64, 0, kvh, blk);
+                    }
                 }
             };
             sm90::mbar_arrive_expect_tx(bar_q, Cfg::kQBytes);
@@ -211,21 +235,13 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             for (int nb = nb_begin; nb < nb_end; ++nb) {
                 const int it = nb - nb_begin, st = it % ST;
                 const uint32_t phase = (it / ST) & 1;
-                int kv_row, kv_batch;
-                kv_coords(nb, kv_row, kv_batch);
                 // A stage is free again once the consumers released its previous use.
                 if (it >= ST) sm90::mbar_wait(&empty_k[st], phase ^ 1);
                 sm90::mbar_arrive_expect_tx(&full_k[st], Cfg::kKVBytes);
-#pragma unroll
-                for (int c = 0; c < Cfg::kPanels; ++c)
-                    sm90::tma_load_4d(sK + st * Cfg::kKVBytes + c * BN * 128, &hp.tma_k, &full_k[st], c * 64, kv_row,
-                                      kvh, kv_batch);
+                load_kv(sK + st * Cfg::kKVBytes, &hp.tma_k, &full_k[st], nb);
                 if (it >= ST) sm90::mbar_wait(&empty_v[st], phase ^ 1);
                 sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVBytes);
-#pragma unroll
-                for (int c = 0; c < Cfg::kPanels; ++c)
-                    sm90::tma_load_4d(sV + st * Cfg::kKVBytes + c * BN * 128, &hp.tma_v, &full_v[st], c * 64, kv_row,
-                                      kvh, kv_batch);
+                load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb);
             }
         }
         return;

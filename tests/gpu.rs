@@ -1135,6 +1135,11 @@ fn gpu_varlen_matches_dense_per_sequence() -> Result<()> {
         c.len_q = vec![129, 300, 257];
         c.len_k = vec![129, 500, 1];
         c.ranges = None;
+        if i % 2 == 1 {
+            // Layouts and head dims both kernel generations take (the Hopper kernel on 9.0).
+            (c.head_dim, c.strided) = ([64, 128, 40, 96][(i / 2) % 4], false);
+            c.page = [None, Some(256), Some(16)][(i / 2) % 3];
+        }
         let (q, k, v, vl, p) = c.inputs(dtype)?;
         let (qd, kd, vd) = (q.to_device(&dev)?, k.to_device(&dev)?, v.to_device(&dev)?);
         let (vld, pd) = varlen_to(&dev, &vl, &p)?;
@@ -1216,13 +1221,13 @@ fn attention_dense_parts(
 
 /// A random packed batch that the Hopper kernel's `_varlen` entry can take: f16/bf16, a head
 /// dim of the Hopper instances (multiples of 8 up to 128), k/v packed or paged with pages of
-/// whole 128-key blocks (and some with 16-key pages, which stay on the sm_80 kernel), one
-/// sequence long enough (≥ 129 queries) that the batch takes the prefill path.
+/// whole 128-key blocks or of 8–64 keys (and some with 24-key pages, which stay on the sm_80
+/// kernel), one sequence long enough (≥ 129 queries) that the batch takes the prefill path.
 fn hopper_var_case(seed: u64, i: usize) -> (DType, VarCase) {
     const DIMS: [usize; 8] = [8, 40, 64, 72, 96, 104, 120, 128];
     let mut c = VarCase::random(seed);
     c.head_dim = DIMS[i % DIMS.len()];
-    c.page = [None, None, Some(128), Some(256), Some(16)][i % 5];
+    c.page = [None, None, Some(128), Some(256), Some(16), Some(64), Some(8), Some(24)][i % 8];
     let at = (seed % c.len_q.len() as u64) as usize;
     c.len_q[at] = c.len_q[at].max(129 + (seed as usize % 200));
     c.len_k[at] = c.len_k[at].max(1);
@@ -1289,7 +1294,8 @@ fn gpu_hopper_varlen() {
                 });
                 let ran = take_last_prefill_kernel().unwrap_or("no prefill kernel");
                 let what = format!("{dtype:?} {} (case seed {}) {kernels:?} ran {ran}", case.describe(), case.seed);
-                let coverable = !case.strided && case.page.is_none_or(|pg| pg % 128 == 0);
+                let coverable =
+                    !case.strided && case.page.is_none_or(|pg| pg % 128 == 0 || (128 % pg == 0 && pg % 8 == 0));
                 if kernels == CudaKernels::Sm80 && is_hopper(ran) {
                     failures.push(format!("{what}: forced sm80 but ran the Hopper kernel"));
                 }
@@ -1339,7 +1345,7 @@ fn gpu_hopper_varlen_neighbours_stay_out() -> Result<()> {
     }
     let seed = fresh_seed(test);
     let mut checked = 0;
-    for (i, page) in [None, Some(128), Some(256), None].into_iter().enumerate() {
+    for (i, page) in [None, Some(128), Some(256), Some(16), Some(64), None].into_iter().enumerate() {
         let mut c = VarCase::random(case_seed(seed, i));
         (c.heads, c.kv_heads, c.head_dim) = (4, 2, [64, 128][i % 2]);
         c.len_q = vec![200, 150, 131];

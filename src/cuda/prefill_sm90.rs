@@ -3,8 +3,9 @@
 //! for everything else, which prefill.rs then runs on the sm_80 kernel:
 //!
 //! * f32, head dims above the largest Hopper instance or not a multiple of 8;
-//! * paged caches whose page is not a whole number of the instance's key blocks (a key block
-//!   must be one TMA box of consecutive rows of one page);
+//! * paged caches whose page is neither a whole number of the instance's key blocks nor a
+//!   divisor of the key block that holds whole 8-row swizzle atoms (8, 16, 32, 64 keys for
+//!   128-key blocks): a key block must be whole TMA boxes of consecutive rows of one page;
 //! * layouts a tensor map cannot describe: a start address not on 16 bytes, or a row/head/batch
 //!   stride that is not a whole number of 16 bytes;
 //! * `FUSED_ATTN_CUDA_KERNELS=sm80` or [`crate::with_cuda_kernels`] with `Sm80`.
@@ -59,11 +60,25 @@ fn instance<T: KernelDtype>(p: &Problem, dev: &candle_core::CudaDevice) -> Resul
     let key = KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods };
     let Ok(inst) = heuristics::instance(key, Arch::Sm90a) else { return Ok(None) };
     if let Some(pages) = p.packed().and_then(|pk| pk.pages.as_ref()) {
-        if !pages.page_size.is_multiple_of(inst.key_block as usize) {
+        if kv_box_rows(pages.page_size, inst).is_none() {
             return Ok(None);
         }
     }
     Ok(Some(inst))
+}
+
+/// Rows of one K/V box of a paged cache with pages of `page` keys: a whole key block when a
+/// page holds whole blocks, else one page when it divides the block and holds whole 8-row
+/// swizzle atoms (the kernel then loads a block as key_block / page boxes); `None` otherwise.
+fn kv_box_rows(page: usize, inst: &Instance) -> Option<u32> {
+    let block = inst.key_block as usize;
+    if page.is_multiple_of(block) {
+        Some(inst.key_block)
+    } else if block.is_multiple_of(page) && page.is_multiple_of(8) {
+        Some(page as u32)
+    } else {
+        None
+    }
 }
 
 /// The `(batch, seq, heads, head_dim)` extents the tensor maps of q and of k/v describe:
@@ -167,8 +182,15 @@ pub(super) fn forward<T: KernelDtype>(
         return Ok(None);
     }
     let Some(tma_q) = tensor_map::<T>(&qt, q_ext, inst.block_rows)? else { return Ok(None) };
-    let Some(tma_k) = tensor_map::<T>(&kt, kv_ext, inst.key_block)? else { return Ok(None) };
-    let Some(tma_v) = tensor_map::<T>(&vt, kv_ext, inst.key_block)? else { return Ok(None) };
+    let kv_box = match p.packed().and_then(|pk| pk.pages.as_ref()) {
+        Some(pages) => match kv_box_rows(pages.page_size, inst) {
+            Some(rows) => rows,
+            None => return Ok(None),
+        },
+        None => inst.key_block,
+    };
+    let Some(tma_k) = tensor_map::<T>(&kt, kv_ext, kv_box)? else { return Ok(None) };
+    let Some(tma_v) = tensor_map::<T>(&vt, kv_ext, kv_box)? else { return Ok(None) };
     let kernel = heuristics::prepare_entry(dev, inst, Entry::of(p))?;
     let smem_bytes = inst.smem_bytes(to_i32(d, "head_dim")? as u32);
     kernel.check_smem(smem_bytes)?;
