@@ -1326,7 +1326,11 @@ fn gpu_hopper_varlen() {
         worst.1,
         start.elapsed().as_secs_f64()
     );
-    assert!(hopper_runs * 3 >= cases.len(), "{test}: only {hopper_runs} of {} cases ran the Hopper kernel", cases.len());
+    assert!(
+        hopper_runs * 3 >= cases.len(),
+        "{test}: only {hopper_runs} of {} cases ran the Hopper kernel",
+        cases.len()
+    );
     assert!(failures.is_empty(), "{test}: {} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
