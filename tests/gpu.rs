@@ -213,6 +213,82 @@ fn gpu_sweep_bf16() {
 
 const HOPPER_CASES: usize = 240;
 
+/// The Hopper tests' bookkeeping: each case runs on both kernel generations (the default, and
+/// the sm_80 kernel forced); a failure is a result outside the tolerance, a forced sm_80 run
+/// that took the Hopper kernel, or a default run of a case the Hopper kernel covers that took
+/// another kernel.
+struct HopperTally {
+    test: &'static str,
+    failures: Vec<String>,
+    hopper_runs: usize,
+    worst: (f64, String),
+    start: std::time::Instant,
+}
+
+impl HopperTally {
+    fn new(test: &'static str) -> Self {
+        HopperTally {
+            test,
+            failures: Vec::new(),
+            hopper_runs: 0,
+            worst: (0.0, String::new()),
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// Runs `check` once per generation; `what` describes the case, `coverable` says whether the
+    /// Hopper kernel must take it by default.
+    fn run(&mut self, what: &str, coverable: bool, check: impl Fn() -> Result<CaseResult>) {
+        let test = self.test;
+        for kernels in [CudaKernels::Auto, CudaKernels::Sm80] {
+            take_last_prefill_kernel();
+            let r =
+                with_cuda_kernels(kernels, &check).unwrap_or_else(|e| panic!("{test}: {what} {kernels:?}: error {e}"));
+            let ran = take_last_prefill_kernel().unwrap_or("no prefill kernel");
+            let what = format!("{what} {kernels:?} ran {ran}");
+            if kernels == CudaKernels::Sm80 && is_hopper(ran) {
+                self.failures.push(format!("{what}: forced sm80 but ran the Hopper kernel"));
+            }
+            if kernels == CudaKernels::Auto {
+                if is_hopper(ran) {
+                    self.hopper_runs += 1;
+                } else if coverable && ran != "no prefill kernel" {
+                    self.failures.push(format!("{what}: should have run the Hopper kernel"));
+                }
+            }
+            if r.ratio() > self.worst.0 {
+                self.worst = (r.ratio(), what.clone());
+            }
+            if !r.passes() {
+                let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
+                println!("{test}: FAIL {line}");
+                self.failures.push(line);
+            }
+        }
+    }
+
+    /// Prints the summary; fails on any failure, or if fewer than a third of the `cases` ran the
+    /// Hopper kernel.
+    fn finish(self, cases: usize) {
+        let test = self.test;
+        println!(
+            "{test}: {cases} cases × 2 kernel generations, {} on the Hopper kernel, {} failures; worst \
+             error/allowed {:.3} at {}; {:.1} s",
+            self.hopper_runs,
+            self.failures.len(),
+            self.worst.0,
+            self.worst.1,
+            self.start.elapsed().as_secs_f64()
+        );
+        assert!(
+            self.hopper_runs * 3 >= cases,
+            "{test}: only {} of {cases} cases ran the Hopper kernel",
+            self.hopper_runs
+        );
+        assert!(self.failures.is_empty(), "{test}: {} failures:\n{}", self.failures.len(), self.failures.join("\n"));
+    }
+}
+
 /// The Hopper prefill kernel (kernels/fwd_sm90.cu): random prefill cases (sq ≥ 129, every mask,
 /// softcap, ALiBi, GQA, every input layout) in f16 and bf16, with the head dims it covers
 /// (multiples of 8 up to 128, smaller ones zero-padded), each run twice on one GPU: on the
@@ -247,59 +323,20 @@ fn gpu_hopper_prefill() {
             (if i % 2 == 0 { DType::BF16 } else { DType::F16 }, c)
         })
         .collect();
-    let start = std::time::Instant::now();
-    let (mut failures, mut hopper_runs, mut worst) = (Vec::new(), 0usize, (0f64, String::new()));
+    let mut tally = HopperTally::new(test);
     for chunk in cases.chunks(PREPARE_AHEAD) {
         let prepared: Vec<_> = chunk.par_iter().map(|(dtype, case)| prepare(case, *dtype)).collect();
         for ((dtype, case), prep) in chunk.iter().zip(prepared) {
             let prep = prep.unwrap_or_else(|e| panic!("{test}: {} prepare: {e}", describe(case)));
-            for kernels in [CudaKernels::Auto, CudaKernels::Sm80] {
-                take_last_prefill_kernel();
-                let r = with_cuda_kernels(kernels, || check(&dev, *dtype, &prep, false))
-                    .unwrap_or_else(|e| panic!("{test}: {dtype:?} {} {kernels:?}: error {e}", describe(case)));
-                let ran = take_last_prefill_kernel().unwrap_or("no prefill kernel");
-                let hopper = ran.ends_with("_sm90");
-                let describable = case
-                    .layouts
-                    .iter()
-                    .all(|l| matches!(l, common::InputLayout::Contiguous | common::InputLayout::HeadsMajor));
-                let what = format!("{dtype:?} {} (case seed {}) {kernels:?} ran {ran}", describe(case), case.seed);
-                if kernels == CudaKernels::Sm80 && hopper {
-                    failures.push(format!("{what}: forced sm80 but ran the Hopper kernel"));
-                }
-                if kernels == CudaKernels::Auto {
-                    if hopper {
-                        hopper_runs += 1;
-                    } else if describable && ran != "no prefill kernel" {
-                        failures.push(format!("{what}: should have run the Hopper kernel"));
-                    }
-                }
-                if r.ratio() > worst.0 {
-                    worst = (r.ratio(), what.clone());
-                }
-                if !r.passes() {
-                    let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
-                    println!("{test}: FAIL {line}");
-                    failures.push(line);
-                }
-            }
+            let describable = case
+                .layouts
+                .iter()
+                .all(|l| matches!(l, common::InputLayout::Contiguous | common::InputLayout::HeadsMajor));
+            let what = format!("{dtype:?} {} (case seed {})", describe(case), case.seed);
+            tally.run(&what, describable, || check(&dev, *dtype, &prep, false));
         }
     }
-    println!(
-        "{test}: {} cases × 2 kernel generations, {hopper_runs} on the Hopper kernel, {} failures; worst \
-         error/allowed {:.3} at {}; {:.1} s",
-        cases.len(),
-        failures.len(),
-        worst.0,
-        worst.1,
-        start.elapsed().as_secs_f64()
-    );
-    assert!(
-        hopper_runs * 3 >= cases.len(),
-        "{test}: only {hopper_runs} of {} cases ran the Hopper kernel",
-        cases.len()
-    );
-    assert!(failures.is_empty(), "{test}: {} failures:\n{}", failures.len(), failures.join("\n"));
+    tally.finish(cases.len());
 }
 
 /// Decode: a KV-cache step (sq 1) and speculative steps (sq up to 16) against caches of up
@@ -1241,7 +1278,7 @@ fn hopper_var_case(seed: u64, i: usize) -> (DType, VarCase) {
             }
         }
     }
-    (if i % 2 == 0 { DType::BF16 } else { DType::F16 }, c)
+    (if i.is_multiple_of(2) { DType::BF16 } else { DType::F16 }, c)
 }
 
 /// Whether a prefill kernel name is a Hopper instance.
@@ -1277,8 +1314,7 @@ fn gpu_hopper_varlen() {
     let seed = fresh_seed(test);
     let n = std::env::var("FUSED_ATTN_HOPPER_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(160);
     let cases: Vec<_> = (0..n).map(|i| hopper_var_case(case_seed(seed, i), i)).collect();
-    let start = std::time::Instant::now();
-    let (mut failures, mut hopper_runs, mut worst) = (Vec::new(), 0usize, (0f64, String::new()));
+    let mut tally = HopperTally::new(test);
     for (ci, chunk) in cases.chunks(PREPARE_AHEAD).enumerate() {
         let prepared: Vec<_> = chunk
             .par_iter()
@@ -1287,51 +1323,12 @@ fn gpu_hopper_varlen() {
             .collect();
         for ((dtype, case), prep) in chunk.iter().zip(prepared) {
             let prep = prep.unwrap_or_else(|e| panic!("{test}: {} prepare: {e}", case.describe()));
-            for kernels in [CudaKernels::Auto, CudaKernels::Sm80] {
-                take_last_prefill_kernel();
-                let r = with_cuda_kernels(kernels, || check_varlen(&dev, *dtype, case, &prep)).unwrap_or_else(|e| {
-                    panic!("{test}: {dtype:?} {} (case seed {}) {kernels:?}: error {e}", case.describe(), case.seed)
-                });
-                let ran = take_last_prefill_kernel().unwrap_or("no prefill kernel");
-                let what = format!("{dtype:?} {} (case seed {}) {kernels:?} ran {ran}", case.describe(), case.seed);
-                let coverable =
-                    !case.strided && case.page.is_none_or(|pg| pg % 128 == 0 || (128 % pg == 0 && pg % 8 == 0));
-                if kernels == CudaKernels::Sm80 && is_hopper(ran) {
-                    failures.push(format!("{what}: forced sm80 but ran the Hopper kernel"));
-                }
-                if kernels == CudaKernels::Auto {
-                    if is_hopper(ran) {
-                        hopper_runs += 1;
-                    } else if coverable && ran != "no prefill kernel" {
-                        failures.push(format!("{what}: should have run the Hopper kernel"));
-                    }
-                }
-                if r.ratio() > worst.0 {
-                    worst = (r.ratio(), what.clone());
-                }
-                if !r.passes() {
-                    let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
-                    println!("{test}: FAIL {line}");
-                    failures.push(line);
-                }
-            }
+            let coverable = !case.strided && case.page.is_none_or(|pg| pg % 128 == 0 || (128 % pg == 0 && pg % 8 == 0));
+            let what = format!("{dtype:?} {} (case seed {})", case.describe(), case.seed);
+            tally.run(&what, coverable, || check_varlen(&dev, *dtype, case, &prep));
         }
     }
-    println!(
-        "{test}: {} cases × 2 kernel generations, {hopper_runs} on the Hopper kernel, {} failures; worst \
-         error/allowed {:.3} at {}; {:.1} s",
-        cases.len(),
-        failures.len(),
-        worst.0,
-        worst.1,
-        start.elapsed().as_secs_f64()
-    );
-    assert!(
-        hopper_runs * 3 >= cases.len(),
-        "{test}: only {hopper_runs} of {} cases ran the Hopper kernel",
-        cases.len()
-    );
-    assert!(failures.is_empty(), "{test}: {} failures:\n{}", failures.len(), failures.join("\n"));
+    tally.finish(cases.len());
 }
 
 /// A packed batch's neighbours stay out of each sequence on the Hopper kernel: its last key

@@ -478,7 +478,7 @@ pub(super) fn common_params(
 
 #[cfg(test)]
 mod tests {
-    use super::instances::{Arch, Family, INSTANCES};
+    use super::instances::{Family, INSTANCES};
     use super::*;
 
     #[test]
