@@ -441,21 +441,22 @@ fn tail_mask(left: usize) -> u16 {
 }
 
 /// `s[r·s_ld + j] = <q_r, k_j>` for the `rows ≤ 8` f32 rows `q_r` of `d` at `q` and the
-/// `keys` rows `k_j` of `d` elements at `k + j·k_ld` (the decode loop's scores; bf16 rows
-/// converted in registers). Rows go in groups of 4, 2 and 1, whose dot products run
-/// 16 at a time (4, 8 or 16 keys) and are summed across lanes together ([`sum16`]).
+/// `keys` rows `k_j` of `d` elements at `k(j)` (the decode loop's scores; bf16 rows
+/// converted in registers). Rows go in groups of 4, 2 and 1, whose dot products run 16 at
+/// a time (4, 8 or 16 keys; a last partial group repeats its last key) and are summed
+/// across lanes together ([`sum16`]), so a score's bits depend on neither the key's place
+/// in the group nor how the caller cuts the keys (paged keys give the bits of contiguous
+/// ones).
 ///
 /// # Safety
-/// The CPU has AVX-512F; `q` holds `rows·d` floats, `k` the `keys` rows, `s` the `rows`
-/// rows of `keys` floats at stride `s_ld`.
+/// The CPU has AVX-512F; `q` holds `rows·d` floats, `k(j)` points at `d` readable elements
+/// for `j < keys`, `s` has the `rows` rows of `keys` floats at stride `s_ld`.
 #[target_feature(enable = "avx512f,avx2,fma")]
-#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn direct_scores<E: Lanes>(
     q: *const f32,
     rows: usize,
     d: usize,
-    k: *const E,
-    k_ld: usize,
+    k: impl Fn(usize) -> *const E,
     keys: usize,
     s: *mut f32,
     s_ld: usize,
@@ -468,16 +469,16 @@ pub(super) unsafe fn direct_scores<E: Lanes>(
         // SAFETY: the caller's contract, for the group's rows.
         unsafe {
             r += match rows - r {
-                4.. => scores_rows::<E, 4, 4>(q, d, k, k_ld, keys, s, s_ld),
-                2 | 3 => scores_rows::<E, 2, 8>(q, d, k, k_ld, keys, s, s_ld),
-                _ => scores_rows::<E, 1, 16>(q, d, k, k_ld, keys, s, s_ld),
+                4.. => scores_rows::<E, 4, 4>(q, d, &k, keys, s, s_ld),
+                2 | 3 => scores_rows::<E, 2, 8>(q, d, &k, keys, s, s_ld),
+                _ => scores_rows::<E, 1, 16>(q, d, &k, keys, s, s_ld),
             }
         };
     }
 }
 
-/// [`direct_scores`] for `R` rows, `KB` keys at a time (`R·KB = 16` accumulators), the
-/// keys past a multiple of `KB` one at a time; returns `R`.
+/// [`direct_scores`] for `R` rows, `KB` keys at a time (`R·KB = 16` accumulators); returns
+/// `R`.
 ///
 /// # Safety
 /// As [`direct_scores`], for `R` rows.
@@ -485,8 +486,7 @@ pub(super) unsafe fn direct_scores<E: Lanes>(
 unsafe fn scores_rows<E: Lanes, const R: usize, const KB: usize>(
     q: *const f32,
     d: usize,
-    k: *const E,
-    k_ld: usize,
+    k: &impl Fn(usize) -> *const E,
     keys: usize,
     s: *mut f32,
     s_ld: usize,
@@ -494,7 +494,8 @@ unsafe fn scores_rows<E: Lanes, const R: usize, const KB: usize>(
     // SAFETY: every access is inside the caller's rows, keys and d columns.
     unsafe {
         let mut j = 0;
-        while j + KB <= keys {
+        while j < keys {
+            let kp: [*const E; KB] = std::array::from_fn(|kk| k((j + kk).min(keys - 1)));
             // Accumulator `kk·R + r` sums row r against key j + kk.
             let mut acc = [_mm512_setzero_ps(); 16];
             let mut c = 0;
@@ -503,8 +504,8 @@ unsafe fn scores_rows<E: Lanes, const R: usize, const KB: usize>(
                 for (r, x) in qv.iter_mut().enumerate() {
                     *x = _mm512_loadu_ps(q.add(r * d + c));
                 }
-                for kk in 0..KB {
-                    let kv = E::load16_full(k.add((j + kk) * k_ld + c));
+                for (kk, &kr) in kp.iter().enumerate() {
+                    let kv = E::load16_full(kr.add(c));
                     for (r, &x) in qv.iter().enumerate() {
                         acc[kk * R + r] = _mm512_fmadd_ps(x, kv, acc[kk * R + r]);
                     }
@@ -512,8 +513,8 @@ unsafe fn scores_rows<E: Lanes, const R: usize, const KB: usize>(
                 c += 16;
             }
             if c < d {
-                for kk in 0..KB {
-                    let kv = E::load16(k.add((j + kk) * k_ld + c), d - c);
+                for (kk, &kr) in kp.iter().enumerate() {
+                    let kv = E::load16(kr.add(c), d - c);
                     for r in 0..R {
                         let x = f32::load16(q.add(r * d + c), d - c);
                         acc[kk * R + r] = _mm512_fmadd_ps(x, kv, acc[kk * R + r]);
@@ -521,28 +522,13 @@ unsafe fn scores_rows<E: Lanes, const R: usize, const KB: usize>(
                 }
             }
             let sums: [f32; 16] = std::mem::transmute(sum16(&acc));
-            for kk in 0..KB {
+            for kk in 0..KB.min(keys - j) {
                 for r in 0..R {
                     let n = kk * R + r;
                     *s.add(r * s_ld + j + kk) = sums[4 * (n % 4) + n / 4];
                 }
             }
             j += KB;
-        }
-        while j < keys {
-            let mut acc = [_mm512_setzero_ps(); R];
-            let mut c = 0;
-            while c < d {
-                let kv = E::load16(k.add(j * k_ld + c), d - c);
-                for (r, a) in acc.iter_mut().enumerate() {
-                    *a = _mm512_fmadd_ps(f32::load16(q.add(r * d + c), d - c), kv, *a);
-                }
-                c += 16;
-            }
-            for (r, a) in acc.iter().enumerate() {
-                *s.add(r * s_ld + j) = _mm512_reduce_add_ps(*a);
-            }
-            j += 1;
         }
     }
     R

@@ -814,25 +814,29 @@ unsafe fn scores_direct<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &Item,
             let q = &sc.q[hh * per * d..][..per * d];
             let s = &mut sc.s[hh * per * S_LD + j..];
             #[cfg(target_arch = "x86_64")]
-            if KIND >= AVX512 && k.uniform(j0 + j, n) {
-                let first = k.row(0, j0 + j, it.kvh + hh, d).as_ptr();
+            if KIND >= AVX512 && matches!(T::DTYPE, candle_core::DType::F32 | candle_core::DType::BF16) {
+                let (kvh, uniform) = (it.kvh + hh, k.uniform(j0 + j, n));
+                let first = k.row(0, j0 + j, kvh, d).as_ptr();
+                // Row jj of the chunk: `seq` apart when uniform, else through the pages.
+                let row = |jj: usize| {
+                    if uniform {
+                        first.wrapping_add(jj * k.st.seq)
+                    } else {
+                        k.row(0, j0 + j + jj, kvh, d).as_ptr()
+                    }
+                };
                 let (q, s) = (q.as_ptr(), s.as_mut_ptr());
-                match T::DTYPE {
-                    candle_core::DType::F32 => {
-                        // SAFETY: the caller has AVX-512F; the n rows (of T = f32) lie k.st.seq
-                        // apart (`uniform`) inside the buffer (`Input::new`/`paged` checked
-                        // every row); Q holds per ≤ DIRECT_MAX_ROWS rows of d; S has per rows
-                        // of S_LD ≥ j + n.
-                        unsafe { avx512::direct_scores(q, per, d, first.cast::<f32>(), k.st.seq, n, s, S_LD) };
-                        continue;
-                    }
-                    candle_core::DType::BF16 => {
-                        // SAFETY: as for f32; a bf16 is 2 bytes, the bits of a bf16.
-                        unsafe { avx512::direct_scores(q, per, d, first.cast::<u16>(), k.st.seq, n, s, S_LD) };
-                        continue;
-                    }
-                    _ => {}
+                if T::DTYPE == candle_core::DType::F32 {
+                    // SAFETY: the caller has AVX-512F; row(jj) is a row of d elements (T =
+                    // f32) inside the buffer for jj < n (`Input::new`/`paged` checked every
+                    // row); Q holds per ≤ DIRECT_MAX_ROWS rows of d; S has per rows of
+                    // S_LD ≥ j + n.
+                    unsafe { avx512::direct_scores(q, per, d, |jj| row(jj).cast::<f32>(), n, s, S_LD) };
+                } else {
+                    // SAFETY: as for f32; a bf16 is 2 bytes, the bits of a bf16.
+                    unsafe { avx512::direct_scores(q, per, d, |jj| row(jj).cast::<u16>(), n, s, S_LD) };
                 }
+                continue;
             }
             for jj in j..j + n {
                 let row = k.row(0, j0 + jj, it.kvh + hh, d);
