@@ -955,7 +955,8 @@ unsafe fn softmax_step<T: Element, const KIND: u8>(
             let m_new = m_old.max(s_scale * unsafe { avx512::row_max(srow) });
             let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
             let dst = &mut bf16_row(&mut sc.pb, r)[..jb.next_multiple_of(32)];
-            // SAFETY: the caller has AVX-512F and AVX512-BF16 (KIND ≥ AVX512_BF16).
+            // SAFETY: the caller has AVX-512F, AVX-512DQ and AVX512-BF16 (KIND ≥ AVX512_BF16:
+            // the two bf16 paths require all three).
             let sum = unsafe { avx512::exp2_scaled_to_bf16(srow, s_scale, m_use, dst) };
             let corr = exp2_f32(m_old - m_use);
             sc.l[r] = sc.l[r] * corr + sum;
