@@ -463,7 +463,8 @@ enum Products<'a> {
     /// column-major layout gemm's micro-kernel reads, so gemm packs nothing.
     PackedGemm(&'a SharedKv),
     /// One query block of at most [`DIRECT_MAX_ROWS`] rows (decode): dot products and axpys
-    /// straight off the K/V rows, with software prefetch.
+    /// straight off the K/V rows ([`scores_direct`], [`pv_direct`]); in single-query calls
+    /// one item takes every kv head ([`decode_heads`]).
     Direct,
     /// One query block of more rows: K/V tiles read in place (f32) or converted per tile
     /// ([`kv_tile`]), through `gemm`.
@@ -803,7 +804,13 @@ const DIRECT_KEYS: usize = 16;
 /// The CPU has the instruction sets of `KIND`; `ctx.k` passed `Input::new` (or
 /// `Input::paged`); `sc` was sized for the item ([`Scratch::reset`]).
 #[inline(always)]
-unsafe fn scores_direct<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
+unsafe fn scores_direct<T: Element, const KIND: u8>(
+    ctx: &Ctx<'_, T>,
+    it: &Item,
+    sc: &mut Scratch,
+    j0: usize,
+    jb: usize,
+) {
     let (d, g) = (ctx.p.head_dim, ctx.p.group_size());
     let per = (it.q1 - it.q0) * g;
     let k = &ctx.k;

@@ -54,9 +54,11 @@
 //! | `avx2-kernels`   | AVX2 + FMA          | `avx2.rs` kernels (d % 8 = 0)                  | `avx2.rs`          | avx2, fma                               |
 //! | `portable-gemm`  | baseline            | `gemm` crate                                   | loops              | –                                       |
 //!
-//! Decode-like calls use dot products and axpys (≤ 8 rows per item; f16/bf16 rows
-//! converted one at a time into an L1 buffer) or `gemm` on every path; there the paths
-//! differ only in what the loops are compiled for. `gemm` picks its own SIMD kernels at run
+//! Decode-like calls use dot products and axpys (≤ 8 rows per kv head; single-query items
+//! take every kv head, so that each key's rows are read in memory order) or `gemm`: on the
+//! AVX-512 paths f32 and bf16 rows go through the `avx512.rs` direct kernels (bf16 converted
+//! in registers), elsewhere through loops compiled for the path (f16/bf16 rows converted
+//! one at a time into an L1 buffer). `gemm` picks its own SIMD kernels at run
 //! time on every path. `portable-gemm` is the path of CPUs without AVX2 + FMA and of other
 //! architectures; on x86-64 its `f32::mul_add`s (the `2^x` polynomial, the decode loops)
 //! are library calls, which makes it about 20× slower than the others on the bench rows.
