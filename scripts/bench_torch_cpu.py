@@ -117,6 +117,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--dtypes", default="f32,bf16")
+    ap.add_argument("--rows", default="", help="only these rows, by index into ROWS (0-3), comma-separated")
     ap.add_argument("--path", default="", help="force one CPU path for ours (FUSED_ATTN_CPU_PATH names)")
     ap.add_argument("--ghz", type=float, default=None)
     ap.add_argument("--out", required=True)
@@ -142,7 +143,8 @@ def main():
     }
     print(json.dumps(meta), flush=True)
     results = []
-    for row in ROWS:
+    rows = [ROWS[int(i)] for i in args.rows.split(",")] if args.rows else ROWS
+    for row in rows:
         for dt in args.dtypes.split(","):
             mine, theirs = [], []
             for _ in range(args.rounds):

@@ -76,8 +76,10 @@ pub(super) struct Ctx<'a, T> {
     /// Query positions per item; rows per item = `q_block × group`.
     q_block: usize,
     n_qblocks: usize,
-    /// Key splits per (kv head, query block) group.
+    /// Key splits per (kv heads, query block) group.
     n_splits: usize,
+    /// Kv heads per item ([`decode_heads`]).
+    heads: usize,
     /// When several query blocks reuse each key, K and V are prepared once per call
     /// instead of once per tile and item; the sequence's keys are slot `kv_slot`.
     shared: Option<&'a SharedKv>,
@@ -99,15 +101,35 @@ pub(super) fn packs_kv(p: &Problem) -> bool {
     p.heads > 0 && p.kv_heads > 0 && p.seq_q > (ROWS_PER_ITEM / p.group_size()).max(1)
 }
 
+/// The kv heads that one item takes: all of them in single-query calls whose items run
+/// the direct products (at most [`DIRECT_MAX_ROWS`] q heads per kv head), else one. A
+/// decode item then walks each key's rows of every kv head, which lie together in the
+/// `(seq, heads, d)` layout, so its K and V reads are sequential and the hardware
+/// prefetchers follow them; the keys are split (split-KV) to occupy the threads. Per kv
+/// head, the rows of one key are 256 B (bf16, d = 128) of every 2 KiB: measured
+/// single-thread, (1,32,8,1,4096,128) took 3.7 ms in bf16 and 4.4 ms in f32 that way,
+/// against 2.4 and 2.3 ms for the same bytes and work with the head's keys contiguous
+/// (1,4,1,1,32768,128). The record: `lab/cpu-history.md`.
+fn decode_heads(p: &Problem, n_qblocks: usize) -> usize {
+    let g = p.group_size();
+    if p.seq_q == 1 && n_qblocks == 1 && g <= DIRECT_MAX_ROWS && p.kv_heads > 0 {
+        p.kv_heads
+    } else {
+        1
+    }
+}
+
 /// A compiled instance of [`attend`] (`cpu/mod.rs` picks one per sequence).
 pub(super) type AttendFn<T> = unsafe fn(&Ctx<'_, T>, &Item, &mut Scratch);
 
-/// One unit of parallel work: query positions `q0..q1` of all q heads of kv head `kvh` in
-/// sequence `seq`, against keys `k_lo..k_hi`.
+/// One unit of parallel work: query positions `q0..q1` of all q heads of kv heads
+/// `kvh..kvh + heads` in sequence `seq`, against keys `k_lo..k_hi`. Items take several kv
+/// heads only in single-query decode calls ([`decode_heads`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Item {
     seq: usize,
     kvh: usize,
+    heads: usize,
     q0: usize,
     q1: usize,
     k_lo: usize,
@@ -115,8 +137,30 @@ pub(super) struct Item {
     split: usize,
 }
 
+impl Item {
+    /// The q heads per query position: the `g` of each of its kv heads.
+    #[inline(always)]
+    fn width(&self, g: usize) -> usize {
+        g * self.heads
+    }
+
+    /// Its rows: query positions × q heads.
+    #[inline(always)]
+    fn rows(&self, g: usize) -> usize {
+        (self.q1 - self.q0) * self.width(g)
+    }
+
+    /// Row `r`'s query position and q head ([`Scratch`]'s row order).
+    #[inline(always)]
+    fn row_at(&self, r: usize, g: usize) -> (usize, usize) {
+        let w = self.width(g);
+        (self.q0 + r / w, self.kvh * g + r % w)
+    }
+}
+
 /// Per-thread buffers, reused across items. Row `r` of an item is query position
-/// `q0 + r / g`, q head `kvh·g + r % g`, which is also the output's memory order.
+/// `q0 + r / w`, q head `kvh·g + r % w` with `w = g·heads` ([`Item::row_at`]), which is
+/// also the output's memory order.
 #[derive(Default)]
 pub(super) struct Scratch {
     q: Vec<f32>,
@@ -196,7 +240,8 @@ pub(super) fn run<T: Element>(
         let q_block = q_block_of(s);
         let n_qblocks = sq.div_ceil(q_block);
         debug_assert!(sq == 0 || (n_qblocks > 1) == packs_kv(&s.p));
-        let n_groups = batch * hkv * n_qblocks;
+        let heads = decode_heads(&s.p, n_qblocks);
+        let n_groups = batch * (hkv / heads) * n_qblocks;
         let n_splits = if sq <= DECODE_MAX_SEQ_Q && n_groups < 4 * threads {
             (4 * threads).div_ceil(n_groups.max(1)).min(sk.div_ceil(MIN_KEYS_PER_SPLIT)).max(1)
         } else {
@@ -207,7 +252,7 @@ pub(super) fn run<T: Element>(
             slots.push((s.k, s.v, sk));
             slots.len() - 1
         });
-        plans.push((q_block, n_qblocks, n_splits, slot));
+        plans.push((q_block, n_qblocks, n_splits, slot, heads));
     }
     let shared = (!slots.is_empty()).then(|| SharedKv::new(&slots, hkv, d, pairs));
     let out_ptr = SendPtr(out.as_mut_ptr());
@@ -215,7 +260,7 @@ pub(super) fn run<T: Element>(
     let ctxs: Vec<Ctx<'_, T>> = seqs
         .into_iter()
         .zip(plans)
-        .map(|(s, (q_block, n_qblocks, n_splits, slot))| Ctx {
+        .map(|(s, (q_block, n_qblocks, n_splits, slot, heads))| Ctx {
             p: s.p,
             q: s.q,
             k: s.k,
@@ -224,6 +269,7 @@ pub(super) fn run<T: Element>(
             q_block,
             n_qblocks,
             n_splits,
+            heads,
             shared: slot.and(shared.as_ref()),
             kv_slot: slot.unwrap_or(0),
             out_row0: s.out_row0,
@@ -245,13 +291,14 @@ pub(super) fn run<T: Element>(
         }
         // Whole key tiles, so that a split's tiles are the stored Kᵀ tiles.
         let per_split = sk.div_ceil(c.n_splits).next_multiple_of(KEYS_PER_TILE);
-        for kvh in 0..hkv {
+        for kvh in (0..hkv).step_by(c.heads) {
             for qb in 0..c.n_qblocks {
                 let q0 = qb * c.q_block;
                 for split in 0..c.n_splits {
                     items.push(Item {
                         seq,
                         kvh,
+                        heads: c.heads,
                         q0,
                         q1: (q0 + c.q_block).min(sq),
                         k_lo: split * per_split,
@@ -270,7 +317,7 @@ pub(super) fn run<T: Element>(
             // SAFETY: `attend` reads the inputs only inside the bounds `Input::new` (or
             // `Input::paged`) checked and writes only `sc`, which it sizes itself.
             unsafe { (ctx.attend)(ctx, it, sc) };
-            let rows = (it.q1 - it.q0) * g;
+            let rows = it.rows(g);
             if ctx.n_splits > 1 {
                 return Some(Partial {
                     m: sc.m[..rows].to_vec(),
@@ -326,7 +373,7 @@ unsafe fn merge_splits<T: Element>(
     let g = p.group_size();
     let splits: Vec<&Partial> = splits.iter().map(|s| s.as_ref().expect("split items keep their partials")).collect();
     let (q0, q1, kvh) = (it.q0, it.q1, it.kvh);
-    let rows = (q1 - q0) * g;
+    let (rows, w) = (it.rows(g), it.width(g));
     let mut acc = vec![0f32; rows * d];
     let mut l = vec![0f32; rows];
     for r in 0..rows {
@@ -343,19 +390,19 @@ unsafe fn merge_splits<T: Element>(
     if let Some(lse) = lse {
         for (r, &lr) in l.iter().enumerate() {
             let m_max = splits.iter().fold(f32::NEG_INFINITY, |a, s| a.max(s.m[r]));
-            let (i, hq) = (q0 + r / g, kvh * g + r % g);
+            let (i, hq) = it.row_at(r, g);
             let v = row_lse(if m_max == f32::NEG_INFINITY { 0.0 } else { m_max }, lr);
             // SAFETY: the caller's contract; the entry lies inside the LSE buffer.
             unsafe { *lse.get().add(ctx.lse0 + hq * ctx.lse_head + i) = v };
         }
     }
-    let mut buf = vec![0f32; g * d];
+    let mut buf = vec![0f32; w * d];
     for i in q0..q1 {
-        let r0 = (i - q0) * g;
-        finalize_rows(&acc[r0 * d..][..g * d], &l[r0..][..g], d, &mut buf);
+        let r0 = (i - q0) * w;
+        finalize_rows(&acc[r0 * d..][..w * d], &l[r0..][..w], d, &mut buf);
         // SAFETY: the caller's contract; the row group lies inside `out`.
         let dst =
-            unsafe { std::slice::from_raw_parts_mut(out.get().add(((ctx.out_row0 + i) * h + kvh * g) * d), g * d) };
+            unsafe { std::slice::from_raw_parts_mut(out.get().add(((ctx.out_row0 + i) * h + kvh * g) * d), w * d) };
         T::from_f32(&buf, dst);
     }
 }
@@ -416,7 +463,8 @@ enum Products<'a> {
     /// column-major layout gemm's micro-kernel reads, so gemm packs nothing.
     PackedGemm(&'a SharedKv),
     /// One query block of at most [`DIRECT_MAX_ROWS`] rows (decode): dot products and axpys
-    /// straight off the K/V rows, with software prefetch.
+    /// straight off the K/V rows ([`scores_direct`], [`pv_direct`]); in single-query calls
+    /// one item takes every kv head ([`decode_heads`]).
     Direct,
     /// One query block of more rows: K/V tiles read in place (f32) or converted per tile
     /// ([`kv_tile`]), through `gemm`.
@@ -432,7 +480,7 @@ struct Tile {
 }
 
 /// Runs one item's key tiles and leaves its online-softmax state `(m, l, acc)` in `sc`
-/// (rows `0..(q1 - q0)·g`). Per tile: `S = Q Kᵀ`, [`softmax_step`], then
+/// (rows `0..`[`Item::rows`]). Per tile: `S = Q Kᵀ`, [`softmax_step`], then
 /// `acc = corr·acc + P V`, in the way [`Products`] says.
 ///
 /// `KIND` ([`PORTABLE`] … [`AMX`]) says which kernels the caller's CPU runs: from
@@ -449,7 +497,8 @@ struct Tile {
 pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     let p = &ctx.p;
     let (d, g) = (p.head_dim, p.group_size());
-    let rows = (it.q1 - it.q0) * g;
+    let rows = it.rows(g);
+    debug_assert!(it.heads == 1 || (ctx.shared.is_none() && it.q1 - it.q0 == 1 && g <= DIRECT_MAX_ROWS));
     let products = match ctx.shared {
         #[cfg(target_arch = "x86_64")]
         Some(kv) if KIND == AMX && kv.pairs && d.is_multiple_of(2 * amx::TILE) => Products::PackedAmx(kv),
@@ -463,7 +512,7 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
             debug_assert!(!kv.pairs, "bf16 pair blocks on a path without bf16 kernels");
             Products::PackedGemm(kv)
         }
-        None if rows <= DIRECT_MAX_ROWS => Products::Direct,
+        None if (it.q1 - it.q0) * g <= DIRECT_MAX_ROWS => Products::Direct,
         None => Products::StreamedGemm,
     };
     // The AMX tiles work on 16 rows at a time: the item's buffers get whole tiles.
@@ -598,30 +647,13 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // SAFETY: the V tile is jb rows of d at stride v_ld inside its block of `kv.v`.
                 unsafe { pv_gemm(sc, d, rows, jb, kv.v_tile(ctx.kv_slot, it.kvh, j0), kv.v_ld) };
             }
-            #[cfg(target_arch = "x86_64")]
-            Products::Direct if KIND >= AVX512 && T::DTYPE == candle_core::DType::BF16 => {
-                // SAFETY: the caller has AVX-512F; T is bf16.
-                unsafe { scores_direct_bf16(ctx, it, sc, j0, jb) };
-                // SAFETY: the caller's KIND contract.
-                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
-                // SAFETY: as above.
-                unsafe { pv_direct_bf16(ctx, it, sc, j0, jb) };
-            }
-            Products::Direct if T::as_f32(ctx.k.data).is_none() => {
-                scores_direct_converted(ctx, it, sc, j0, jb);
-                // SAFETY: the caller's KIND contract.
-                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
-                pv_direct_converted(ctx, it, sc, j0, jb);
-            }
             Products::Direct => {
-                let (k, k_stride) = kv_tile(&ctx.k, 0, j0, jb, it.kvh, d, &mut sc.k);
-                // SAFETY: `kv_tile` returns jb rows of d at k_stride inside one buffer.
-                unsafe { scores_direct(sc, d, jb, k, k_stride) };
+                // SAFETY: the caller's KIND contract.
+                unsafe { scores_direct::<T, KIND>(ctx, it, sc, j0, jb) };
                 // SAFETY: the caller's KIND contract.
                 unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
-                let (v, v_stride) = kv_tile(&ctx.v, 0, j0, jb, it.kvh, d, &mut sc.v);
-                // SAFETY: as for K.
-                unsafe { pv_direct(sc, d, rows, jb, v, v_stride) };
+                // SAFETY: the caller's KIND contract.
+                unsafe { pv_direct::<T, KIND>(ctx, it, sc, j0, jb) };
             }
             Products::StreamedGemm => {
                 let (k, k_stride) = kv_tile(&ctx.k, 0, j0, jb, it.kvh, d, &mut sc.k);
@@ -659,8 +691,8 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
 unsafe fn write_item<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     let p = &ctx.p;
     let (h, d, g) = (p.heads, p.head_dim, p.group_size());
-    let rows = (it.q1 - it.q0) * g;
-    let row_len = d * g;
+    let rows = it.rows(g);
+    let row_len = d * it.width(g);
     let normalized = &mut sc.q[..rows * d]; // Q is no longer needed: reuse it.
     finalize_rows(&sc.acc[..rows * d], &sc.l[..rows], d, normalized);
     for (i, src) in (it.q0..it.q1).zip(normalized.chunks_exact(row_len)) {
@@ -671,7 +703,7 @@ unsafe fn write_item<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) 
     }
     if let Some(lse_ptr) = ctx.lse {
         for (r, (&m, &l)) in sc.m[..rows].iter().zip(&sc.l[..rows]).enumerate() {
-            let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+            let (i, hq) = it.row_at(r, g);
             // SAFETY: as for `out`: the entry lies inside the `h × rows` LSE buffer.
             unsafe { *lse_ptr.get().add(ctx.lse0 + hq * ctx.lse_head + i) = row_lse(m, l) };
         }
@@ -695,11 +727,11 @@ fn q_scale(p: &Problem) -> f32 {
 fn load_q_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, alloc: usize, qb: &mut Vec<u32>) {
     let p = &ctx.p;
     let (d, g) = (p.head_dim, p.group_size());
-    let rows = (it.q1 - it.q0) * g;
+    let rows = it.rows(g);
     qb.clear();
     qb.resize(alloc * d / 2, 0);
     for (r, dst) in qb.chunks_exact_mut(d / 2).take(rows).enumerate() {
-        let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+        let (i, hq) = it.row_at(r, g);
         T::to_bf16_pairs(ctx.q.row(0, i, hq, d), dst);
     }
 }
@@ -714,7 +746,7 @@ fn load_q<T: Element>(ctx: &Ctx<'_, T>, it: &Item, q: &mut [f32]) {
     let (d, g) = (p.head_dim, p.group_size());
     let q_scale = q_scale(p);
     for (r, dst) in q.chunks_exact_mut(d).enumerate() {
-        let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+        let (i, hq) = it.row_at(r, g);
         T::to_f32(ctx.q.row(0, i, hq, d), dst);
         dst.iter_mut().for_each(|x| *x *= q_scale);
     }
@@ -756,18 +788,131 @@ unsafe fn scores_gemm(sc: &mut Scratch, d: usize, rows: usize, jb: usize, k: *co
     }
 }
 
-/// `S = Q Kᵀ` as one dot product per (key, row), streaming the `jb` K rows once.
+/// Keys per call of the AVX-512 direct kernels ([`avx512::direct_scores`],
+/// [`avx512::direct_pv`]): the rows of one kv head for 16 keys (8 KiB at d = 128 in bf16)
+/// stay in L1 while the kernel makes its passes over them.
+const DIRECT_KEYS: usize = 16;
+
+/// `S = Q Kᵀ` for a direct (decode) item. Keys go in chunks of [`DIRECT_KEYS`]; per chunk,
+/// each of the item's kv heads against its rows (an item of several kv heads has one query
+/// position, so head `hh`'s rows are `hh·g..(hh + 1)·g`), so that the reads walk each
+/// key's kv heads in memory order. On the AVX-512 kinds f32 and bf16 rows go through
+/// [`avx512::direct_scores`] (bf16 converted in registers); otherwise one dot product per
+/// (key, row), f16/bf16 rows converted into a `d`-float buffer that stays in L1.
 ///
 /// # Safety
-/// `k` points at `jb` rows of `d` readable floats at stride `k_stride`.
+/// The CPU has the instruction sets of `KIND`; `ctx.k` passed `Input::new` (or
+/// `Input::paged`); `sc` was sized for the item ([`Scratch::reset`]).
 #[inline(always)]
-unsafe fn scores_direct(sc: &mut Scratch, d: usize, jb: usize, k: *const f32, k_stride: usize) {
-    // SAFETY: the caller's contract.
-    let k_rows = unsafe { std::slice::from_raw_parts(k, (jb - 1) * k_stride + d) };
-    for (jj, krow) in (0..jb).map(|jj| (jj, &k_rows[jj * k_stride..][..d])) {
-        prefetch_row(k.wrapping_add((jj + PREFETCH_ROWS) * k_stride), d);
-        for (r, qrow) in sc.q.chunks_exact(d).enumerate() {
-            sc.s[r * S_LD + jj] = dot(qrow, krow);
+unsafe fn scores_direct<T: Element, const KIND: u8>(
+    ctx: &Ctx<'_, T>,
+    it: &Item,
+    sc: &mut Scratch,
+    j0: usize,
+    jb: usize,
+) {
+    let (d, g) = (ctx.p.head_dim, ctx.p.group_size());
+    let per = (it.q1 - it.q0) * g;
+    let k = &ctx.k;
+    sc.k.resize(d, 0.0);
+    for j in (0..jb).step_by(DIRECT_KEYS) {
+        let n = DIRECT_KEYS.min(jb - j);
+        for hh in 0..it.heads {
+            let q = &sc.q[hh * per * d..][..per * d];
+            let s = &mut sc.s[hh * per * S_LD + j..];
+            #[cfg(target_arch = "x86_64")]
+            if KIND >= AVX512 && matches!(T::DTYPE, candle_core::DType::F32 | candle_core::DType::BF16) {
+                let (kvh, uniform) = (it.kvh + hh, k.uniform(j0 + j, n));
+                let first = k.row(0, j0 + j, kvh, d).as_ptr();
+                // Row jj of the chunk: `seq` apart when uniform, else through the pages.
+                let row = |jj: usize| {
+                    if uniform {
+                        first.wrapping_add(jj * k.st.seq)
+                    } else {
+                        k.row(0, j0 + j + jj, kvh, d).as_ptr()
+                    }
+                };
+                let (q, s) = (q.as_ptr(), s.as_mut_ptr());
+                if T::DTYPE == candle_core::DType::F32 {
+                    // SAFETY: the caller has AVX-512F; row(jj) is a row of d elements (T =
+                    // f32) inside the buffer for jj < n (`Input::new`/`paged` checked every
+                    // row); Q holds per ≤ DIRECT_MAX_ROWS rows of d; S has per rows of
+                    // S_LD ≥ j + n.
+                    unsafe { avx512::direct_scores(q, per, d, |jj| row(jj).cast::<f32>(), n, s, S_LD) };
+                } else {
+                    // SAFETY: as for f32; a bf16 is 2 bytes, the bits of a bf16.
+                    unsafe { avx512::direct_scores(q, per, d, |jj| row(jj).cast::<u16>(), n, s, S_LD) };
+                }
+                continue;
+            }
+            for jj in j..j + n {
+                let row = k.row(0, j0 + jj, it.kvh + hh, d);
+                let krow = match T::as_f32(row) {
+                    Some(x) => x,
+                    None => {
+                        T::to_f32(row, &mut sc.k[..d]);
+                        &sc.k[..d]
+                    }
+                };
+                for (r, qrow) in q.chunks_exact(d).enumerate() {
+                    s[r * S_LD + jj - j] = dot(qrow, krow);
+                }
+            }
+        }
+    }
+}
+
+/// `acc = corr·acc + P V` for a direct (decode) item, walking keys and kv heads as
+/// [`scores_direct`] does ([`avx512::direct_pv`] on the AVX-512 kinds for f32 and bf16).
+///
+/// # Safety
+/// As [`scores_direct`], for `ctx.v`.
+#[inline(always)]
+unsafe fn pv_direct<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
+    let (d, g) = (ctx.p.head_dim, ctx.p.group_size());
+    let per = (it.q1 - it.q0) * g;
+    let rows = it.rows(g);
+    rescale_rows(&mut sc.acc[..rows * d], &sc.corr[..rows], d);
+    let v = &ctx.v;
+    sc.v.resize(d, 0.0);
+    for j in (0..jb).step_by(DIRECT_KEYS) {
+        let n = DIRECT_KEYS.min(jb - j);
+        for hh in 0..it.heads {
+            let acc = &mut sc.acc[hh * per * d..][..per * d];
+            let p = &sc.s[hh * per * S_LD + j..];
+            #[cfg(target_arch = "x86_64")]
+            if KIND >= AVX512 && v.uniform(j0 + j, n) {
+                let first = v.row(0, j0 + j, it.kvh + hh, d).as_ptr();
+                let (a, p) = (acc.as_mut_ptr(), p.as_ptr());
+                match T::DTYPE {
+                    candle_core::DType::F32 => {
+                        // SAFETY: as in `scores_direct`; acc holds per rows of d; P (in S) per
+                        // rows of at least n at S_LD.
+                        unsafe { avx512::direct_pv(a, per, d, p, S_LD, first.cast::<f32>(), v.st.seq, n) };
+                        continue;
+                    }
+                    candle_core::DType::BF16 => {
+                        // SAFETY: as for f32; a bf16 is 2 bytes, the bits of a bf16.
+                        unsafe { avx512::direct_pv(a, per, d, p, S_LD, first.cast::<u16>(), v.st.seq, n) };
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            for jj in j..j + n {
+                let row = v.row(0, j0 + jj, it.kvh + hh, d);
+                let vrow = match T::as_f32(row) {
+                    Some(x) => x,
+                    None => {
+                        T::to_f32(row, &mut sc.v[..d]);
+                        &sc.v[..d]
+                    }
+                };
+                for (r, acc) in acc.chunks_exact_mut(d).enumerate() {
+                    let pr = p[r * S_LD + jj - j];
+                    acc.iter_mut().zip(vrow).for_each(|(a, &x)| *a = pr.mul_add(x, *a));
+                }
+            }
         }
     }
 }
@@ -778,96 +923,6 @@ fn bf16_row(pb: &mut [u32], r: usize) -> &mut [u16] {
     let row = &mut pb[r * PB_LD / 2..][..PB_LD / 2];
     // SAFETY: a u32 is two u16 (and at least as aligned); the view covers exactly the row.
     unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr().cast::<u16>(), PB_LD) }
-}
-
-/// [`scores_direct`] for bf16 inputs on the AVX-512 kinds: each K row converted in
-/// registers ([`avx512::dots_bf16`]).
-///
-/// # Safety
-/// The CPU has AVX-512F; `T` is bf16.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn scores_direct_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
-    let d = ctx.p.head_dim;
-    let rows = (it.q1 - it.q0) * ctx.p.group_size();
-    let k = &ctx.k;
-    let ahead = k.pages.is_none().then_some(PREFETCH_ROWS * k.st.seq);
-    for jj in 0..jb {
-        let row = k.row(0, j0 + jj, it.kvh, d);
-        if let Some(a) = ahead {
-            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
-        }
-        // SAFETY: the caller's contract; T is bf16 (2 bytes, the bits of a bf16); Q holds
-        // rows ≤ DIRECT_MAX_ROWS rows of d; S has rows rows of S_LD ≥ jb.
-        unsafe { avx512::dots_bf16(sc.q.as_ptr(), rows, d, row.as_ptr().cast(), sc.s.as_mut_ptr().add(jj), S_LD) };
-    }
-}
-
-/// [`pv_direct`] for bf16 inputs on the AVX-512 kinds ([`avx512::axpys_bf16`]).
-///
-/// # Safety
-/// As [`scores_direct_bf16`].
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn pv_direct_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
-    let d = ctx.p.head_dim;
-    let rows = (it.q1 - it.q0) * ctx.p.group_size();
-    rescale_rows(&mut sc.acc[..rows * d], &sc.corr[..rows], d);
-    let v = &ctx.v;
-    let ahead = v.pages.is_none().then_some(PREFETCH_ROWS * v.st.seq);
-    for jj in 0..jb {
-        let row = v.row(0, j0 + jj, it.kvh, d);
-        if let Some(a) = ahead {
-            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
-        }
-        // SAFETY: as in `scores_direct_bf16`; acc holds rows × d; P (in S) rows at S_LD.
-        unsafe { avx512::axpys_bf16(sc.acc.as_mut_ptr(), rows, d, sc.s.as_ptr().add(jj), S_LD, row.as_ptr().cast()) };
-    }
-}
-
-/// [`scores_direct`] for f16/bf16 inputs: each K row converted to f32 in a `d`-float
-/// buffer that stays in L1 and used at once, rather than the whole tile converted first
-/// (256 rows of d = 128 are 128 KiB, an L2 round trip).
-#[inline(always)]
-fn scores_direct_converted<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
-    let d = ctx.p.head_dim;
-    let k = &ctx.k;
-    let ahead = k.pages.is_none().then_some(PREFETCH_ROWS * k.st.seq);
-    sc.k.resize(d, 0.0);
-    for jj in 0..jb {
-        let row = k.row(0, j0 + jj, it.kvh, d);
-        if let Some(a) = ahead {
-            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
-        }
-        T::to_f32(row, &mut sc.k[..d]);
-        for (r, qrow) in sc.q.chunks_exact(d).enumerate() {
-            sc.s[r * S_LD + jj] = dot(qrow, &sc.k[..d]);
-        }
-    }
-}
-
-/// [`pv_direct`] for f16/bf16 inputs, each V row converted as in
-/// [`scores_direct_converted`].
-#[inline(always)]
-fn pv_direct_converted<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch, j0: usize, jb: usize) {
-    let d = ctx.p.head_dim;
-    let rows = (it.q1 - it.q0) * ctx.p.group_size();
-    rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
-    let v = &ctx.v;
-    let ahead = v.pages.is_none().then_some(PREFETCH_ROWS * v.st.seq);
-    sc.v.resize(d, 0.0);
-    for jj in 0..jb {
-        let row = v.row(0, j0 + jj, it.kvh, d);
-        if let Some(a) = ahead {
-            prefetch_bytes(row.as_ptr().wrapping_add(a).cast(), d * size_of::<T>());
-        }
-        T::to_f32(row, &mut sc.v[..d]);
-        let vrow = &sc.v[..d];
-        for (r, acc) in sc.acc.chunks_exact_mut(d).enumerate() {
-            let pr = sc.s[r * S_LD + jj];
-            acc.iter_mut().zip(vrow).for_each(|(a, &x)| *a = pr.mul_add(x, *a));
-        }
-    }
 }
 
 /// The online softmax over one tile of `S`, row by row: the raw scores times `s_scale`
@@ -895,8 +950,8 @@ unsafe fn softmax_step<T: Element, const KIND: u8>(
     let g = p.group_size();
     let Tile { j0, jb, full } = tile;
     let plain = p.softcap <= 0.0 && ctx.alibi.is_none() && full;
-    for r in 0..(it.q1 - it.q0) * g {
-        let (i, hq) = (it.q0 + r / g, it.kvh * g + r % g);
+    for r in 0..it.rows(g) {
+        let (i, hq) = it.row_at(r, g);
         let srow = &mut sc.s[r * S_LD..][..jb];
         // The bf16 products on a plain tile: the scale goes into the max and the exponent,
         // and the pass stores bf16 probabilities only.
@@ -907,7 +962,8 @@ unsafe fn softmax_step<T: Element, const KIND: u8>(
             let m_new = m_old.max(s_scale * unsafe { avx512::row_max(srow) });
             let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
             let dst = &mut bf16_row(&mut sc.pb, r)[..jb.next_multiple_of(32)];
-            // SAFETY: the caller has AVX-512F and AVX512-BF16 (KIND ≥ AVX512_BF16).
+            // SAFETY: the caller has AVX-512F, AVX-512DQ and AVX512-BF16 (KIND ≥ AVX512_BF16:
+            // the two bf16 paths require all three).
             let sum = unsafe { avx512::exp2_scaled_to_bf16(srow, s_scale, m_use, dst) };
             let corr = exp2_f32(m_old - m_use);
             sc.l[r] = sc.l[r] * corr + sum;
@@ -997,61 +1053,6 @@ unsafe fn pv_gemm(sc: &mut Scratch, d: usize, rows: usize, jb: usize, v: *const 
             Parallelism::None,
         )
     }
-}
-
-/// `acc = corr·acc + P V` as one axpy per (key, row), streaming the `jb` V rows once.
-///
-/// # Safety
-/// `v` points at `jb` rows of `d` readable floats at stride `v_stride`.
-#[inline(always)]
-unsafe fn pv_direct(sc: &mut Scratch, d: usize, rows: usize, jb: usize, v: *const f32, v_stride: usize) {
-    rescale_rows(&mut sc.acc, &sc.corr[..rows], d);
-    // SAFETY: the caller's contract.
-    let v_rows = unsafe { std::slice::from_raw_parts(v, (jb - 1) * v_stride + d) };
-    for jj in 0..jb {
-        let vrow = &v_rows[jj * v_stride..][..d];
-        prefetch_row(v.wrapping_add((jj + PREFETCH_ROWS) * v_stride), d);
-        for (r, acc) in sc.acc.chunks_exact_mut(d).enumerate() {
-            let pr = sc.s[r * S_LD + jj];
-            acc.iter_mut().zip(vrow).for_each(|(a, &x)| *a = pr.mul_add(x, *a));
-        }
-    }
-}
-
-/// K/V rows the direct (decode) loops prefetch ahead. Rows of one kv head lie a
-/// `kv_heads·d` stride apart, often 4 KiB or more, where the hardware prefetchers (which
-/// stay within a page) do not follow; without this the (1,32,8,1,4096,128) f32 decode
-/// spent most of its time waiting on loads (16 ms).
-const PREFETCH_ROWS: usize = 8;
-
-/// Asks for the `bytes` bytes at `ptr` to be brought into L1.
-#[inline(always)]
-fn prefetch_bytes(ptr: *const u8, bytes: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for off in (0..bytes).step_by(64) {
-        // SAFETY: a prefetch is a hint that never faults, whatever the address; the pointer
-        // is formed with wrapping arithmetic and never dereferenced.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr.wrapping_add(off) as *const i8)
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (ptr, bytes);
-}
-
-/// Asks for the `d` floats at `ptr` to be brought into L1.
-#[inline(always)]
-fn prefetch_row(ptr: *const f32, d: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for off in (0..d).step_by(16) {
-        // SAFETY: a prefetch is a hint that never faults, whatever the address; the pointer
-        // is formed with wrapping arithmetic and never dereferenced.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr.wrapping_add(off) as *const i8)
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (ptr, d);
 }
 
 /// `<a, b>` with independent lanes, so that it vectorizes.

@@ -47,16 +47,18 @@
 //!
 //! | path             | compiled for        | prefill tile products                          | softmax max, `2^x` | needs                                   |
 //! |------------------|---------------------|------------------------------------------------|--------------------|-----------------------------------------|
-//! | `avx512-amx`     | AVX-512F, AVX512-BF16 | bf16, d % 32 = 0: `amx.rs` tiles; else as `avx512-bf16` | `avx512.rs` | avx512f, avx512bf16, amx-tile, amx-bf16, OS permission |
-//! | `avx512-bf16`    | AVX-512F, AVX512-BF16 | bf16, even d: `avx512.rs` `vdpbf16ps`; else as `avx512-kernels` | `avx512.rs` | avx512f, avx512bf16, avx2, fma   |
+//! | `avx512-amx`     | AVX-512F/DQ, AVX512-BF16 | bf16, d % 32 = 0: `amx.rs` tiles; else as `avx512-bf16` | `avx512.rs` | avx512f, avx512dq, avx512bf16, amx-tile, amx-bf16, OS permission |
+//! | `avx512-bf16`    | AVX-512F/DQ, AVX512-BF16 | bf16, even d: `avx512.rs` `vdpbf16ps`; else as `avx512-kernels` | `avx512.rs` | avx512f, avx512dq, avx512bf16, avx2, fma |
 //! | `avx512-kernels` | AVX-512F            | `avx512.rs` f32 kernels (any d)                | `avx512.rs`        | avx512f, avx2, fma                      |
 //! | `avx512-gemm`    | AVX-512F            | `gemm` crate                                   | vectorized loops   | avx512f, avx2, fma                      |
 //! | `avx2-kernels`   | AVX2 + FMA          | `avx2.rs` kernels (d % 8 = 0)                  | `avx2.rs`          | avx2, fma                               |
 //! | `portable-gemm`  | baseline            | `gemm` crate                                   | loops              | –                                       |
 //!
-//! Decode-like calls use dot products and axpys (≤ 8 rows per item; f16/bf16 rows
-//! converted one at a time into an L1 buffer) or `gemm` on every path; there the paths
-//! differ only in what the loops are compiled for. `gemm` picks its own SIMD kernels at run
+//! Decode-like calls use dot products and axpys (≤ 8 rows per kv head; single-query items
+//! take every kv head, so that each key's rows are read in memory order) or `gemm`: on the
+//! AVX-512 paths f32 and bf16 rows go through the `avx512.rs` direct kernels (bf16 converted
+//! in registers), elsewhere through loops compiled for the path (f16/bf16 rows converted
+//! one at a time into an L1 buffer). `gemm` picks its own SIMD kernels at run
 //! time on every path. `portable-gemm` is the path of CPUs without AVX2 + FMA and of other
 //! architectures; on x86-64 its `f32::mul_add`s (the `2^x` polynomial, the decode loops)
 //! are library calls, which makes it about 20× slower than the others on the bench rows.
@@ -300,8 +302,10 @@ impl CpuPath {
     /// process the AMX tile state).
     pub fn required_features(self) -> &'static [&'static str] {
         match self {
-            CpuPath::Avx512Amx => &["avx512f", "avx512bf16", "avx2", "fma", "amx-tile", "amx-bf16", "amx-os"],
-            CpuPath::Avx512Bf16 => &["avx512f", "avx512bf16", "avx2", "fma"],
+            CpuPath::Avx512Amx => {
+                &["avx512f", "avx512dq", "avx512bf16", "avx2", "fma", "amx-tile", "amx-bf16", "amx-os"]
+            }
+            CpuPath::Avx512Bf16 => &["avx512f", "avx512dq", "avx512bf16", "avx2", "fma"],
             CpuPath::Avx512Kernels | CpuPath::Avx512Gemm => &["avx512f", "avx2", "fma"],
             CpuPath::Avx2Kernels => &["avx2", "fma"],
             CpuPath::PortableGemm => &[],
@@ -363,6 +367,7 @@ pub(super) fn has_feature(feature: &str) -> bool {
     {
         match feature {
             "avx512f" => is_x86_feature_detected!("avx512f"),
+            "avx512dq" => is_x86_feature_detected!("avx512dq"),
             "avx512bf16" => is_x86_feature_detected!("avx512bf16"),
             "amx-tile" | "amx-bf16" => amx::cpu_has_amx(),
             "amx-os" => amx::os_permits_amx(),
@@ -512,7 +517,7 @@ fn kernel<T: Element>(path: CpuPath) -> Result<AttendFn<T>> {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512bf16,avx2,fma")]
 unsafe fn attend_amx<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features and the
     // OS's AMX permission.
@@ -520,7 +525,7 @@ unsafe fn attend_amx<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) 
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]
+#[target_feature(enable = "avx512f,avx512dq,avx512bf16,avx2,fma")]
 unsafe fn attend_avx512_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, sc: &mut Scratch) {
     // SAFETY: `attend`'s contract is the caller's; `kernel` checked the features.
     unsafe { forward::attend::<T, { forward::AVX512_BF16 }>(ctx, it, sc) }
