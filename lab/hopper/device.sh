@@ -2,7 +2,9 @@
 # The Hopper kernel's device check (kernels/fwd_sm90.cu): correctness on both kernel
 # generations, sanitizers, and a same-run bench of Hopper vs sm_80 vs torch SDPA.
 #   device tool: carry ["device-pack/h90.tar.xz"], command: bash lab/hopper/device.sh STEPS...
-# STEPS: hopper sweep memcheck racecheck synccheck bench torch (default: all of them); packed
+# STEPS: smoke (8 cases and the neighbours test, 60 s each: catches a hang early), hopper sweep
+# memcheck racecheck synccheck bench torch (default: hopper..torch; BENCH_KINDS picks the
+# kernel settings the bench runs, default "auto sm80"); packed
 # batches (the `_varlen` entry): hvarlen (its tests), vmemcheck vracecheck vsynccheck, vbench
 # (criterion cuda_varlen/cuda_paged on both generations, then torch's FA2 varlen).
 # The pack: scripts/device-pack.sh output without the train/llama/bench_cpu binaries.
@@ -41,6 +43,13 @@ for s in "${steps[@]}"; do
             grep -E "bit-identical|test result|panicked" "$R/varlen.log" ;;
     all) timeout 500 bin/gpu --nocapture --test-threads=1 --skip gpu_torch_oracle > "$R/all.log" 2>&1
          grep -E "^test result|FAILED|SKIPPED|panicked" "$R/all.log" | head -20 ;;
+    smoke) # A hang (a barrier protocol gone wrong) shows here within a minute, not after 300 s.
+           FUSED_ATTN_HOPPER_CASES=8 timeout 60 bin/gpu gpu_hopper_prefill --exact --nocapture > "$R/smoke.log" 2>&1
+           rc1=$?
+           timeout 60 bin/gpu gpu_hopper_varlen_neighbours_stay_out --exact --nocapture >> "$R/smoke.log" 2>&1
+           rc2=$?
+           grep -E "cases|batches|test result|panicked" "$R/smoke.log"
+           if [ $rc1 -eq 124 ] || [ $rc2 -eq 124 ]; then echo "smoke timed out: a hang; stopping" | tee -a "$R/steps.txt"; break; fi ;;
     hvarlen) for t in gpu_hopper_varlen_neighbours_stay_out gpu_hopper_varlen gpu_varlen_matches_dense_per_sequence \
                     gpu_varlen_sweep_bf16 gpu_varlen_sweep_f16 gpu_varlen_paged_decode gpu_sanitizer_varlen; do
                timeout 150 bin/gpu "$t" --exact --nocapture
@@ -67,7 +76,7 @@ for s in "${steps[@]}"; do
         > "$R/$s.log" 2>&1
       grep -E "SUMMARY|test result" "$R/$s.log" | tail -2 ;;
     bench)
-      for k in auto sm80; do
+      for k in ${BENCH_KINDS:-auto sm80}; do
         FUSED_ATTN_CUDA_KERNELS=$k CRITERION_HOME="$W/crit-$k" timeout 400 bin/bench cuda_fused_attn_bf16 --bench \
           --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/bench_$k.log" 2>&1
         medians "$W/crit-$k" > "$R/medians_$k.txt"
