@@ -36,13 +36,14 @@
 // 11.27 ms = 513 TF/s, 1.53x torch's FA2 varlen (17.27 ms) and 1.53x the sm_80 kernel; causal
 // 6.69 ms, 1.46x FA2.
 //
-// Version 3 (this file): inside a warpgroup, each block's softmax overlaps the previous block's
-// P·V wgmma; plain d64 runs three consumers. No ping-pong between the consumers, no persistent
-// grid. Measured (lab/results/s7-hopper-v3-h100.md, H100, bf16, criterion medians; cuDNN from
-// torch 2.11 in the same run): (16,16,2048,d128) 1013 µs = 543 TF/s, 0.93× cuDNN (sm_80
-// kernel: 1606 µs); causal 628 µs, 0.94×; (4,32,4096,d128) 1928 µs, 570 TF/s, 0.95×;
-// (1,32,16384,d128) causal 3687 µs, 596 TF/s, 1.08×; (16,16,2048,d64) 653 µs, 0.96×, causal
-// 416 µs, 0.83×; (1,8,512,d64) 15.4 µs, 0.79×. lab/README.md has v1-v3.
+// Version 4 (this file): inside a warpgroup, each block's softmax overlaps the previous block's
+// P·V wgmma (v2); plain d64 runs three consumers (v3); the consumers take turns issuing their
+// GEMMs (ping-pong, round robin through named barriers), so one's softmax runs under another's
+// GEMMs. No persistent grid. Measured (lab/results/s8-hopper-v4-*, H100, bf16, criterion
+// medians; cuDNN from torch 2.11 in the same call): (16,16,2048,d128) 990 µs = 556 TF/s, 0.94×
+// cuDNN (v3 1013 µs; sm_80 kernel 1606); causal 592 µs, 0.96×; (4,32,4096,d128) 1892 µs,
+// 581 TF/s, 0.98×; (1,32,16384,d128) causal 3670 µs, 599 TF/s, 1.03×; (16,16,2048,d64) 629 µs,
+// 0.94×, causal 406 µs, 0.88×; (1,8,512,d64) 14.5 µs, 0.89×. lab/README.md has v1-v4.
 
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
@@ -58,7 +59,8 @@ namespace hopper {
 
 // ---- tile traits --------------------------------------------------------------------------
 
-template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumers_, int kProducerRegs_, int kConsumerRegs_>
+template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumers_, int kProducerRegs_, int kConsumerRegs_,
+          bool kPingPong_ = true>
 struct HopperConfig {
     static constexpr int kHeadDim = kHeadDim_;
     static constexpr int kBlockN = kBlockN_;
@@ -78,6 +80,9 @@ struct HopperConfig {
     // setmaxnreg budgets: the producer needs a few registers, the consumers O, S and P.
     static constexpr int kProducerRegs = kProducerRegs_;
     static constexpr int kConsumerRegs = kConsumerRegs_;
+    // The consumers take turns issuing their GEMMs (round robin through named barriers), so
+    // that one's softmax runs while the tensor cores work through another's QKᵀ and P·V.
+    static constexpr bool kPingPong = kPingPong_;
 
     static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "a wgmma n of 16..256 in steps of 16");
@@ -89,6 +94,7 @@ struct HopperConfig {
     static_assert(kSmemBytes <= 227 * 1024, "tile does not fit the 227 KiB an H100 block may opt into");
     static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
     static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg takes multiples of 8");
+    static_assert(kConsumers <= 3, "named barrier ids: 1 + consumer (epilogue) and kTurnBarrier + consumer");
 };
 
 // Per head-dim instance. Consumer registers per thread: O (kHeadDim/2) + S (kBlockN/2) + P
@@ -111,8 +117,10 @@ struct HopperTraits<128, kMods> : HopperConfig<128, 128, 2, 2, 24, 240> {};
 
 // Named barrier ids: 0 is __syncthreads; 1 + consumer is each consumer's epilogue barrier
 // (at most 3 consumers); the packed kernel's consumers meet on kTailBarrier after zeroing the
-// last V tile's rows past the sequence.
+// last V tile's rows past the sequence; kTurnBarrier + consumer orders the consumers' GEMMs.
 constexpr int kTailBarrier = 5;
+// Consumer c waits on kTurnBarrier + c for its turn to issue GEMMs (ping-pong).
+constexpr int kTurnBarrier = 6;
 
 // kPacked: a packed (varlen) batch (p.cu_seqlens_q set), K/V packed or paged (pages of whole
 // key blocks, or pages of whole 8-row atoms that divide a key block); masks per sequence with its multimodal ranges (mask.cuh). The dense
@@ -373,14 +381,27 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // The loop overlaps each block's softmax with the previous block's P·V: block i's S is
     // issued, then block i-1's P·V; the softmax of block i runs as soon as its S is done,
     // while the tensor cores work on P·V.
+    // Ping-pong: consumer c issues a turn's GEMMs once consumer c - 1 (round robin) has issued
+    // its own, then lets consumer c + 1 go. Every consumer takes the same number of turns (one
+    // per key block, plus the last P·V); the last consumer's arrival opens the first turn. The
+    // final turn's arrival is left pending at exit (it blocks nobody).
+    auto my_turn = [&]() {
+        if constexpr (Cfg::kPingPong) sm90::named_barrier_sync(kTurnBarrier + cw, 256);
+    };
+    auto next_turn = [&]() {
+        if constexpr (Cfg::kPingPong) sm90::named_barrier_arrive(kTurnBarrier + (cw + 1) % Cfg::kConsumers, 256);
+    };
     if (nb_begin < nb_end) {
+        if (cw == Cfg::kConsumers - 1) next_turn();
         sm90::mbar_wait(bar_q, 0);
         float s[BN / 2];
         uint32_t pf[BN / 16][4];
         float corr[2];
         sm90::mbar_wait(&full_k[0], 0);
+        my_turn();
         sm90::wgmma_fence();
         issue_qk(s, 0);
+        next_turn();
         sm90::wgmma_wait<0>();
         sm90::fence_regs(s);
         release(&empty_k[0]);
@@ -390,10 +411,12 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const int it = nb - nb_begin, st = it % ST, prev = (it - 1) % ST;
             const uint32_t phase = (it / ST) & 1, prev_phase = ((it - 1) / ST) & 1;
             sm90::mbar_wait(&full_k[st], phase);
+            sm90::mbar_wait(&full_v[prev], prev_phase);
+            my_turn();
             sm90::wgmma_fence();
             issue_qk(s, st);
-            sm90::mbar_wait(&full_v[prev], prev_phase);
             issue_pv(pf, prev);
+            next_turn();
             sm90::wgmma_wait<1>();
             sm90::fence_regs(s);
             release(&empty_k[st]);
@@ -427,8 +450,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 sm90::named_barrier_sync(kTailBarrier, Cfg::kConsumers * 128);
             }
         }
+        // After the zeroing's barrier, which every consumer reaches without a turn.
+        my_turn();
         sm90::wgmma_fence();
         issue_pv(pf, last % ST);
+        next_turn();
         sm90::wgmma_wait<0>();
         sm90::fence_regs(o);
         keep_fragments(pf);
