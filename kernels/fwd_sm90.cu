@@ -95,6 +95,7 @@ struct HopperConfig {
     static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
     static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg takes multiples of 8");
     static_assert(kConsumers <= 3, "named barrier ids: 1 + consumer (epilogue) and kTurnBarrier + consumer");
+    static_assert(kConsumers >= 2 || !kPingPong, "ping-pong takes turns between two or more consumers");
 };
 
 // Per head-dim instance. Consumer registers per thread: O (kHeadDim/2) + S (kBlockN/2) + P
