@@ -119,6 +119,13 @@ fn main() {
     let compression = fatbin_compression();
     let extra: Vec<String> =
         env::var("NVCC_FLAGS").map(|f| f.split_whitespace().map(String::from).collect()).unwrap_or_default();
+    // Part of every file's input key: a toolkit upgraded in place keeps nvcc's path, not its
+    // version line (which also names the toolkit's headers and back ends).
+    let nvcc_version = Command::new(&nvcc)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
     let started = Instant::now();
     let mut contents = Vec::new();
     let mut jobs = Vec::new();
@@ -168,7 +175,10 @@ fn main() {
         // replaced); content does not lie. The files run concurrently, each its two steps in
         // order, so a file's ptxas overlaps the others' front ends.
         let key_path = out_dir.join(format!("{stem}.inputs"));
-        let key = input_key(&[&front, &back], src.file, &out_dir.join(format!("{stem}.gen.cu")), &out_dir, &headers);
+        let key = format!(
+            "{nvcc_version}{}",
+            input_key(&[&front, &back], src.file, &out_dir.join(format!("{stem}.gen.cu")), &out_dir, &headers)
+        );
         if fatbin.exists() && ptx.exists() && fs::read_to_string(&key_path).is_ok_and(|old| old == key) {
             jobs.push(std::thread::spawn(|| Ok((-1.0, 0.0))));
             continue;
@@ -205,7 +215,8 @@ fn main() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let cpu = children_cpu_seconds().map(|s| format!(", {s:.1} s of CPU")).unwrap_or_default();
     println!(
-        "cargo:warning=compiled {} kernel file(s) to fatbins ({}; {} compression) in {:.1} s wall{cpu} (per file: {})",
+        "cargo:warning=compiled {} of {} kernel file(s) to fatbins ({}; {} compression) in {:.1} s wall{cpu} (per file: {})",
+        timings.iter().filter(|t| !t.ends_with("not recompiled")).count(),
         SOURCES.len(),
         contents.join("; "),
         compression.name(),
@@ -507,7 +518,8 @@ fn write_generated_cpp(dir: &Path) {
 
 /// What a kernel file's fatbin was built from: both nvcc command lines and a 64-bit FNV-1a
 /// hash of every input's bytes (the generated unit, the kernel file, the common headers and
-/// the generated header it includes), as text. Equal keys mean equal outputs.
+/// the generated header it includes), as text; the caller prepends nvcc's version. Equal keys
+/// mean equal outputs.
 fn input_key(commands: &[&Command], file: &str, unit: &Path, out_dir: &Path, headers: &[PathBuf]) -> String {
     let mut key = String::new();
     for cmd in commands {
