@@ -246,3 +246,29 @@ pub(super) fn forward<T: KernelDtype>(
     let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
     Ok(Some((CudaStorage::wrap_cuda_slice(out, dev.clone()), lse)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::instances::{Arch, Family, INSTANCES};
+    use super::kv_box_rows;
+
+    #[test]
+    fn paged_boxes_are_whole_blocks_or_whole_pages_of_whole_swizzle_atoms() {
+        for inst in INSTANCES.iter().filter(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd) {
+            let block = inst.key_block as usize;
+            assert_eq!(block, 128, "{}: the page rule below assumes 128-key blocks", inst.name);
+            // A block of consecutive rows of one page.
+            for page in [128, 256, 384, 1024] {
+                assert_eq!(kv_box_rows(page, inst), Some(128), "{} page {page}", inst.name);
+            }
+            // One box per page, each starting on a 1 KiB swizzle atom (8 rows of 128 bytes).
+            for page in [8, 16, 32, 64] {
+                assert_eq!(kv_box_rows(page, inst), Some(page as u32), "{} page {page}", inst.name);
+            }
+            // Pages that straddle blocks or split an atom: the sm_80 kernel.
+            for page in [1, 4, 7, 24, 48, 96, 100, 200, 255] {
+                assert_eq!(kv_box_rows(page, inst), None, "{} page {page}", inst.name);
+            }
+        }
+    }
+}
