@@ -29,6 +29,21 @@ def ss(tag, ptx, n):
 """
 
 
+def ss_tb(tag, ptx, n):
+    r = n // 2
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(r))
+    return f"""    // d (+)= A·B, A (64×16, K-major) and B (16×N, MN-major: N contiguous) from shared memory
+    // descriptors.
+    __device__ __forceinline__ static void ss_tb(float (&d)[{r}], uint64_t a, uint64_t b, int accumulate) {{
+        asm volatile(
+            "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 2}, 0;\\n"
+            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} {{{acc_list(r)}}}, %{r}, %{r + 1}, p, 1, 1, 0, 1;\\n}}\\n"
+            : {outs}
+            : "l"(a), "l"(b), "r"(accumulate));
+    }}
+"""
+
+
 def rs(tag, ptx, n):
     r = n // 2
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(r))
@@ -68,6 +83,7 @@ def main():
             out.append("template <>")
             out.append(f"struct Wgmma<{tag}, {n}> {{")
             out.append(ss(tag, ptx, n).rstrip("\n"))
+            out.append(ss_tb(tag, ptx, n).rstrip("\n"))
             out.append(rs(tag, ptx, n).rstrip("\n"))
             out.append("};")
     out += ["", "}  // namespace sm90", "}  // namespace fattn", ""]

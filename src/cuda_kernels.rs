@@ -1,7 +1,8 @@
 //! Which CUDA kernel generation runs a problem: a test and measurement hook, the CUDA
 //! counterpart of `with_cpu_path`. By default ([`CudaKernels::Auto`]) a compute-capability
-//! 9.0 GPU runs the Hopper prefill kernel (kernels/fwd_sm90.cu) on the problems it covers and
-//! everything else runs the sm_80 kernels; [`CudaKernels::Sm80`] keeps every call on the
+//! 9.0 GPU runs the Hopper prefill kernel (kernels/fwd_sm90.cu) and the Hopper backward main
+//! kernel (kernels/bwd_sm90.cu) on the problems they cover and everything else runs the sm_80
+//! kernels; [`CudaKernels::Sm80`] keeps every call on the
 //! sm_80 kernels, so that both generations can be checked and timed on one GPU.
 //!
 //! Forced per thread with [`with_cuda_kernels`], or for the process with the environment
@@ -70,4 +71,21 @@ pub(crate) fn record_prefill(name: &'static str) {
 /// last take, for example because the call took the decode kernel).
 pub fn take_last_prefill_kernel() -> Option<&'static str> {
     LAST_PREFILL.with(|c| c.take())
+}
+
+thread_local! {
+    static LAST_BACKWARD: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// Records the backward main kernel this thread just launched (src/cuda/backward.rs).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn record_backward(name: &'static str) {
+    LAST_BACKWARD.with(|c| c.set(Some(name)));
+}
+
+/// The name of the last backward main kernel this thread launched, and forgets it: the tests
+/// use it to prove which kernel generation computed a gradient (`None`: no backward main
+/// kernel ran since the last take, for example because no query row sees a key).
+pub fn take_last_backward_kernel() -> Option<&'static str> {
+    LAST_BACKWARD.with(|c| c.take())
 }

@@ -22,6 +22,8 @@
 //! * `gpu_grad_sweep_{f32,f16,bf16}`: dq, dk, dv of random cases against the f64 autograd
 //!   oracle (`common::grad`), 200 cases each, into poisoned memory.
 //! * `gpu_lse`: `attention_with_lse` on CUDA against the f64 oracle.
+//! * `gpu_hopper_backward`: the Hopper backward main kernel against the f64 oracle, every
+//!   case on both kernel generations (compute capability 9.0 only).
 //! * `gpu_varlen_sweep_{f32,f16,bf16}`: random packed batches (lengths 0, 1, odd; packed or
 //!   paged K/V with shuffled block tables in larger pools, pages 16, 32, 64, 256 and odd;
 //!   prefix ranges; head dims 8..512; GQA; every mask and score feature; strided views),
@@ -39,7 +41,8 @@ mod common;
 
 use candle_core::{DType, Device, Result, Tensor};
 use candle_fused_attn::{
-    attention, attention_ref, take_last_prefill_kernel, with_cuda_kernels, AttnParams, CudaKernels,
+    attention, attention_backward, attention_ref, attention_with_lse, take_last_backward_kernel,
+    take_last_prefill_kernel, with_cuda_kernels, AttnParams, CudaKernels,
 };
 use common::{case_seed, measure_with, oracle, Alibi, Case, CaseResult, FloorInputs, Limits};
 use rayon::prelude::*;
@@ -737,6 +740,83 @@ fn gpu_lse() {
         }
     }
     assert_eq!(failures, 0, "{failures} LSE cases failed (printed above; seed {seed})");
+}
+
+/// The Hopper backward main kernel (kernels/bwd_sm90.cu): random dense gradient cases in f16
+/// and bf16 with the head dims it covers (multiples of 8 up to 128, smaller ones zero-padded),
+/// every mask, softcap, ALiBi, GQA/MQA and input layout, each run twice on one GPU: on the
+/// default kernels and forced onto the sm_80 kernels, dq/dk/dv against the f64 oracle. The
+/// default run must take the Hopper main kernel for every contiguous or head-major case, and
+/// for at least a third of all cases, so that the test cannot pass on the sm_80 kernel alone.
+/// Skips (with a message) on GPUs other than 9.0.
+#[test]
+fn gpu_hopper_backward() {
+    let test = "gpu_hopper_backward";
+    let Some(dev) = cuda_device(test) else { return };
+    // Probe: a dense bf16 d128 backward takes the Hopper main kernel exactly on 9.0 GPUs.
+    let probe = Tensor::ones((1, 130, 2, 128), DType::BF16, &dev).unwrap();
+    let (o, lse) = attention_with_lse(&probe, &probe, &probe, &AttnParams::new(0.1)).unwrap();
+    take_last_backward_kernel();
+    attention_backward(&probe, &probe, &probe, &o, &probe, &lse, &AttnParams::new(0.1)).unwrap();
+    let probe_kernel = take_last_backward_kernel().unwrap_or("none");
+    if !probe_kernel.ends_with("_sm90") {
+        println!("SKIPPED: {test}: the device is not compute capability 9.0 (a bf16 d128 backward ran {probe_kernel})");
+        return;
+    }
+    let seed = fresh_seed(test);
+    let limits = common::grad::grad_limits();
+    const DIMS: [usize; 8] = [8, 40, 64, 72, 96, 104, 120, 128];
+    // FUSED_ATTN_HOPPER_CASES=N runs fewer (compute-sanitizer runs of this test).
+    let n = std::env::var("FUSED_ATTN_HOPPER_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(160);
+    let (mut failures, mut hopper_runs) = (Vec::new(), 0usize);
+    let mut worst = (0.0f64, String::new());
+    let start = std::time::Instant::now();
+    for i in 0..n {
+        let mut case = Case::random(case_seed(seed, i), &limits);
+        case.head_dim = DIMS[i % DIMS.len()];
+        let dtype = if i % 2 == 0 { DType::BF16 } else { DType::F16 };
+        let describable =
+            case.layouts.iter().all(|l| matches!(l, common::InputLayout::Contiguous | common::InputLayout::HeadsMajor));
+        for kernels in [CudaKernels::Auto, CudaKernels::Sm80] {
+            take_last_backward_kernel();
+            let results = with_cuda_kernels(kernels, || common::grad::check_grad_case(&case, &dev, dtype))
+                .unwrap_or_else(|e| panic!("{test}: {dtype:?} {case:?} {kernels:?}: error {e}"));
+            let ran = take_last_backward_kernel().unwrap_or("no backward kernel");
+            let what = format!("{dtype:?} {} (case seed {}) {kernels:?} ran {ran}", describe(&case), case.seed);
+            let hopper = ran.ends_with("_sm90");
+            if kernels == CudaKernels::Sm80 && hopper {
+                failures.push(format!("{what}: forced sm80 but ran the Hopper kernel"));
+            }
+            if kernels == CudaKernels::Auto {
+                if hopper {
+                    hopper_runs += 1;
+                } else if describable && ran != "no backward kernel" {
+                    failures.push(format!("{what}: should have run the Hopper kernel"));
+                }
+            }
+            for r in &results {
+                let ratio = r.fused_max_abs / r.allowed();
+                if ratio > worst.0 {
+                    worst = (ratio, format!("{what} {}", r.name));
+                }
+                if !r.passes() {
+                    let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
+                    println!("{test}: FAIL {line}");
+                    failures.push(line);
+                }
+            }
+        }
+    }
+    println!(
+        "{test}: {n} cases × 2 kernel generations, {hopper_runs} on the Hopper kernel, {} failures; worst \
+         error/allowed {:.3} at {}; {:.1} s",
+        failures.len(),
+        worst.0,
+        worst.1,
+        start.elapsed().as_secs_f64()
+    );
+    assert!(hopper_runs * 3 >= n, "{test}: only {hopper_runs} of {n} cases ran the Hopper kernel");
+    assert!(failures.is_empty(), "{test}: {} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
 // ---- packed (varlen) and paged batches ----------------------------------------------------

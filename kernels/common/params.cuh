@@ -152,3 +152,16 @@ struct FattnHopperParams {
     FattnParams fwd;
     uint64_t pad_hopper_[2];
 };
+
+// The Hopper backward's parameters (kernels/bwd_sm90.cu): 4-D tensor maps (head_dim, seq,
+// heads, batch) of q, k, v and dO from their real strides (boxes of 64 columns × the
+// instance's query rows for q and dO, its key block for k and v; 128-byte swizzle), then the
+// backward's parameters, whose fields keep their meaning.
+struct FattnHopperBwdParams {
+    FattnTmaDesc tma_q;
+    FattnTmaDesc tma_k;
+    FattnTmaDesc tma_v;
+    FattnTmaDesc tma_do;
+    FattnBwdParams bwd;
+    uint64_t pad_hopper_bwd_[2];
+};

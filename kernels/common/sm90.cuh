@@ -61,6 +61,24 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const TmaDesc* desc, uint
         : "memory");
 }
 
+// `bytes` contiguous bytes (a multiple of 16, both addresses 16-byte aligned) from global to
+// shared memory; they complete on `bar` like a TMA box.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem_addr(dst)),
+        "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(smem_addr(bar))
+        : "memory");
+}
+
+// Stores four 8×8 b16 matrices transposed: register r[i] holds matrix i in the mma fragment
+// layout (lane l: row l/4, columns 2(l%4) and 2(l%4)+1), and lane 8i + j gives the address of
+// row j of the stored matrix i, which receives column j of the fragment (16 bytes).
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]),
+                 "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+}
+
 // Orders this thread's ordinary shared-memory writes before later async-proxy (TMA, wgmma)
 // accesses of the same bytes.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }

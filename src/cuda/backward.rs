@@ -1,4 +1,6 @@
-//! The backward (FlashAttention-2): kernels/bwd_sm80.cu, launched on candle's stream.
+//! The backward (FlashAttention-2): kernels/bwd_sm80.cu, launched on candle's stream; on
+//! compute capability 9.0 the main kernel is kernels/bwd_sm90.cu's where it covers the problem
+//! (backward_sm90.rs), between the same preprocess and convert kernels.
 //!
 //! In stream order: a memset zeroes the f32 dQ accumulator (and the dK/dV accumulators when
 //! the group of a kv head is split over CTAs); `fattn_bwd_preprocess_*` writes D = rowsum(dO∘O)
@@ -31,6 +33,7 @@ use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
 use super::heuristics::{self, Prepared};
+use super::backward_sm90;
 use super::instances::{bwd_large_smem, Arch, Dtype, Family, Instance, KernelKey};
 use super::params::{FattnBwdConvertParams, FattnBwdParams, FattnParams};
 use super::{alibi_slopes_ptr, common_params, dev_tensor, to_i32, Entry, KernelDtype};
@@ -202,7 +205,21 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
     // The kernels index rows and keys in i32, including row + seq_k - seq_q and the window
     // bounds derived from it; packed workspaces' rows too.
     to_i32(p.seq_q + p.seq_k, "seq_q + seq_k")?;
-    let main_inst = instance::<T>(p, Family::Bwd)?;
+    let elem = std::mem::size_of::<T>();
+    let (ql, kl, vl, ol, dol) = (as_rank4(ql)?, as_rank4(kl)?, as_rank4(vl)?, as_rank4(ol)?, as_rank4(dol)?);
+    let qt = dev_tensor::<T>(q, &ql, &stream)?;
+    let kt = dev_tensor::<T>(k, &kl, &stream)?;
+    let vt = dev_tensor::<T>(v, &vl, &stream)?;
+    let ot = dev_tensor::<T>(o, &ol, &stream)?;
+    let dot = dev_tensor::<T>(d_o, &dol, &stream)?;
+    // On compute capability 9.0, the Hopper main kernel where it covers the problem (dense
+    // f16/bf16, head dim <= 128, strides a tensor map describes); the same preprocess,
+    // workspaces and convert either way.
+    let hopper = backward_sm90::plan::<T>(p, dev, [&qt, &kt, &vt, &dot])?;
+    let main_inst = match &hopper {
+        Some(h) => h.inst,
+        None => instance::<T>(p, Family::Bwd)?,
+    };
     let pre_inst = instance::<T>(p, Family::BwdPreprocess)?;
     let convert_inst = instance::<T>(p, Family::BwdConvert)?;
     // The packed (varlen) main kernel is the instance's `_varlen` entry point; where the device
@@ -212,7 +229,7 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
     let mut main: Prepared = heuristics::prepare_entry(dev, main_inst, Entry::of(p))?;
     let mut smem_bytes = main_inst.smem_bytes(to_i32(d, "head_dim")? as u32);
     let large = bwd_large_smem(main_inst);
-    if large > 0 && main.device.smem_optin >= large && large_tiles_enabled() {
+    if hopper.is_none() && large > 0 && main.device.smem_optin >= large && large_tiles_enabled() {
         main = heuristics::prepare_entry(dev, main_inst, Entry::of(p).large())?;
         smem_bytes = large;
     }
@@ -261,13 +278,6 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
     let k_rows = to_i32(k_total, "key rows")?;
     to_i32(ws_rows_q.max(ws_rows_k), "workspace rows")?;
 
-    let elem = std::mem::size_of::<T>();
-    let (ql, kl, vl, ol, dol) = (as_rank4(ql)?, as_rank4(kl)?, as_rank4(vl)?, as_rank4(ol)?, as_rank4(dol)?);
-    let qt = dev_tensor::<T>(q, &ql, &stream)?;
-    let kt = dev_tensor::<T>(k, &kl, &stream)?;
-    let vt = dev_tensor::<T>(v, &vl, &stream)?;
-    let ot = dev_tensor::<T>(o, &ol, &stream)?;
-    let dot = dev_tensor::<T>(d_o, &dol, &stream)?;
     let (lse_base, lse_guard) = lse.as_cuda_slice::<f32>()?.device_ptr(&stream);
     let lse_ptr = lse_base + (lsel.start_offset() * std::mem::size_of::<f32>()) as u64;
     let packed_ptrs = packed
@@ -377,7 +387,17 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
             // and adds into dq_accum rows below the sequence's length and columns below
             // d_inst, into the dK/dV accumulators (its key block, when split), or stores
             // dk/dv keys of its sequence and columns below head_dim.
-            unsafe { launch_one(&stream, &main.func, launch_config(main_inst, grid_main, smem_bytes), &params) }?;
+            let cfg = launch_config(main_inst, grid_main, smem_bytes);
+            match &hopper {
+                // SAFETY: as above; the Hopper kernel takes `FattnHopperBwdParams` by value (the
+                // same `FattnBwdParams` behind tensor maps of q, k, v and dO, made from the
+                // same tensors' pointers and strides, boxes of the instance's rows and keys)
+                // and reads and writes the same memory.
+                Some(h) => unsafe { launch_one(&stream, &main.func, cfg, &h.params(params)) }?,
+                // SAFETY: see above.
+                None => unsafe { launch_one(&stream, &main.func, cfg, &params) }?,
+            }
+            crate::cuda_kernels::record_backward(main_inst.name);
         }
         let base = FattnBwdConvertParams {
             batch: params.fwd.batch,
@@ -447,7 +467,11 @@ mod tests {
         use crate::cuda::instances::SOURCES;
         for inst in INSTANCES.iter().filter(|i| i.family == Family::Bwd) {
             let at = SOURCES.iter().position(|s| s.builds(inst)).expect("a kernel file builds it");
-            let mut names = vec![inst.name.to_string(), format!("{}_varlen", inst.name)];
+            // The Hopper main kernel has the dense entry only (packed batches run on sm_80).
+            let mut names = vec![inst.name.to_string()];
+            if inst.arch == Arch::Sm80 {
+                names.push(format!("{}_varlen", inst.name));
+            }
             if bwd_large_smem(inst) > 0 {
                 names.extend([format!("{}_l", inst.name), format!("{}_l_varlen", inst.name)]);
             }

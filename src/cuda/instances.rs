@@ -244,6 +244,7 @@ pub const SOURCES: &[Source] = &[
         arch: Arch::Sm80,
     },
     Source { file: "kernels/fwd_sm90.cu", families: &[Family::Fwd], arch: Arch::Sm90a },
+    Source { file: "kernels/bwd_sm90.cu", families: &[Family::Bwd], arch: Arch::Sm90a },
 ];
 
 impl Source {
@@ -376,8 +377,8 @@ pub const BWD_D128_LARGE_SMEM: u32 = (2 * 128 * 128 + 2 * 2 * 64 * 128 + 128 * 6
 /// `<name>_l` and `<name>_l_varlen`; 0 where it has none (every instance but the d128 f16/bf16
 /// backward). Checked against the kernel by build.rs.
 pub fn bwd_large_smem(inst: &Instance) -> u32 {
-    match (inst.family, inst.dtype, inst.head_dim) {
-        (Family::Bwd, Dtype::F16 | Dtype::BF16, 128) => BWD_D128_LARGE_SMEM,
+    match (inst.family, inst.arch, inst.dtype, inst.head_dim) {
+        (Family::Bwd, Arch::Sm80, Dtype::F16 | Dtype::BF16, 128) => BWD_D128_LARGE_SMEM,
         _ => 0,
     }
 }
@@ -408,6 +409,24 @@ macro_rules! bwd_tc {
 
 /// The backward's preprocess (8 warps, a query row each) and convert (128 threads per output
 /// row) in `$dtype`; both serve every head dim and read no keys.
+macro_rules! bwd_sm90 {
+    ($name:literal, $dtype:ident, $d:literal, $variant:ident, $rows:literal, $smem:literal) => {
+        Instance {
+            name: $name,
+            family: Family::Bwd,
+            arch: Arch::Sm90a,
+            dtype: Dtype::$dtype,
+            head_dim: $d,
+            variant: Variant::$variant,
+            threads: 384,
+            block_rows: $rows,
+            key_block: 128,
+            col_splits: 1,
+            smem: Smem::Bytes($smem),
+        }
+    };
+}
+
 macro_rules! bwd_aux {
     ($family:ident, $name:literal, $dtype:ident, $threads:literal, $rows:literal) => {
         Instance {
@@ -438,6 +457,14 @@ pub const INSTANCES: &[Instance] = &[
     fwd_sm90!("fattn_fwd_bf16_d128_sm90", BF16, 128, Plain, 384, 128, 128, 164936),
     fwd_sm90!("fattn_fwd_bf16_d128_mods_sm90", BF16, 128, Mods, 384, 128, 128, 164936),
     // kernels/fwd_sm80.cu
+    bwd_sm90!("fattn_bwd_f16_d64_sm90", F16, 64, Plain, 128, 166952),
+    bwd_sm90!("fattn_bwd_f16_d64_mods_sm90", F16, 64, Mods, 128, 166952),
+    bwd_sm90!("fattn_bwd_f16_d128_sm90", F16, 128, Plain, 64, 165928),
+    bwd_sm90!("fattn_bwd_f16_d128_mods_sm90", F16, 128, Mods, 64, 165928),
+    bwd_sm90!("fattn_bwd_bf16_d64_sm90", BF16, 64, Plain, 128, 166952),
+    bwd_sm90!("fattn_bwd_bf16_d64_mods_sm90", BF16, 64, Mods, 128, 166952),
+    bwd_sm90!("fattn_bwd_bf16_d128_sm90", BF16, 128, Plain, 64, 165928),
+    bwd_sm90!("fattn_bwd_bf16_d128_mods_sm90", BF16, 128, Mods, 64, 165928),
     fwd_tc!("fattn_fwd_f16_d32", F16, 32, Plain, 128, 128, 64, 32768),
     fwd_tc!("fattn_fwd_f16_d32_mods", F16, 32, Mods, 128, 128, 64, 32768),
     fwd_tc!("fattn_fwd_f16_d64", F16, 64, Plain, 128, 128, 64, 65536),

@@ -7,7 +7,10 @@
 //!   specialization) for dense f16/bf16 problems on compute capability 9.0;
 //! * decode.rs: kernels/decode_sm80.cu, split-key flash-decoding for few query rows;
 //! * backward.rs: kernels/bwd_sm80.cu, the FlashAttention-2 backward (preprocess, main kernel
-//!   on mma.sync for f16/bf16 and plain FMA for f32, convert).
+//!   on mma.sync for f16/bf16 and plain FMA for f32, convert);
+//! * backward_sm90.rs: kernels/bwd_sm90.cu, the Hopper backward main kernel (wgmma, TMA) for
+//!   dense f16/bf16 problems on compute capability 9.0, between backward.rs's preprocess and
+//!   convert.
 //!
 //! heuristics.rs decides which family, instance and split count run a problem, from device
 //! facts it reads once per device. instances.rs declares every kernel file and instance once
@@ -22,6 +25,7 @@
 //! of a family costs a module load, not a compile. Newer GPUs JIT the PTX once per process.
 
 mod backward;
+mod backward_sm90;
 mod decode;
 mod heuristics;
 mod instances;

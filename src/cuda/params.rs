@@ -213,6 +213,22 @@ ffi_struct! {
     }
 }
 
+ffi_struct! {
+    /// The Hopper backward's parameters (kernels/bwd_sm90.cu): tensor maps of q, k, v and dO,
+    /// 4-D `(head_dim, seq, heads, batch)` from the real strides, boxes of 64 columns by the
+    /// instance's query rows (q, dO) or keys (k, v) with the 128-byte swizzle; then the
+    /// backward's parameters, whose fields keep their meaning.
+    pub struct FattnHopperBwdParams, size 960 {
+        tma_q: TmaDesc = 0,
+        tma_k: TmaDesc = 128,
+        tma_v: TmaDesc = 256,
+        tma_do: TmaDesc = 384,
+        bwd: FattnBwdParams = 512,
+        /// Explicit tail padding to the 64-byte alignment, so that every byte is initialized.
+        pad_hopper_bwd_: [u64; 2] = 944,
+    }
+}
+
 /// A struct's C++ name, its size and its fields' names and offsets.
 pub type StructLayout = (&'static str, usize, &'static [(&'static str, usize)]);
 
@@ -223,4 +239,5 @@ pub const STRUCTS: &[StructLayout] = &[
     ("FattnBwdParams", FattnBwdParams::SIZE, FattnBwdParams::FIELDS),
     ("FattnBwdConvertParams", FattnBwdConvertParams::SIZE, FattnBwdConvertParams::FIELDS),
     ("FattnHopperParams", FattnHopperParams::SIZE, FattnHopperParams::FIELDS),
+    ("FattnHopperBwdParams", FattnHopperBwdParams::SIZE, FattnHopperBwdParams::FIELDS),
 ];

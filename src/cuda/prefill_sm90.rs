@@ -99,7 +99,7 @@ fn map_extents(p: &Problem) -> [(usize, usize, usize, usize); 2] {
 
 /// A tensor map of a `(batch, seq, heads, head_dim)` tensor (`seq` rows of `seq_len`, `heads`
 /// heads), boxes of 64 columns × `rows`, 128-byte swizzle; `None` when TMA cannot describe it.
-fn tensor_map<T: KernelDtype>(
+pub(super) fn tensor_map<T: KernelDtype>(
     t: &DevTensor<'_>,
     (batch, seq_len, heads, head_dim): (usize, usize, usize, usize),
     rows: u32,
