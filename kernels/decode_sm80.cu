@@ -426,15 +426,6 @@ __device__ __forceinline__ BlockKeys block_keys(const FattnParams& p, int b) {
     }
 }
 
-// How a block addresses its K/V rows: dense or unpaged packed (kNone), paged with a page
-// size that is a multiple of 16 (kTiles: one page per tile), or any other page size (kRows:
-// one page per row).
-enum class PageMode { kNone, kTiles, kRows };
-template <PageMode M>
-struct PageTag {
-    static constexpr PageMode value = M;
-};
-
 template <typename T, int D, bool kScoreMod, bool kPacked, int kStages = Traits<D>::kStages>
 __device__ __forceinline__ void decode_block(const FattnParams& p) {
     using Tr = Traits<D, kStages>;
@@ -466,302 +457,204 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
                               : fattn::v_head_rows<T>(p, b, kvh);
     // Paged: the split's block-table entries go to shared memory once, so that no tile's copy
     // waits on a dependent global load of its page (a load per tile in the loop cost 25-40 %
-    // of the contiguous GB/s, lab/README.md). Visible to every warp after a barrier: before
-    // the first tiles for pages of any size (the per-row loader reads the list), the
-    // prologue's barrier below for pages of a multiple of 16 keys (their first tiles' pages
-    // come from the table).
-    int32_t* split_pages = nullptr;
+    // of the contiguous GB/s, lab/README.md). Visible to every warp after the barrier.
+    int first_page = 0;
+    const int32_t* pages = nullptr;
     if constexpr (kPacked) {
-        __shared__ int32_t staged_pages[kSplitPages];
-        split_pages = staged_pages;
+        __shared__ int32_t split_pages[kSplitPages];
+        if (table != nullptr) {
+            first_page = split_begin / p.page_block_size;
+            const int n_pages = split_end > split_begin ? (split_end - 1) / p.page_block_size - first_page + 1 : 0;
+            if (n_pages > kSplitPages) __trap();  // the host's bound (DECODE_SPLIT_PAGES) broken
+            for (int i = tid; i < n_pages; i += kThreads) split_pages[i] = table[first_page + i];
+            __syncthreads();
+            pages = split_pages;
+        }
     }
+    // Copies the 16-key tile at key0 into a stage.
+    auto issue_tile = [&](T* st, int key0) {
+        if (!kPacked || pages == nullptr) {
+            load_kv_tile<T, D>(p, k_head, v_head, st, st + Tr::kTileElems, key0, split_end, lane);
+        } else if (p.page_block_size % kTileKeys == 0) {
+            // key0 is a multiple of 16: the tile lies in one page.
+            const int page = key0 / p.page_block_size;
+            const int64_t blk = pages[page - first_page];
+            const int off = key0 - page * p.page_block_size;
+            load_kv_tile<T, D>(p, k_head + blk * p.k_batch_stride + off * p.k_seq_stride,
+                               v_head + blk * p.v_batch_stride + off * p.v_seq_stride, st, st + Tr::kTileElems, 0,
+                               split_end - key0, lane);
+        } else {
+            load_kv_tile_paged<T, D>(p, k_head, v_head, pages, first_page, st, st + Tr::kTileElems, key0,
+                                     split_end, lane);
+        }
+    };
+
+    // Q rows: local row r ↔ (q head kvh·group + hg, query i), hg = r / sq, i = r % sq.
+    for (int idx = tid; idx < kRows * Tr::kChunks; idx += kThreads) {
+        const int row = idx / Tr::kChunks, chunk = idx % Tr::kChunks;
+        const int r = row_group * kRows + row;
+        int valid = 0;
+        const T* src = q_base;
+        if (bk.seq.has_row(p, r)) {
+            const int hg = r / p.seq_q, i = r % p.seq_q;
+            valid = min(max(p.head_dim - chunk * 8, 0), 8);
+            if (valid) src = q_base + i * p.q_seq_stride + (kvh * p.kv_group + hg) * p.q_head_stride + chunk * 8;
+        }
+        load_chunk(smem_q + Tr::offset(row, chunk), src, valid, p.vec_in);
+    }
+    cp_async_commit();
+
+    T* my_ring = smem_kv + warp * Tr::kStages * 2 * Tr::kTileElems;
+#pragma unroll
+    for (int s = 0; s < Tr::kStages - 1; ++s) {
+        if (s < my_tiles) issue_tile(my_ring + s * 2 * Tr::kTileElems, split_begin + (warp + s * kWarps) * kTileKeys);
+        cp_async_commit();
+    }
+    cp_async_wait<Tr::kStages - 1>();  // the Q group, the oldest
+    __syncthreads();
+
+    // Per-thread row facts for rows g and g + 8.
+    int row_lo[2], row_hi[2];
+    int row_diag[2];
+    float row_slope[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const int r = row_group * kRows + g + 8 * half;
+        row_lo[half] = bk.key_begin;
+        row_hi[half] = bk.key_end;
+        row_diag[half] = 0;
+        row_slope[half] = 0.f;
+        if (bk.seq.has_row(p, r)) {
+            const int hg = r / p.seq_q, i = r % p.seq_q;
+            const fattn::KeyRange keys = fattn::key_range(p, bk.mask, i);
+            row_lo[half] = keys.lo;
+            row_hi[half] = keys.hi;
+            row_diag[half] = bk.mask.diag(i);
+            if (kScoreMod && p.alibi_slopes) {
+                row_slope[half] = p.alibi_slopes[b * p.heads + kvh * p.kv_group + hg];
+            }
+        }
+        row_hi[half] = min(row_hi[half], split_end);
+    }
+    // Tiles inside [common_lo, common_hi) need no per-element mask for any row.
+    const int common_lo = fattn::key_range(p, bk.mask, max(bk.seq.len_q - 1, 0)).lo;
+    const int common_hi = min(fattn::key_range(p, bk.mask, 0).hi, split_end);
+
+    uint4 q_frag[Tr::kQInRegs ? D / 32 : 1][2];
+    if (Tr::kQInRegs) {
+#pragma unroll
+        for (int cc = 0; cc < D / 32; ++cc) {
+            q_frag[cc][0] = lds128(smem_q + Tr::offset(g, 4 * cc + t));
+            q_frag[cc][1] = lds128(smem_q + Tr::offset(g + 8, 4 * cc + t));
+        }
+    }
+
     float acc[D / 8][4];
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
     float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.f, 0.f};
 
-    // The streaming loop, compiled once per way of addressing K/V (`kMode`), so that each
-    // loop keeps only its own address state live (one loop with every path peaked at 254-255
-    // registers in the packed entry, with spills once the page walk was added).
-    auto stream = [&](auto mode) {
-        constexpr PageMode kMode = decltype(mode)::value;
-        int first_page = 0;
-        const int32_t* pages = nullptr;
-        // kTiles (page size a multiple of 16): every 16-key tile lies in one page, and each warp
-        // walks its tiles' pages (`walk_*`: the page, the first key's row in it and the block of
-        // the next tile it issues, which advances by kWarps tiles at a time) without a division,
-        // the block read from the staged list one tile ahead so that the copy does not wait on it.
-        int walk_page = 0, walk_off = 0, walk_blk = 0;
-        constexpr int kWalkStep = kWarps * kTileKeys;
-        if constexpr (kMode != PageMode::kNone) {
-            first_page = split_begin / p.page_block_size;
-            const int n_pages = split_end > split_begin ? (split_end - 1) / p.page_block_size - first_page + 1 : 0;
-            if (n_pages > kSplitPages) __trap();  // the host's bound (DECODE_SPLIT_PAGES) broken
-            if constexpr (kMode == PageMode::kRows) {
-                for (int i = tid; i < n_pages; i += kThreads) split_pages[i] = table[first_page + i];
-                __syncthreads();
+    for (int n = 0; n < my_tiles; ++n) {
+        // Tile n + stages - 1 goes into the stage of tile n - 1, issued before the wait for tile
+        // n so that `stages` tiles are in flight while the warp waits (issued after it, one
+        // fewer: 1-4 % slower on the bench rows, lab/README.md).
+        __syncwarp();  // every lane is done with tile n - 1
+        {
+            const int nn = n + Tr::kStages - 1;
+            if (nn < my_tiles) {
+                issue_tile(my_ring + (nn % Tr::kStages) * 2 * Tr::kTileElems,
+                           split_begin + (warp + nn * kWarps) * kTileKeys);
             }
-            pages = split_pages;
+            cp_async_commit();
         }
-        // The walk to the tile kWarps tiles further on.
-        auto walk_advance = [&]() {
-            walk_off += kWalkStep;
-            while (walk_off >= p.page_block_size) {  // at most 64 / page steps; warp-uniform
-                walk_off -= p.page_block_size;
-                ++walk_page;
-            }
-        };
-        // Copies the 16-key tile at key0 of page block `blk`, from its row `off`, into a stage.
-        auto issue_paged = [&](T* st, int64_t blk, int off, int key0) {
-            load_kv_tile<T, D>(p, k_head + blk * p.k_batch_stride + off * p.k_seq_stride,
-                               v_head + blk * p.v_batch_stride + off * p.v_seq_stride, st, st + Tr::kTileElems, 0,
-                               split_end - key0, lane);
-        };
-        // Copies the 16-key tile at key0 into a stage (dense, unpaged packed, or pages of any size
-        // through the staged list row by row).
-        auto issue_tile = [&](T* st, int key0) {
-            if constexpr (kMode == PageMode::kNone) {
-                load_kv_tile<T, D>(p, k_head, v_head, st, st + Tr::kTileElems, key0, split_end, lane);
+        cp_async_wait<Tr::kStages - 1>();
+        __syncwarp();  // tile n, copied by every lane, is visible to the warp
+        const T* sk = my_ring + (n % Tr::kStages) * 2 * Tr::kTileElems;
+        const T* sv = sk + Tr::kTileElems;
+        const int key0 = split_begin + (warp + n * kWarps) * kTileKeys;
+
+        // S = Q Kᵀ: 16 rows × 16 keys (two n8 tiles: keys g and g + 8 of the tile).
+        float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+        for (int cc = 0; cc < D / 32; ++cc) {
+            uint4 qa, qb;
+            if (Tr::kQInRegs) {
+                qa = q_frag[Tr::kQInRegs ? cc : 0][0];
+                qb = q_frag[Tr::kQInRegs ? cc : 0][1];
             } else {
-                load_kv_tile_paged<T, D>(p, k_head, v_head, pages, first_page, st, st + Tr::kTileElems, key0,
-                                         split_end, lane);
+                qa = lds128(smem_q + Tr::offset(g, 4 * cc + t));
+                qb = lds128(smem_q + Tr::offset(g + 8, 4 * cc + t));
             }
-        };
-        // LAB (experiment build): p.key_begin, unused by packed launches, selects L2 prefetches of
-        // the next paged tile: bit 0 its first K and V rows (the translation), bit 1 all its rows.
-        const int lab = kPacked ? p.key_begin : 0;
-        auto prefetch_next = [&](int key0) {
-            if (kMode != PageMode::kTiles || lab == 0) return;
-            const T* kt = k_head + int64_t(walk_blk) * p.k_batch_stride + walk_off * p.k_seq_stride;
-            const T* vt = v_head + int64_t(walk_blk) * p.v_batch_stride + walk_off * p.v_seq_stride;
-            if (lab & 2) {
-                constexpr int kLines = D / 64;  // 128-byte lines per row
-                for (int i = lane; i < kTileKeys * kLines; i += 32) {
-                    const int row = i / kLines, line = i % kLines;
-                    if (key0 + row < split_end && line * 64 < p.head_dim) {
-                        asm volatile("prefetch.global.L2 [%0];" ::"l"(kt + row * p.k_seq_stride + line * 64));
-                        asm volatile("prefetch.global.L2 [%0];" ::"l"(vt + row * p.v_seq_stride + line * 64));
-                    }
-                }
-            } else if (lane < 2 && walk_off < kWalkStep) {
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(lane == 0 ? kt : vt));
-            }
-        };
-
-        // Q rows: local row r ↔ (q head kvh·group + hg, query i), hg = r / sq, i = r % sq.
-        for (int idx = tid; idx < kRows * Tr::kChunks; idx += kThreads) {
-            const int row = idx / Tr::kChunks, chunk = idx % Tr::kChunks;
-            const int r = row_group * kRows + row;
-            int valid = 0;
-            const T* src = q_base;
-            if (bk.seq.has_row(p, r)) {
-                const int hg = r / p.seq_q, i = r % p.seq_q;
-                valid = min(max(p.head_dim - chunk * 8, 0), 8);
-                if (valid) src = q_base + i * p.q_seq_stride + (kvh * p.kv_group + hg) * p.q_head_stride + chunk * 8;
-            }
-            load_chunk(smem_q + Tr::offset(row, chunk), src, valid, p.vec_in);
-        }
-        cp_async_commit();
-
-        T* my_ring = smem_kv + warp * Tr::kStages * 2 * Tr::kTileElems;
-        if constexpr (kMode == PageMode::kTiles) {
-            // The first kStages tiles' pages straight from the table, all loads in flight at once
-            // (the list is not staged yet), then the first kStages - 1 copies; the walk stops at
-            // the tile the loop issues first.
-            const int key0 = split_begin + warp * kTileKeys;
-            walk_page = key0 / p.page_block_size;
-            walk_off = key0 - walk_page * p.page_block_size;
-            int pro_off[Tr::kStages], pro_blk[Tr::kStages];
-#pragma unroll
-            for (int s = 0; s < Tr::kStages; ++s) {
-                pro_off[s] = walk_off;
-                pro_blk[s] = s < my_tiles ? __ldg(table + walk_page) : 0;
-                if (s < Tr::kStages - 1) walk_advance();
-            }
-#pragma unroll
-            for (int s = 0; s < Tr::kStages - 1; ++s) {
-                if (s < my_tiles) {
-                    issue_paged(my_ring + s * 2 * Tr::kTileElems, pro_blk[s], pro_off[s], key0 + s * kWalkStep);
-                }
-                cp_async_commit();
-            }
-            walk_blk = pro_blk[Tr::kStages - 1];
-            if (Tr::kStages - 1 < my_tiles) prefetch_next(key0 + (Tr::kStages - 1) * kWalkStep);
-            // The staged list, for the loop's tiles; visible after the barrier below.
-            const int n_pages = split_end > split_begin ? (split_end - 1) / p.page_block_size - first_page + 1 : 0;
-            for (int i = tid; i < n_pages; i += kThreads) split_pages[i] = table[first_page + i];
-        } else {
-#pragma unroll
-            for (int s = 0; s < Tr::kStages - 1; ++s) {
-                if (s < my_tiles) {
-                    issue_tile(my_ring + s * 2 * Tr::kTileElems, split_begin + (warp + s * kWarps) * kTileKeys);
-                }
-                cp_async_commit();
-            }
-        }
-        cp_async_wait<Tr::kStages - 1>();  // the Q group, the oldest
-        __syncthreads();
-
-        // Per-thread row facts for rows g and g + 8.
-        int row_lo[2], row_hi[2];
-        int row_diag[2];
-        float row_slope[2];
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            const int r = row_group * kRows + g + 8 * half;
-            row_lo[half] = bk.key_begin;
-            row_hi[half] = bk.key_end;
-            row_diag[half] = 0;
-            row_slope[half] = 0.f;
-            if (bk.seq.has_row(p, r)) {
-                const int hg = r / p.seq_q, i = r % p.seq_q;
-                const fattn::KeyRange keys = fattn::key_range(p, bk.mask, i);
-                row_lo[half] = keys.lo;
-                row_hi[half] = keys.hi;
-                row_diag[half] = bk.mask.diag(i);
-                if (kScoreMod && p.alibi_slopes) {
-                    row_slope[half] = p.alibi_slopes[b * p.heads + kvh * p.kv_group + hg];
-                }
-            }
-            row_hi[half] = min(row_hi[half], split_end);
-        }
-        // Tiles inside [common_lo, common_hi) need no per-element mask for any row.
-        const int common_lo = fattn::key_range(p, bk.mask, max(bk.seq.len_q - 1, 0)).lo;
-        const int common_hi = min(fattn::key_range(p, bk.mask, 0).hi, split_end);
-
-        uint4 q_frag[Tr::kQInRegs ? D / 32 : 1][2];
-        if (Tr::kQInRegs) {
-#pragma unroll
-            for (int cc = 0; cc < D / 32; ++cc) {
-                q_frag[cc][0] = lds128(smem_q + Tr::offset(g, 4 * cc + t));
-                q_frag[cc][1] = lds128(smem_q + Tr::offset(g + 8, 4 * cc + t));
-            }
-        }
-
-        for (int n = 0; n < my_tiles; ++n) {
-            // Tile n + stages - 1 goes into the stage of tile n - 1, issued before the wait for tile
-            // n so that `stages` tiles are in flight while the warp waits (issued after it, one
-            // fewer: 1-4 % slower on the bench rows, lab/README.md).
-            __syncwarp();  // every lane is done with tile n - 1
-            {
-                const int nn = n + Tr::kStages - 1;
-                if (nn < my_tiles) {
-                    T* st = my_ring + (nn % Tr::kStages) * 2 * Tr::kTileElems;
-                    const int key0 = split_begin + (warp + nn * kWarps) * kTileKeys;
-                    if constexpr (kMode == PageMode::kTiles) {
-                        issue_paged(st, walk_blk, walk_off, key0);
-                        // The next tile's block, read now so that its copy does not wait on it.
-                        walk_advance();
-                        if (nn + 1 < my_tiles) {
-                            walk_blk = pages[walk_page - first_page];
-                            prefetch_next(key0 + kWalkStep);
-                        }
-                    } else {
-                        issue_tile(st, key0);
-                    }
-                }
-                cp_async_commit();
-            }
-            cp_async_wait<Tr::kStages - 1>();
-            __syncwarp();  // tile n, copied by every lane, is visible to the warp
-            const T* sk = my_ring + (n % Tr::kStages) * 2 * Tr::kTileElems;
-            const T* sv = sk + Tr::kTileElems;
-            const int key0 = split_begin + (warp + n * kWarps) * kTileKeys;
-
-            // S = Q Kᵀ: 16 rows × 16 keys (two n8 tiles: keys g and g + 8 of the tile).
-            float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-            for (int cc = 0; cc < D / 32; ++cc) {
-                uint4 qa, qb;
-                if (Tr::kQInRegs) {
-                    qa = q_frag[Tr::kQInRegs ? cc : 0][0];
-                    qb = q_frag[Tr::kQInRegs ? cc : 0][1];
-                } else {
-                    qa = lds128(smem_q + Tr::offset(g, 4 * cc + t));
-                    qb = lds128(smem_q + Tr::offset(g + 8, 4 * cc + t));
-                }
-                const uint32_t a_lo[4] = {qa.x, qb.x, qa.y, qb.y};
-                const uint32_t a_hi[4] = {qa.z, qb.z, qa.w, qb.w};
-#pragma unroll
-                for (int nt = 0; nt < 2; ++nt) {
-                    const uint4 kb = lds128(sk + Tr::offset(nt * 8 + g, 4 * cc + t));
-                    E::mma(s[nt], a_lo, kb.x, kb.y);
-                    E::mma(s[nt], a_hi, kb.z, kb.w);
-                }
-            }
-
-            // Scores in log2 units; masks only on tiles that straddle a boundary.
-            const bool needs_mask = key0 < common_lo || key0 + kTileKeys > common_hi;
+            const uint32_t a_lo[4] = {qa.x, qb.x, qa.y, qb.y};
+            const uint32_t a_hi[4] = {qa.z, qb.z, qa.w, qb.w};
 #pragma unroll
             for (int nt = 0; nt < 2; ++nt) {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int half = e >> 1;
-                    const int key = key0 + nt * 8 + 2 * t + (e & 1);
-                    float x = s[nt][e];
-                    x = kScoreMod ? fattn::score_scaled_log2(p, x, row_slope[half], row_diag[half], key) : x * p.scale_log2;
-                    if (needs_mask && (key < row_lo[half] || key >= row_hi[half])) x = kNegInf;
-                    s[nt][e] = x;
-                }
-            }
-
-            // Online softmax for rows g (half 0) and g + 8 (half 1); a row lives on 4 lanes.
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                float mx = fmaxf(fmaxf(s[0][2 * half], s[0][2 * half + 1]), fmaxf(s[1][2 * half], s[1][2 * half + 1]));
-                mx = quad_max(mx);
-                const float m_new = fmaxf(row_max[half], mx);
-                const float m_ref = max_ref(m_new);  // all masked so far: no NaN
-                const float alpha = exp2f(row_max[half] - m_ref);
-                row_max[half] = m_new;
-                float sum = 0.f;
-#pragma unroll
-                for (int nt = 0; nt < 2; ++nt) {
-                    s[nt][2 * half] = exp2f(s[nt][2 * half] - m_ref);
-                    s[nt][2 * half + 1] = exp2f(s[nt][2 * half + 1] - m_ref);
-                    sum += s[nt][2 * half] + s[nt][2 * half + 1];
-                }
-                row_sum[half] = row_sum[half] * alpha + sum;
-#pragma unroll
-                for (int j = 0; j < D / 8; ++j) {
-                    acc[j][2 * half] *= alpha;
-                    acc[j][2 * half + 1] *= alpha;
-                }
-            }
-
-            // O += P V. P's A fragment is S's accumulator layout; V's B fragment pairs keys
-            // (2t, 2t+1) and (2t+8, 2t+9) at dim g·D/8 + j.
-            const uint32_t pa[4] = {E::pack(s[0][0], s[0][1]), E::pack(s[0][2], s[0][3]), E::pack(s[1][0], s[1][1]),
-                                    E::pack(s[1][2], s[1][3])};
-#pragma unroll
-            for (int u = 0; u < Tr::kVChunks; ++u) {
-                const int chunk = g * Tr::kVChunks + u;
-                const uint4 v0 = lds128(sv + Tr::offset(2 * t, chunk));
-                const uint4 v1 = lds128(sv + Tr::offset(2 * t + 1, chunk));
-                const uint4 v2 = lds128(sv + Tr::offset(2 * t + 8, chunk));
-                const uint4 v3 = lds128(sv + Tr::offset(2 * t + 9, chunk));
-                const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
-                const uint32_t w2[4] = {v2.x, v2.y, v2.z, v2.w}, w3[4] = {v3.x, v3.y, v3.z, v3.w};
-#pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                    const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u;
-                    const uint32_t b0 = __byte_perm(w0[e / 2], w1[e / 2], sel);
-                    const uint32_t b1 = __byte_perm(w2[e / 2], w3[e / 2], sel);
-                    E::mma(acc[8 * u + e], pa, b0, b1);
-                }
+                const uint4 kb = lds128(sk + Tr::offset(nt * 8 + g, 4 * cc + t));
+                E::mma(s[nt], a_lo, kb.x, kb.y);
+                E::mma(s[nt], a_hi, kb.z, kb.w);
             }
         }
-    };
-    if constexpr (kPacked) {
-        if (table == nullptr) {
-            stream(PageTag<PageMode::kNone>{});
-        } else if (p.page_block_size % kTileKeys == 0) {
-            stream(PageTag<PageMode::kTiles>{});
-        } else {
-            stream(PageTag<PageMode::kRows>{});
+
+        // Scores in log2 units; masks only on tiles that straddle a boundary.
+        const bool needs_mask = key0 < common_lo || key0 + kTileKeys > common_hi;
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int half = e >> 1;
+                const int key = key0 + nt * 8 + 2 * t + (e & 1);
+                float x = s[nt][e];
+                x = kScoreMod ? fattn::score_scaled_log2(p, x, row_slope[half], row_diag[half], key) : x * p.scale_log2;
+                if (needs_mask && (key < row_lo[half] || key >= row_hi[half])) x = kNegInf;
+                s[nt][e] = x;
+            }
         }
-    } else {
-        stream(PageTag<PageMode::kNone>{});
+
+        // Online softmax for rows g (half 0) and g + 8 (half 1); a row lives on 4 lanes.
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            float mx = fmaxf(fmaxf(s[0][2 * half], s[0][2 * half + 1]), fmaxf(s[1][2 * half], s[1][2 * half + 1]));
+            mx = quad_max(mx);
+            const float m_new = fmaxf(row_max[half], mx);
+            const float m_ref = max_ref(m_new);  // all masked so far: no NaN
+            const float alpha = exp2f(row_max[half] - m_ref);
+            row_max[half] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+                s[nt][2 * half] = exp2f(s[nt][2 * half] - m_ref);
+                s[nt][2 * half + 1] = exp2f(s[nt][2 * half + 1] - m_ref);
+                sum += s[nt][2 * half] + s[nt][2 * half + 1];
+            }
+            row_sum[half] = row_sum[half] * alpha + sum;
+#pragma unroll
+            for (int j = 0; j < D / 8; ++j) {
+                acc[j][2 * half] *= alpha;
+                acc[j][2 * half + 1] *= alpha;
+            }
+        }
+
+        // O += P V. P's A fragment is S's accumulator layout; V's B fragment pairs keys
+        // (2t, 2t+1) and (2t+8, 2t+9) at dim g·D/8 + j.
+        const uint32_t pa[4] = {E::pack(s[0][0], s[0][1]), E::pack(s[0][2], s[0][3]), E::pack(s[1][0], s[1][1]),
+                                E::pack(s[1][2], s[1][3])};
+#pragma unroll
+        for (int u = 0; u < Tr::kVChunks; ++u) {
+            const int chunk = g * Tr::kVChunks + u;
+            const uint4 v0 = lds128(sv + Tr::offset(2 * t, chunk));
+            const uint4 v1 = lds128(sv + Tr::offset(2 * t + 1, chunk));
+            const uint4 v2 = lds128(sv + Tr::offset(2 * t + 8, chunk));
+            const uint4 v3 = lds128(sv + Tr::offset(2 * t + 9, chunk));
+            const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
+            const uint32_t w2[4] = {v2.x, v2.y, v2.z, v2.w}, w3[4] = {v3.x, v3.y, v3.z, v3.w};
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u;
+                const uint32_t b0 = __byte_perm(w0[e / 2], w1[e / 2], sel);
+                const uint32_t b1 = __byte_perm(w2[e / 2], w3[e / 2], sel);
+                E::mma(acc[8 * u + e], pa, b0, b1);
+            }
+        }
     }
 
     // Merge the 4 warps: each scales its accumulator to the block max and adds into smem.

@@ -223,13 +223,7 @@ pub(super) fn forward<T: KernelDtype>(
         let params = packed.apply(FattnParams {
             lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
             row_groups: to_i32(row_groups, "row groups")?,
-            // LAB (experiment build): packed launches ignore key_begin; it carries the
-            // kernel's prefetch variant from FUSED_ATTN_DECODE_LAB.
-            key_begin: if p.packed().is_some() {
-                std::env::var("FUSED_ATTN_DECODE_LAB").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
-            } else {
-                to_i32(key_begin, "first visible key")?
-            },
+            key_begin: to_i32(key_begin, "first visible key")?,
             key_end: to_i32(key_end, "last visible key")?,
             keys_per_split: to_i32(keys_per_split, "keys per split")?,
             num_splits: to_i32(num_splits, "splits")?,
