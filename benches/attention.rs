@@ -393,7 +393,8 @@ fn bench_varlen(c: &mut Criterion) {
 /// keys, host indices). Throughput: the packed batch's FLOPs on the FA
 /// convention, Σ 4·len²·H·D per sequence (halved for causal), for both rows.
 /// `cuda_paged_decode_bf16`: one query per sequence against its cache, contiguous (dense
-/// decode) and paged (pages 16 and 256, shuffled block tables); throughput in bytes of K+V.
+/// decode), packed on the same K/V (unpaged), and paged (pages 16 and 256, shuffled block
+/// tables, and the same pools with the pages in order); throughput in bytes of K+V.
 /// Packed rows run twice: `hostidx` with the index tensors (cumulative lengths, block table)
 /// on the CPU, as a server builds them, and `devidx` with them on the GPU, where validation
 /// reads them back (a device-to-host copy, which waits for the stream, per call).
@@ -478,6 +479,18 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
         let cu_q: Vec<u32> = (0..=b as u32).collect();
         let cu_k: Vec<u32> = (0..=b as u32).map(|i| i * sk as u32).collect();
         let qv = q.reshape((b, h, d))?;
+        // The packed kernel on the contiguous row's own K/V (unpaged, host indices): the
+        // packed entry's cost apart from the pages.
+        {
+            let (cu_q, cu_k) =
+                (Tensor::new(cu_q.as_slice(), &Device::Cpu)?, Tensor::new(cu_k.as_slice(), &Device::Cpu)?);
+            let (kv, vv) = (kd.reshape((b * sk, hkv, d))?, vd.reshape((b * sk, hkv, d))?);
+            let vl = Varlen::new(&cu_q, &cu_k, 1, sk);
+            let packed = || attention_varlen(&qv, &kv, &vv, &vl, &params);
+            group.bench_function(format!("packed_hostidx_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
+                bb.iter_custom(|iters| rep_times(dev, iters, &packed).expect("timed reps"))
+            });
+        }
         for page in [16usize, 256] {
             let blocks = b * sk / page;
             // A fixed shuffle of the blocks (multiplication by an odd number modulo a power of 2).
@@ -494,6 +507,16 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
                     bb.iter_custom(|iters| rep_times(dev, iters, &paged).expect("timed reps"))
                 });
             }
+            // The same pool with the pages in order (block j of sequence i is i · pages + j):
+            // what the pages' placement costs apart from the paged address path.
+            let (cu_q, cu_k) =
+                (Tensor::new(cu_q.as_slice(), &Device::Cpu)?, Tensor::new(cu_k.as_slice(), &Device::Cpu)?);
+            let ident = Tensor::from_vec((0..blocks as u32).collect::<Vec<_>>(), (b, sk / page), &Device::Cpu)?;
+            let vl = Varlen::new(&cu_q, &cu_k, 1, sk).paged(&ident, page);
+            let paged = || attention_varlen(&qv, &kpg, &vpg, &vl, &params);
+            group.bench_function(format!("paged{page}_inorder_hostidx_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
+                bb.iter_custom(|iters| rep_times(dev, iters, &paged).expect("timed reps"))
+            });
         }
     }
     group.finish();

@@ -28,14 +28,17 @@
 // when the block starts (at most kSplitPages; the host sizes paged splits for it), then one
 // lookup per 16-key tile when the page size is a multiple of 16, per row otherwise, all
 // inline. Head dims above 256 run on the prefill kernel.
-// Measured (H100, bf16, d128, lab/results/s6-run2-bench-h100-2026-11-23.log, same run as the
-// contiguous rows): with the index tensors on the host, pages of 16 / 256 run at 0.86 / 0.88×
-// the contiguous decode's GB/s on (8,32,8,1,8192) and 0.92 / 0.95× on (32,32,8,1,4096) (127.3 /
-// 124.4 µs against 109.7; 210.2 / 204.9 against 193.8). The rest of the gap is per call, not
-// in the loop: the checked index arrays' upload (one host-to-device copy on the stream) and the
-// packed block's start (cu_seqlens, then the table, then the first tiles: three dependent
-// loads where the dense block has one). With the index tensors on the GPU, validation reads
-// them back first (a device-to-host copy that waits for the stream): 0.54-0.71×.
+// Measured (H100, bf16, d128, host index tensors, lab/results/s9-paged-h100-2026-11-25.md, same
+// run as the contiguous rows): pages of 16 / 256 run at 0.85 / 0.88× the contiguous decode's GB/s
+// of K+V on (8,32,8,1,8192) and 0.93 / 0.95× on (32,32,8,1,4096) (128.2 / 123.6 µs against 109.3;
+// 209.0 / 203.4 against 193.4); the bar is 0.95. Not the pages' placement: the same pools with
+// the pages in order run within 0-4 µs of shuffled ones. ncu (session 8): the packed kernel runs
+// 116.9-119.8 µs against the dense 101.5 on (8,32,8,1,8192), same grid, occupancy and DRAM bytes,
+// more cycles per issued instruction (7.0 against 5.7). A variant with one streaming loop per page
+// mode, a division-free page walk read one tile ahead and L2 prefetches (session 9, reverted) was
+// 10-15 µs slower, and its unpaged packed path, on the contiguous row's own K/V with a loop that
+// matches the dense one, ran within 0-9 µs of its paged paths. With the index tensors on the GPU,
+// validation reads them back first (a device-to-host copy that waits for the stream): 0.54-0.71×.
 // ptxas (compute_80 → sm_90): the packed d128 entry 254 registers, no spills (it was 255 with a
 // 352-byte stack and spills when the per-row loader was a __noinline__ call); d256 packed
 // entries spill 180-220 B (the dense ones do not).
