@@ -29,8 +29,21 @@
 // Rows past seq_q and keys past seq_k arrive as zeros (TMA out-of-bounds fill) and are masked
 // to P = dS = 0; head dims below the instance's run on it through the zero columns.
 //
-// Measured: see lab/README.md ("Hopper backward"); this header is updated with the first
-// device numbers.
+// Version 2 (this file). v1 issued the five GEMMs in order (Sᵀ, dPᵀ; then dV and dK after
+// all of P and dS) and added dQ with scalar f32 atomics; v2 issues dV's GEMM as soon as P is
+// in registers (dS is computed under it) and adds dQ (and split dK/dV) with 8-byte vector
+// reductions (red.global.add.v2.f32). A v3 that staged dQ in shared memory for bulk
+// reductions by a producer thread (one per row) was 1.2-1.6x slower than v2 and was dropped.
+// Measured (H100 80GB HBM3, bf16, `attention_backward` alone, criterion medians; PyTorch 2.11
+// SDPA backward in the same call, lab/results/s9-hbwd-final-h100): (16,16,2048,d64) 2401 µs,
+// 1.16x FA2, 0.74x cuDNN; causal 1482 µs, 1.20x / 0.75x; (16,16,2048,d128) 3969 µs = 346 TF/s,
+// 1.30x / 0.75x; causal 2445 µs, 1.28x / 0.75x; (4,32,4096,d128) 7384 µs, 1.28x / 0.74x;
+// causal 4098 µs, 1.28x / 0.77x; (1,32,16384,d128) 27908 µs = 394 TF/s, 1.32x / 0.74x; causal
+// 14190 µs, 1.40x / 0.76x; (4,9,2048,d64) 389 µs, 1.16x / 0.72x; causal 259 µs, 1.17x / 0.76x.
+// The sm_80 main kernel on the same GPU: 1.5-1.8x slower (v1 call). ptxas 13.0 (sm_90a): 168
+// registers at entry, consumers raised to 240 by setmaxnreg, no spills except d64 _mods (48
+// bytes). ncu of v2 at (16,16,2048,d64): issue slots 25% busy, 8.5 warp cycles per issued
+// instruction (stalls per instruction: long scoreboard 2.54, barrier 2.16, wait 1.31).
 
 #include "common/bwd_index.cuh"
 #include "common/kv_addr.cuh"
@@ -104,6 +117,11 @@ struct HopperBwdTraits<128> : HopperBwdConfig<128, 64, 2> {};
 // Named barrier 1: the two consumer warpgroups' dS halves are in shared memory.
 constexpr int kDSBarrier = 1;
 
+// dst[0] += a, dst[1] += b in global memory, one vector reduction (sm_90); dst 8-byte aligned.
+__device__ __forceinline__ void red_add_v2(float* dst, float a, float b) {
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(a), "f"(b) : "memory");
+}
+
 // ---- the kernel ---------------------------------------------------------------------------
 
 template <class Cfg, class E, bool kMods>
@@ -140,8 +158,9 @@ __device__ __forceinline__ void bwd_hopper(const FattnHopperBwdParams& hp) {
 #pragma unroll
         for (int s = 0; s < ST; ++s) {
             sm90::mbar_init(&full[s], 1);
-            // Every consumer warp arrives once it is done with the stage.
-            sm90::mbar_init(&empty[s], Cfg::kConsumers * 4);
+            // Every consumer thread arrives once it is done with the stage (each read lse and
+            // D with ordinary loads: its own arrival orders them before the refill).
+            sm90::mbar_init(&empty[s], Cfg::kConsumers * 128);
         }
         sm90::fence_barrier_init();
     }
@@ -166,7 +185,7 @@ __device__ __forceinline__ void bwd_hopper(const FattnHopperBwdParams& hp) {
                 const int st = it % ST;
                 const uint32_t phase = (it / ST) & 1;
                 const int h = item_head(it), m0 = item_m0(it);
-                // A stage is free again once every consumer warp released its previous use.
+                // A stage is free again once every consumer thread released its previous use.
                 if (it >= ST) sm90::mbar_wait(&empty[st], phase ^ 1);
                 sm90::mbar_arrive_expect_tx(&full[st], 2 * Cfg::kQBytes + 2 * Cfg::kStatBytes);
 #pragma unroll
@@ -241,11 +260,53 @@ __device__ __forceinline__ void bwd_hopper(const FattnHopperBwdParams& hp) {
 
             // Pᵀ and dSᵀ in place, element 4j + e: key n0 + key_w0 + g + 8·(e/2), query
             // m0 + 8j + 2t + e%2. Every element first; on blocks that some row of the warp sees
-            // partially (or padding rows/keys), a second pass zeroes the masked ones exactly
-            // (whatever exp2 gave there).
+            // partially (or padding rows/keys), P is then zeroed exactly where masked (whatever
+            // exp2 gave there), and dS = P∘(...) with it.
             const float* lse_s = sLse + st * BM;
             const float* dsum_s = sDsum + st * BM;
+            const bool masked = !bwd::block_fully_visible_seq(sv, p.window_left, p.window_right, m0, m0 + BM - 1,
+                                                              n0 + key_w0, n0 + key_w0 + 16);
+            auto mask_p = [&]() {
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) {
+                    // The key's visible query columns [qlo, qhi), relative to m0 + 2t (empty for
+                    // keys >= seq_k; rows >= seq_q are never visible).
+                    const RowRange rr = bwd::rows_seeing_key(p, n0 + key_w0 + g + 8 * hf);
+                    const int qlo = rr.lo - m0 - 2 * t;
+                    const int qhi = rr.hi - m0 - 2 * t;
+#pragma unroll
+                    for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int qc = 8 * j + e;
+                            if (qc < qlo || qc >= qhi) s[4 * j + 2 * hf + e] = 0.f;
+                        }
+                }
+            };
+            // Pᵀ and dSᵀ as wgmma A fragments: the accumulators of query columns
+            // 16kk..16kk+15 are k-step kk.
+            uint32_t pf[BM / 16][4];
+            uint32_t dsf[BM / 16][4];
+            auto to_fragments = [&](const float(&x)[BM / 2], uint32_t(&f)[BM / 16][4]) {
+#pragma unroll
+                for (int kk = 0; kk < BM / 16; ++kk)
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) f[kk][r] = E::pack(x[8 * kk + 2 * r], x[8 * kk + 2 * r + 1]);
+            };
+            // dV += Pᵀ dO and dK += dSᵀ Q: BM/16 k-steps of 16 queries (2048 bytes of a panel);
+            // dO and Q as MN-major B: 8-row atoms 1024 bytes apart, panels BM · 128 apart.
+            auto issue_dv = [&]() {
+#pragma unroll
+                for (int kk = 0; kk < BM / 16; ++kk)
+                    sm90::Wgmma<E, D>::rs(dv, pf[kk], sm90::desc_sw128(do_tile + kk * 16 * 128, BM * 128, 1024), 1);
+            };
+            auto issue_dk = [&]() {
+#pragma unroll
+                for (int kk = 0; kk < BM / 16; ++kk)
+                    sm90::Wgmma<E, D>::rs(dk, dsf[kk], sm90::desc_sw128(q_tile + kk * 16 * 128, BM * 128, 1024), 1);
+            };
             if constexpr (!kMods) {
+                // P while dPᵀ's GEMM runs, then dV's GEMM while dS is computed.
                 sm90::wgmma_wait<1>();
                 sm90::fence_regs(s);
 #pragma unroll
@@ -255,7 +316,12 @@ __device__ __forceinline__ void bwd_hopper(const FattnHopperBwdParams& hp) {
                     for (int e = 0; e < 4; ++e)
                         s[4 * j + e] = exp2_approx(fmaf(s[4 * j + e], p.scale_log2, e % 2 == 0 ? -l2.x : -l2.y));
                 }
-                sm90::wgmma_wait<0>();
+                if (masked) mask_p();
+                to_fragments(s, pf);
+                sm90::wgmma_fence();
+                issue_dv();
+                sm90::wgmma_commit();
+                sm90::wgmma_wait<1>();  // dPᵀ (dV's GEMM may still run)
                 sm90::fence_regs(dp);
 #pragma unroll
                 for (int j = 0; j < BM / 8; ++j) {
@@ -263,6 +329,10 @@ __device__ __forceinline__ void bwd_hopper(const FattnHopperBwdParams& hp) {
 #pragma unroll
                     for (int e = 0; e < 4; ++e) dp[4 * j + e] = s[4 * j + e] * (dp[4 * j + e] - (e % 2 == 0 ? d2.x : d2.y));
                 }
+                to_fragments(dp, dsf);
+                sm90::wgmma_fence();
+                issue_dk();
+                sm90::wgmma_commit();
             } else {
                 sm90::wgmma_wait<0>();
                 sm90::fence_regs(s);
@@ -279,54 +349,19 @@ __device__ __forceinline__ void bwd_hopper(const FattnHopperBwdParams& hp) {
                         const float x = bwd::mod_score_log2(p, s[4 * j + e], alibi_log2, rel, th);
                         const float pr = exp2_approx(x - (e % 2 == 0 ? l2.x : l2.y));
                         s[4 * j + e] = pr;
-                        dp[4 * j + e] = pr * (dp[4 * j + e] - (e % 2 == 0 ? d2.x : d2.y)) * (1.f - th * th);
+                        dp[4 * j + e] = (dp[4 * j + e] - (e % 2 == 0 ? d2.x : d2.y)) * (1.f - th * th);
                     }
                 }
+                if (masked) mask_p();
+#pragma unroll
+                for (int i = 0; i < BM / 2; ++i) dp[i] *= s[i];
+                to_fragments(s, pf);
+                to_fragments(dp, dsf);
+                sm90::wgmma_fence();
+                issue_dv();
+                issue_dk();
+                sm90::wgmma_commit();
             }
-            if (!bwd::block_fully_visible_seq(sv, p.window_left, p.window_right, m0, m0 + BM - 1, n0 + key_w0,
-                                              n0 + key_w0 + 16)) {
-#pragma unroll
-                for (int hf = 0; hf < 2; ++hf) {
-                    // The key's visible query columns [qlo, qhi), relative to m0 + 2t (empty for
-                    // keys >= seq_k; rows >= seq_q are never visible).
-                    const RowRange rr = bwd::rows_seeing_key(p, n0 + key_w0 + g + 8 * hf);
-                    const int qlo = rr.lo - m0 - 2 * t;
-                    const int qhi = rr.hi - m0 - 2 * t;
-#pragma unroll
-                    for (int j = 0; j < BM / 8; ++j)
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            const int qc = 8 * j + e;
-                            if (qc < qlo || qc >= qhi) {
-                                s[4 * j + 2 * hf + e] = 0.f;
-                                dp[4 * j + 2 * hf + e] = 0.f;
-                            }
-                        }
-                }
-            }
-
-            // Pᵀ and dSᵀ as wgmma A fragments: the accumulators of query columns
-            // 16kk..16kk+15 are k-step kk.
-            uint32_t pf[BM / 16][4];
-            uint32_t dsf[BM / 16][4];
-#pragma unroll
-            for (int kk = 0; kk < BM / 16; ++kk)
-#pragma unroll
-                for (int r = 0; r < 4; ++r) {
-                    pf[kk][r] = E::pack(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
-                    dsf[kk][r] = E::pack(dp[8 * kk + 2 * r], dp[8 * kk + 2 * r + 1]);
-                }
-
-            // dV += Pᵀ dO and dK += dSᵀ Q: BM/16 k-steps of 16 queries (2048 bytes of a panel);
-            // dO and Q as MN-major B: 8-row atoms 1024 bytes apart, panels BM · 128 apart.
-            sm90::wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BM / 16; ++kk)
-                sm90::Wgmma<E, D>::rs(dv, pf[kk], sm90::desc_sw128(do_tile + kk * 16 * 128, BM * 128, 1024), 1);
-#pragma unroll
-            for (int kk = 0; kk < BM / 16; ++kk)
-                sm90::Wgmma<E, D>::rs(dk, dsf[kk], sm90::desc_sw128(q_tile + kk * 16 * 128, BM * 128, 1024), 1);
-            sm90::wgmma_commit();
 
             // dS → shared memory as [query][key] (keys contiguous, 64-key panels of BM rows,
             // the 128-byte swizzle): fragment k-step kk holds matrices (keys +0/+8) × (queries
@@ -371,8 +406,7 @@ __device__ __forceinline__ void bwd_hopper(const FattnHopperBwdParams& hp) {
                 sm90::fence_regs(dsf[kk]);
             }
             // Q, dO, lse and D of this stage are read.
-            __syncwarp();
-            if (lane == 0) sm90::mbar_arrive(&empty[st]);
+            sm90::mbar_arrive(&empty[st]);
 
             float* const dqa = bp.dq_accum +
                                (static_cast<int64_t>(sv.ws_q0) + static_cast<int64_t>(h) * bp.ws_rows_q + m0 + dq_row0) *
@@ -384,10 +418,7 @@ __device__ __forceinline__ void bwd_hopper(const FattnHopperBwdParams& hp) {
                 if (m0 + dq_row0 + r >= sv.sq) continue;  // padding rows add nothing
                 float* const dst = dqa + static_cast<int64_t>(r) * bp.head_dim_inst + 2 * t;
 #pragma unroll
-                for (int j = 0; j < kDQN / 8; ++j) {
-                    atomicAdd(dst + 8 * j, dq[4 * j + 2 * hf]);
-                    atomicAdd(dst + 8 * j + 1, dq[4 * j + 2 * hf + 1]);
-                }
+                for (int j = 0; j < kDQN / 8; ++j) red_add_v2(dst + 8 * j, dq[4 * j + 2 * hf], dq[4 * j + 2 * hf + 1]);
             }
         }
     }
@@ -403,10 +434,8 @@ __device__ __forceinline__ void bwd_hopper(const FattnHopperBwdParams& hp) {
             const int64_t row = base + static_cast<int64_t>(g + 8 * hf) * bp.head_dim_inst + 2 * t;
 #pragma unroll
             for (int j = 0; j < D / 8; ++j) {
-                atomicAdd(bp.dk_accum + row + 8 * j, dk[4 * j + 2 * hf] * scale);
-                atomicAdd(bp.dk_accum + row + 8 * j + 1, dk[4 * j + 2 * hf + 1] * scale);
-                atomicAdd(bp.dv_accum + row + 8 * j, dv[4 * j + 2 * hf]);
-                atomicAdd(bp.dv_accum + row + 8 * j + 1, dv[4 * j + 2 * hf + 1]);
+                red_add_v2(bp.dk_accum + row + 8 * j, dk[4 * j + 2 * hf] * scale, dk[4 * j + 2 * hf + 1] * scale);
+                red_add_v2(bp.dv_accum + row + 8 * j, dv[4 * j + 2 * hf], dv[4 * j + 2 * hf + 1]);
             }
         }
         return;
