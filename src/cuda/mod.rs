@@ -496,8 +496,14 @@ mod tests {
                 continue;
             }
             let mut names = vec![inst.name.to_string()];
-            // Every forward, decode and backward main-kernel instance has a packed entry too.
-            if matches!(inst.family, Family::Fwd | Family::Decode | Family::Bwd) {
+            // Every forward, decode and backward main-kernel instance has a packed entry too,
+            // except the Hopper backward (packed batches run on the sm_80 one).
+            let packed = match inst.family {
+                Family::Fwd | Family::Decode => true,
+                Family::Bwd => inst.arch == instances::Arch::Sm80,
+                Family::BwdPreprocess | Family::BwdConvert => false,
+            };
+            if packed {
                 names.push(format!("{}_varlen", inst.name));
             }
             for name in names {
