@@ -15,29 +15,22 @@ def acc_list(n_regs):
     return ",".join(f"%{i}" for i in range(n_regs))
 
 
-def ss(tag, ptx, n):
+def ss(tag, ptx, n, trans_b=False):
+    """The SS form: B K-major (`ss`), or MN-major with trans-b (`ss_tb`)."""
     r = n // 2
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(r))
-    return f"""    // d (+)= A·B, A (64×16) and B (N×16, K-major) from shared memory descriptors.
-    __device__ __forceinline__ static void ss(float (&d)[{r}], uint64_t a, uint64_t b, int accumulate) {{
+    if trans_b:
+        name, doc = "ss_tb", [
+            "d (+)= A·B, A (64×16, K-major) and B (16×N, MN-major: N contiguous) from shared memory",
+            "descriptors.",
+        ]
+    else:
+        name, doc = "ss", ["d (+)= A·B, A (64×16) and B (N×16, K-major) from shared memory descriptors."]
+    comment = "".join(f"    // {line}\n" for line in doc)
+    return f"""{comment}    __device__ __forceinline__ static void {name}(float (&d)[{r}], uint64_t a, uint64_t b, int accumulate) {{
         asm volatile(
             "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 2}, 0;\\n"
-            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} {{{acc_list(r)}}}, %{r}, %{r + 1}, p, 1, 1, 0, 0;\\n}}\\n"
-            : {outs}
-            : "l"(a), "l"(b), "r"(accumulate));
-    }}
-"""
-
-
-def ss_tb(tag, ptx, n):
-    r = n // 2
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(r))
-    return f"""    // d (+)= A·B, A (64×16, K-major) and B (16×N, MN-major: N contiguous) from shared memory
-    // descriptors.
-    __device__ __forceinline__ static void ss_tb(float (&d)[{r}], uint64_t a, uint64_t b, int accumulate) {{
-        asm volatile(
-            "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 2}, 0;\\n"
-            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} {{{acc_list(r)}}}, %{r}, %{r + 1}, p, 1, 1, 0, 1;\\n}}\\n"
+            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} {{{acc_list(r)}}}, %{r}, %{r + 1}, p, 1, 1, 0, {int(trans_b)};\\n}}\\n"
             : {outs}
             : "l"(a), "l"(b), "r"(accumulate));
     }}
@@ -83,7 +76,7 @@ def main():
             out.append("template <>")
             out.append(f"struct Wgmma<{tag}, {n}> {{")
             out.append(ss(tag, ptx, n).rstrip("\n"))
-            out.append(ss_tb(tag, ptx, n).rstrip("\n"))
+            out.append(ss(tag, ptx, n, trans_b=True).rstrip("\n"))
             out.append(rs(tag, ptx, n).rstrip("\n"))
             out.append("};")
     out += ["", "}  // namespace sm90", "}  // namespace fattn", ""]
