@@ -42,7 +42,8 @@
 // 14190 µs, 1.40x / 0.76x; (4,9,2048,d64) 389 µs, 1.16x / 0.72x; causal 259 µs, 1.17x / 0.76x.
 // The sm_80 main kernel on the same GPU: 1.5-1.8x slower (v1 call). ptxas 13.0 (sm_90a): 168
 // registers at entry, consumers raised to 240 by setmaxnreg, no spills except d64 _mods (48
-// bytes). ncu of v2 at (16,16,2048,d64): issue slots 25% busy, 8.5 warp cycles per issued
+// bytes); the plain d64 entries get C7512 ("wgmma serialized due to insufficient register
+// resources": 128-row items hold Sᵀ and dPᵀ in 64 registers each). ncu of v2 at (16,16,2048,d64): issue slots 25% busy, 8.5 warp cycles per issued
 // instruction (stalls per instruction: long scoreboard 2.54, barrier 2.16, wait 1.31).
 
 #include "common/bwd_index.cuh"
