@@ -52,7 +52,7 @@ for s in "$@"; do
       done ;;
     abench) for b in bin/bench_*; do
               tag=${b#bin/bench_}
-              CRITERION_HOME="$W/crit-$tag" timeout 300 "$b" cuda_bwd_fused_bf16 --bench \
+              CRITERION_HOME="$W/crit-$tag" timeout 300 "$b" "${ABENCH_FILTER:-cuda_bwd_fused_bf16}" --bench \
                 --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/bench_$tag.log" 2>&1
               medians "$W/crit-$tag" > "$R/medians_$tag.txt"
               cat "$R/medians_$tag.txt"
