@@ -32,8 +32,8 @@ use candle_core::cuda_backend::{CudaDevice, WrapErr};
 use candle_core::{bail, CudaStorage, DType, Layout, Result, Storage, Tensor};
 use half::{bf16, f16};
 
-use super::heuristics::{self, Prepared};
 use super::backward_sm90;
+use super::heuristics::{self, Prepared};
 use super::instances::{bwd_large_smem, Arch, Dtype, Family, Instance, KernelKey};
 use super::params::{FattnBwdConvertParams, FattnBwdParams, FattnParams};
 use super::{alibi_slopes_ptr, common_params, dev_tensor, to_i32, Entry, KernelDtype};
