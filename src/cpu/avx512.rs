@@ -5,11 +5,16 @@
 //! pair layout of `SharedKv`). The softmax's row max, `2^x` pass and the rounding of `P`
 //! to bf16 are here too.
 //!
-//! Both products keep a 12-row × 32-column block of the output in 24 zmm registers and
-//! stream the shared operand (Kᵀ or V) in 32-column rows, one broadcast of the per-row
-//! operand (Q or P; embedded in the FMA) feeding two multiply-adds. The `P V` kernel applies
-//! the online softmax's rescale of the accumulator as it loads it, and masks its last
-//! column block when `d % 16 != 0`.
+//! Both products keep a block of the output in 24 zmm registers and stream the shared
+//! operand (Kᵀ or V) in rows, one broadcast of the per-row operand (Q or P) feeding the
+//! block's multiply-adds of that row: 12 rows × 32 columns, and in f32 `P V` 6 rows × 64
+//! columns for each whole 64-column slice (10 loads per 24 FMAs instead of 14). The row
+//! stride of the broadcast operand is a constant where it can be (P's always; Q's for
+//! d = 64 and 128), so each broadcast addresses a pointer plus a displacement: through a
+//! run-time stride the compiler chained one addition per row, serially, on the FMA ports
+//! (`lab/cpu-history.md`, issue 15 round 3). The `P V` kernel applies the online softmax's
+//! rescale of the accumulator as it loads it, and masks its last column block when
+//! `d % 16 != 0`.
 //!
 //! In the bf16 flavour each 32-bit lane holds a pair of bf16 along the reduced dimension:
 //! Kᵀ pair row `u` lane `j` is `(k[j][2u], k[j][2u+1])`, V pair row `w` lane `c` is
