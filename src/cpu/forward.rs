@@ -477,7 +477,9 @@ struct Tile {
     j0: usize,
     jb: usize,
     full: bool,
-    /// The first tile the item computes.
+    /// The first tile the item computes, on the f32 AVX-512 kernels: its softmax asks for
+    /// the next item's rows ([`prefetch_next_row`]). Only there: measured on that path
+    /// alone (the bf16 rows were level within their spread, so they keep the code they had).
     first: bool,
 }
 
@@ -540,7 +542,10 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
     let (lo, hi) = (first_lo.max(it.k_lo), last_hi.min(it.k_hi));
     // Tiles start at multiples of KEYS_PER_TILE, the stored Kᵀ tiles; the keys of the first
     // tile below `lo` are masked for every row (split boundaries are tile multiples too).
-    let mut first = true;
+    #[cfg(target_arch = "x86_64")]
+    let mut first = matches!(products, Products::PackedAvx512(_));
+    #[cfg(not(target_arch = "x86_64"))]
+    let mut first = false;
     for j0 in (lo - lo % KEYS_PER_TILE..hi).step_by(KEYS_PER_TILE) {
         let j1 = (j0 + KEYS_PER_TILE).min(hi);
         // Every row sees every key of the tile: no mask arithmetic.
@@ -981,7 +986,8 @@ unsafe fn softmax_step<T: Element, const KIND: u8>(
     let g = p.group_size();
     let Tile { j0, jb, full, first: first_tile } = tile;
     let plain = p.softcap <= 0.0 && ctx.alibi.is_none() && full;
-    // The item's first tile (prefill, keys not split): the next item's rows into L2.
+    // The item's first tile (f32 AVX-512 prefill, keys not split): the next item's rows
+    // into L2.
     let prefetch = ctx.shared.is_some() && ctx.n_splits == 1 && first_tile;
     for r in 0..it.rows(g) {
         #[cfg(target_arch = "x86_64")]
