@@ -21,6 +21,61 @@ use super::softmax::{exp2_f32, EXP2_MIN, EXP2_POLY, EXP2_ROUND};
 /// Rows of one register block.
 const MR: usize = 6;
 
+/// `dst[t·dst_ld + jj] = rows[jj·src_ld + t]` for the 8 rows `jj < 8` and `t < d`: 8 keys
+/// of K transposed into a Kᵀ block (`SharedKv::new`), 8 × 8 at a time in registers
+/// (unpack, shuffle, lane permute: 24 shuffles per 64 floats, against 64 scalar
+/// loads and stores), the last `d % 8` columns one by one.
+///
+/// # Safety
+/// The CPU has AVX; `rows` holds 8 rows of `d` readable floats at stride `src_ld`; `dst`
+/// has `d` rows of 8 writable floats at stride `dst_ld`.
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn transpose8(rows: *const f32, src_ld: usize, d: usize, dst: *mut f32, dst_ld: usize) {
+    let mut t = 0;
+    while t + 8 <= d {
+        // SAFETY: columns t..t + 8 of the 8 rows and rows t..t + 8 of dst are in bounds.
+        unsafe {
+            let r: [__m256; 8] = std::array::from_fn(|jj| _mm256_loadu_ps(rows.add(jj * src_ld + t)));
+            let a0 = _mm256_unpacklo_ps(r[0], r[1]);
+            let a1 = _mm256_unpackhi_ps(r[0], r[1]);
+            let a2 = _mm256_unpacklo_ps(r[2], r[3]);
+            let a3 = _mm256_unpackhi_ps(r[2], r[3]);
+            let a4 = _mm256_unpacklo_ps(r[4], r[5]);
+            let a5 = _mm256_unpackhi_ps(r[4], r[5]);
+            let a6 = _mm256_unpacklo_ps(r[6], r[7]);
+            let a7 = _mm256_unpackhi_ps(r[6], r[7]);
+            let b0 = _mm256_shuffle_ps::<0x44>(a0, a2);
+            let b1 = _mm256_shuffle_ps::<0xEE>(a0, a2);
+            let b2 = _mm256_shuffle_ps::<0x44>(a1, a3);
+            let b3 = _mm256_shuffle_ps::<0xEE>(a1, a3);
+            let b4 = _mm256_shuffle_ps::<0x44>(a4, a6);
+            let b5 = _mm256_shuffle_ps::<0xEE>(a4, a6);
+            let b6 = _mm256_shuffle_ps::<0x44>(a5, a7);
+            let b7 = _mm256_shuffle_ps::<0xEE>(a5, a7);
+            let out = [
+                _mm256_permute2f128_ps::<0x20>(b0, b4),
+                _mm256_permute2f128_ps::<0x20>(b1, b5),
+                _mm256_permute2f128_ps::<0x20>(b2, b6),
+                _mm256_permute2f128_ps::<0x20>(b3, b7),
+                _mm256_permute2f128_ps::<0x31>(b0, b4),
+                _mm256_permute2f128_ps::<0x31>(b1, b5),
+                _mm256_permute2f128_ps::<0x31>(b2, b6),
+                _mm256_permute2f128_ps::<0x31>(b3, b7),
+            ];
+            for (k, o) in out.iter().enumerate() {
+                _mm256_storeu_ps(dst.add((t + k) * dst_ld), *o);
+            }
+        }
+        t += 8;
+    }
+    for t in t..d {
+        for jj in 0..8 {
+            // SAFETY: as above, for column t.
+            unsafe { *dst.add(t * dst_ld + jj) = *rows.add(jj * src_ld + t) };
+        }
+    }
+}
+
 /// `s[r·S_LD + j] = Σ_t q[r·d + t] · kt[t·kt_ld + j]` for `r < rows`, `j < 16·⌈keys/16⌉`:
 /// the score tile of `rows` query rows against `keys` keys of a Kᵀ panel. Columns past
 /// `keys` (up to the next multiple of 16) get whatever the panel holds there.
@@ -266,6 +321,25 @@ fn exp2x8(x: __m256) -> __m256 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn transpose8_matches_scalar() {
+        if !(super::super::has_feature("avx2") && super::super::has_feature("fma")) {
+            return;
+        }
+        for d in [1usize, 7, 8, 13, 64, 100] {
+            let (src_ld, dst_ld) = (d + 3, 11);
+            let rows: Vec<f32> = (0..8 * src_ld).map(|i| i as f32).collect();
+            let mut dst = vec![f32::NAN; d * dst_ld];
+            // SAFETY: the features were detected; the buffers hold the sizes it reads and writes.
+            unsafe { transpose8(rows.as_ptr(), src_ld, d, dst.as_mut_ptr(), dst_ld) };
+            for t in 0..d {
+                for jj in 0..8 {
+                    assert_eq!(dst[t * dst_ld + jj], rows[jj * src_ld + t], "d {d} t {t} jj {jj}");
+                }
+            }
+        }
+    }
     use super::*;
 
     /// Whether the CPU runs these kernels; if not, says so on the process's stderr (past

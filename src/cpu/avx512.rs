@@ -5,11 +5,16 @@
 //! pair layout of `SharedKv`). The softmax's row max, `2^x` pass and the rounding of `P`
 //! to bf16 are here too.
 //!
-//! Both products keep a 12-row × 32-column block of the output in 24 zmm registers and
-//! stream the shared operand (Kᵀ or V) in 32-column rows, one broadcast of the per-row
-//! operand (Q or P; embedded in the FMA) feeding two multiply-adds. The `P V` kernel applies
-//! the online softmax's rescale of the accumulator as it loads it, and masks its last
-//! column block when `d % 16 != 0`.
+//! Both products keep a block of the output in 24 zmm registers and stream the shared
+//! operand (Kᵀ or V) in rows, one broadcast of the per-row operand (Q or P) feeding the
+//! block's multiply-adds of that row: 12 rows × 32 columns, and in f32 `P V` 6 rows × 64
+//! columns for each whole 64-column slice (10 loads per 24 FMAs instead of 14). The row
+//! stride of the broadcast operand is a constant where it can be (P's always; Q's for
+//! d = 64 and 128), so each broadcast addresses a pointer plus a displacement: through a
+//! run-time stride the compiler chained one addition per row, serially, on the FMA ports
+//! (`lab/cpu-history.md`, issue 15 round 3). The `P V` kernel applies the online softmax's
+//! rescale of the accumulator as it loads it, and masks its last column block when
+//! `d % 16 != 0`.
 //!
 //! In the bf16 flavour each 32-bit lane holds a pair of bf16 along the reduced dimension:
 //! Kᵀ pair row `u` lane `j` is `(k[j][2u], k[j][2u+1])`, V pair row `w` lane `c` is
@@ -71,7 +76,7 @@ unsafe fn bcast(p: *const f32) -> __m512 {
 /// stride `s_ld`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn scores_body<const BF16: bool>(
+unsafe fn scores_body<const BF16: bool, const A_LD: usize>(
     a: *const f32,
     a_ld: usize,
     rows: usize,
@@ -91,12 +96,13 @@ unsafe fn scores_body<const BF16: bool>(
             // SAFETY: rows r..r + rb and columns j..j + 16 (32 when `two`) are inside the
             // caller's bounds.
             unsafe {
-                let (a, s, b) = (a.add(r * a_ld), s.add(r * s_ld + j), b.add(j));
+                let a = a.add(r * if A_LD == 0 { a_ld } else { A_LD });
+                let (s, b) = (s.add(r * s_ld + j), b.add(j));
                 macro_rules! go {
                     ($($n:literal)*) => {
                         match (rb, two) {
-                            $(($n, true) => scores_block::<$n, 2, BF16>(a, a_ld, n, b, b_ld, s, s_ld),
-                              ($n, false) => scores_block::<$n, 1, BF16>(a, a_ld, n, b, b_ld, s, s_ld),)*
+                            $(($n, true) => scores_block::<$n, 2, BF16, A_LD>(a, a_ld, n, b, b_ld, s, s_ld),
+                              ($n, false) => scores_block::<$n, 1, BF16, A_LD>(a, a_ld, n, b, b_ld, s, s_ld),)*
                             _ => unreachable!(),
                         }
                     };
@@ -115,7 +121,7 @@ unsafe fn scores_body<const BF16: bool>(
 /// As [`scores_body`], for `R` rows and `16·V` columns.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn scores_block<const R: usize, const V: usize, const BF16: bool>(
+unsafe fn scores_block<const R: usize, const V: usize, const BF16: bool, const A_LD: usize>(
     a: *const f32,
     a_ld: usize,
     n: usize,
@@ -133,7 +139,9 @@ unsafe fn scores_block<const R: usize, const V: usize, const BF16: bool>(
                 *x = _mm512_loadu_ps(b.add(t * b_ld + 16 * c));
             }
             for (r, acc) in acc.iter_mut().enumerate() {
-                let x = bcast(a.add(r * a_ld + t));
+                // A constant row stride: each broadcast is one pointer plus a displacement
+                // (no chain of row-stride additions).
+                let x = bcast(a.add(r * if A_LD == 0 { a_ld } else { A_LD } + t));
                 for (acc, &y) in acc.iter_mut().zip(&bt) {
                     *acc = madd::<BF16>(*acc, x, y);
                 }
@@ -150,7 +158,8 @@ unsafe fn scores_block<const R: usize, const V: usize, const BF16: bool>(
 /// `acc[r·d + c] = corr[r]·acc[r·d + c] + Σ_{w < n} p[r·p_ld + w] ⊙ v[w·v_ld + c]` for
 /// `r < rows`, `c < d`, in 4-byte elements (f32, or bf16 pairs with `BF16`): the online
 /// softmax's rescale folded into the accumulator loads, then `P V` (`n` = keys, or key
-/// pairs).
+/// pairs). `p_ld` is the constant `P_LD`, so that each broadcast of P is one pointer plus
+/// a displacement rather than a chain of stride additions.
 ///
 /// # Safety
 /// The CPU has AVX-512F (and AVX512-BF16 with `BF16`); `acc` holds `rows·d` floats and
@@ -158,13 +167,12 @@ unsafe fn scores_block<const R: usize, const V: usize, const BF16: bool>(
 /// holds `n` rows of `d` readable elements at stride `v_ld`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn accumulate_body<const BF16: bool>(
+unsafe fn accumulate_body<const BF16: bool, const P_LD: usize>(
     acc: *mut f32,
     corr: *const f32,
     d: usize,
     rows: usize,
     p: *const f32,
-    p_ld: usize,
     v: *const f32,
     v_ld: usize,
     n: usize,
@@ -177,7 +185,7 @@ unsafe fn accumulate_body<const BF16: bool>(
         // SAFETY: the chunk's P columns and V rows are inside the caller's bounds.
         let (p, v) = unsafe { (p.add(w0), v.add(w0 * v_ld)) };
         // SAFETY: as the caller's, for keys w0..w0 + nc; only the first chunk rescales.
-        unsafe { accumulate_chunk::<BF16>(acc, corr, w0 == 0, d, rows, p, p_ld, v, v_ld, nc) };
+        unsafe { accumulate_chunk::<BF16, P_LD>(acc, corr, w0 == 0, d, rows, p, v, v_ld, nc) };
     }
 }
 
@@ -191,19 +199,46 @@ const KEY_CHUNK: usize = 64;
 /// As [`accumulate_body`].
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn accumulate_chunk<const BF16: bool>(
+unsafe fn accumulate_chunk<const BF16: bool, const P_LD: usize>(
     acc: *mut f32,
     corr: *const f32,
     scale: bool,
     d: usize,
     rows: usize,
     p: *const f32,
-    p_ld: usize,
     v: *const f32,
     v_ld: usize,
     n: usize,
 ) {
     let mut c = 0;
+    // 64-column slices first, in blocks of MR/2 rows × 4 vectors: per key one V row of 4
+    // vectors serves 6 broadcasts of P (10 loads per 24 FMAs, against 14 in 12 × 32).
+    // Measured (dev Xeon, one item's tiles walked as the forward does): 175 → 194 GFLOP/s
+    // single-thread. The score tile keeps 12 × 32 blocks: 6 × 64 ran slower there.
+    // Each accumulator sums the same products in the same key order either way.
+    if !BF16 {
+        while d - c >= 64 {
+            let mut r = 0;
+            while r < rows {
+                let rb = (MR / 2).min(rows - r);
+                // SAFETY: rows r..r + rb and columns c..c + 64 are inside the caller's bounds.
+                unsafe {
+                    let (acc, corr, p, v) = (acc.add(r * d + c), corr.add(r), p.add(r * P_LD), v.add(c));
+                    macro_rules! go {
+                        ($($n:literal)*) => {
+                            match rb {
+                                $($n => accumulate_block::<$n, 4, BF16, P_LD>(acc, corr, scale, d, p, v, v_ld, n, 0xffff),)*
+                                _ => unreachable!(),
+                            }
+                        };
+                    }
+                    go!(1 2 3 4 5 6);
+                }
+                r += rb;
+            }
+            c += 64;
+        }
+    }
     while c < d {
         let left = d - c;
         let (two, mask) = if left >= 32 {
@@ -219,12 +254,12 @@ unsafe fn accumulate_chunk<const BF16: bool>(
             // SAFETY: rows r..r + rb and the masked columns c..c + 32 (or 16) are inside the
             // caller's bounds.
             unsafe {
-                let (acc, corr, p, v) = (acc.add(r * d + c), corr.add(r), p.add(r * p_ld), v.add(c));
+                let (acc, corr, p, v) = (acc.add(r * d + c), corr.add(r), p.add(r * P_LD), v.add(c));
                 macro_rules! go {
                     ($($n:literal)*) => {
                         match (rb, two) {
-                            $(($n, true) => accumulate_block::<$n, 2, BF16>(acc, corr, scale, d, p, p_ld, v, v_ld, n, mask),
-                              ($n, false) => accumulate_block::<$n, 1, BF16>(acc, corr, scale, d, p, p_ld, v, v_ld, n, mask),)*
+                            $(($n, true) => accumulate_block::<$n, 2, BF16, P_LD>(acc, corr, scale, d, p, v, v_ld, n, mask),
+                              ($n, false) => accumulate_block::<$n, 1, BF16, P_LD>(acc, corr, scale, d, p, v, v_ld, n, mask),)*
                             _ => unreachable!(),
                         }
                     };
@@ -244,13 +279,12 @@ unsafe fn accumulate_chunk<const BF16: bool>(
 /// As [`accumulate_body`], for `R` rows and the masked `16·V` columns.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn accumulate_block<const R: usize, const V: usize, const BF16: bool>(
+unsafe fn accumulate_block<const R: usize, const V: usize, const BF16: bool, const P_LD: usize>(
     acc: *mut f32,
     corr: *const f32,
     scale: bool,
     d: usize,
     p: *const f32,
-    p_ld: usize,
     v: *const f32,
     v_ld: usize,
     n: usize,
@@ -272,7 +306,8 @@ unsafe fn accumulate_block<const R: usize, const V: usize, const BF16: bool>(
                 *x = _mm512_maskz_loadu_ps(m(c), v.add(w * v_ld + 16 * c));
             }
             for (r, a) in a.iter_mut().enumerate() {
-                let x = bcast(p.add(r * p_ld + w));
+                // P_LD is a constant: each broadcast is one pointer plus a displacement.
+                let x = bcast(p.add(r * P_LD + w));
                 for (a, &y) in a.iter_mut().zip(&vw) {
                     *a = madd::<BF16>(*a, x, y);
                 }
@@ -287,7 +322,7 @@ unsafe fn accumulate_block<const R: usize, const V: usize, const BF16: bool>(
 }
 
 /// The f32 score tile: [`scores_body`] with f32 FMAs (`a` = Q rows of `d`, `b` = a Kᵀ panel
-/// of `d` rows).
+/// of `d` rows). Head dims 64 and 128 get their row stride as a constant.
 ///
 /// # Safety
 /// As [`scores_body`]; the CPU has AVX-512F.
@@ -304,28 +339,34 @@ pub(super) unsafe fn scores_f32(
     s_ld: usize,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { scores_body::<false>(q, d, rows, d, kt, kt_ld, keys, s, s_ld) }
+    unsafe {
+        match d {
+            64 => scores_body::<false, 64>(q, d, rows, d, kt, kt_ld, keys, s, s_ld),
+            128 => scores_body::<false, 128>(q, d, rows, d, kt, kt_ld, keys, s, s_ld),
+            _ => scores_body::<false, 0>(q, d, rows, d, kt, kt_ld, keys, s, s_ld),
+        }
+    }
 }
 
-/// The f32 `P V` step: [`accumulate_body`] with f32 FMAs over `keys` keys.
+/// The f32 `P V` step: [`accumulate_body`] with f32 FMAs over `keys` keys, P's rows
+/// `P_LD` floats apart.
 ///
 /// # Safety
-/// As [`accumulate_body`]; the CPU has AVX-512F.
+/// As [`accumulate_body`] with `p_ld = P_LD`; the CPU has AVX-512F.
 #[target_feature(enable = "avx512f,avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn accumulate_f32(
+pub(super) unsafe fn accumulate_f32<const P_LD: usize>(
     acc: *mut f32,
     corr: *const f32,
     d: usize,
     rows: usize,
     p: *const f32,
-    p_ld: usize,
     v: *const f32,
     v_ld: usize,
     keys: usize,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { accumulate_body::<false>(acc, corr, d, rows, p, p_ld, v, v_ld, keys) }
+    unsafe { accumulate_body::<false, P_LD>(acc, corr, d, rows, p, v, v_ld, keys) }
 }
 
 /// The bf16 score tile: [`scores_body`] with `vdpbf16ps` over the `d/2` bf16 pairs of the Q
@@ -347,29 +388,29 @@ pub(super) unsafe fn scores_bf16(
     s_ld: usize,
 ) {
     // SAFETY: the caller's contract; bf16 pairs travel as 4-byte elements.
-    unsafe { scores_body::<true>(q.cast(), q_ld, rows, pairs, kt.cast(), kt_ld, keys, s, s_ld) }
+    unsafe { scores_body::<true, 0>(q.cast(), q_ld, rows, pairs, kt.cast(), kt_ld, keys, s, s_ld) }
 }
 
 /// The bf16 `P V` step: [`accumulate_body`] with `vdpbf16ps` over `pairs` key pairs of P
-/// (rounded to bf16) and of a V pair panel.
+/// (rounded to bf16, rows `P_LD` pairs apart) and of a V pair panel.
 ///
 /// # Safety
-/// As [`accumulate_body`] with `n = pairs`; the CPU has AVX-512F and AVX512-BF16.
+/// As [`accumulate_body`] with `n = pairs`, `p_ld = P_LD`; the CPU has AVX-512F and
+/// AVX512-BF16.
 #[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn accumulate_bf16(
+pub(super) unsafe fn accumulate_bf16<const P_LD: usize>(
     acc: *mut f32,
     corr: *const f32,
     d: usize,
     rows: usize,
     p: *const u32,
-    p_ld: usize,
     v: *const u32,
     v_ld: usize,
     pairs: usize,
 ) {
     // SAFETY: the caller's contract.
-    unsafe { accumulate_body::<true>(acc, corr, d, rows, p.cast(), p_ld, v.cast(), v_ld, pairs) }
+    unsafe { accumulate_body::<true, P_LD>(acc, corr, d, rows, p.cast(), v.cast(), v_ld, pairs) }
 }
 
 /// The 16 bf16 at `p`, or the first `left < 16` of them and zeros (AVX-512F only: the
@@ -911,6 +952,89 @@ mod tests {
         }
     }
 
+    /// Times the f32 tile products on one item's tile (48 rows, d = 64, 256 keys), the
+    /// operands in L1/L2 as in the forward: `cargo test --release --lib kernel_rates --
+    /// --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn kernel_rates() {
+        if !has("kernel_rates", &["avx512f", "avx2", "fma"]) {
+            return;
+        }
+        use super::super::pack::{KT_LD, S_LD};
+        let (rows, d, keys, reps) = (48usize, 64usize, 256usize, 20_000usize);
+        let q: Vec<f32> = (0..rows * d).map(|i| (i % 7) as f32 * 0.01).collect();
+        let kt: Vec<f32> = (0..d * KT_LD).map(|i| (i % 5) as f32 * 0.01).collect();
+        let mut s = vec![0f32; rows * S_LD];
+        let v: Vec<f32> = (0..keys * 80).map(|i| (i % 3) as f32 * 0.01).collect();
+        let mut acc = vec![0f32; rows * d];
+        let corr = vec![1f32; rows];
+        let flops = (2 * rows * d * keys * reps) as f64;
+        let t = std::time::Instant::now();
+        for _ in 0..reps {
+            // SAFETY: the features were detected; the buffers hold the sizes the kernel reads.
+            unsafe { scores_f32(q.as_ptr(), d, rows, kt.as_ptr(), KT_LD, keys, s.as_mut_ptr(), S_LD) };
+        }
+        let e = t.elapsed().as_secs_f64();
+        eprintln!("scores_f32: {:.1} GFLOP/s", flops / e / 1e9);
+        let t = std::time::Instant::now();
+        for _ in 0..reps {
+            // SAFETY: as above.
+            unsafe {
+                accumulate_f32::<S_LD>(acc.as_mut_ptr(), corr.as_ptr(), d, rows, s.as_ptr(), v.as_ptr(), 80, keys)
+            };
+        }
+        let e = t.elapsed().as_secs_f64();
+        eprintln!("accumulate_f32: {:.1} GFLOP/s ({})", flops / e / 1e9, acc[5]);
+        // As the forward walks them: per head 43 items × 8 key tiles of its own K/V.
+        let (tiles, heads) = (8usize, 4usize);
+        let ktb: Vec<f32> = (0..heads * tiles * d * KT_LD).map(|i| (i % 5) as f32 * 0.01).collect();
+        let vb: Vec<f32> = (0..heads * tiles * keys * 80).map(|i| (i % 3) as f32 * 0.01).collect();
+        let items = 43;
+        let t = std::time::Instant::now();
+        let (mut ts, mut ta) = (0f64, 0f64);
+        for h in 0..heads {
+            for _ in 0..items {
+                for tt in 0..tiles {
+                    let b = h * tiles + tt;
+                    let t0 = std::time::Instant::now();
+                    // SAFETY: as above.
+                    unsafe {
+                        scores_f32(
+                            q.as_ptr(),
+                            d,
+                            rows,
+                            ktb[b * d * KT_LD..].as_ptr(),
+                            KT_LD,
+                            keys,
+                            s.as_mut_ptr(),
+                            S_LD,
+                        )
+                    };
+                    let t1 = std::time::Instant::now();
+                    // SAFETY: as above.
+                    unsafe {
+                        accumulate_f32::<S_LD>(
+                            acc.as_mut_ptr(),
+                            corr.as_ptr(),
+                            d,
+                            rows,
+                            s.as_ptr(),
+                            vb[b * keys * 80..].as_ptr(),
+                            80,
+                            keys,
+                        )
+                    };
+                    ts += (t1 - t0).as_secs_f64();
+                    ta += t1.elapsed().as_secs_f64();
+                }
+            }
+        }
+        let e = t.elapsed().as_secs_f64();
+        let f = (2 * rows * d * keys * heads * items * tiles) as f64;
+        eprintln!("walk: {:.1} GFLOP/s; scores {:.1}, accumulate {:.1}", 2.0 * f / e / 1e9, f / ts / 1e9, f / ta / 1e9);
+    }
+
     /// The kernels against plain f64 loops on odd sizes (partial row blocks, a masked
     /// last column block, 16- and 32-column blocks).
     #[test]
@@ -963,8 +1087,19 @@ mod tests {
             let corr: Vec<f32> = (0..rows).map(|r| 0.5 + r as f32 / 7.0).collect();
             let acc0: Vec<f32> = (0..rows * d).map(|i| val(i + 11)).collect();
             let mut acc = acc0.clone();
-            // SAFETY: as above (p = a, rows of n at stride n; v = b, n rows at b_ld ≥ d).
-            unsafe { accumulate_f32(acc.as_mut_ptr(), corr.as_ptr(), d, rows, a.as_ptr(), n, b.as_ptr(), b_ld, n) };
+            // P = a, rows of n at stride P_LD.
+            const P_LD: usize = 128;
+            let mut pa = vec![f32::NAN; rows * P_LD];
+            let mut pb = vec![0u32; rows * P_LD];
+            for r in 0..rows {
+                pa[r * P_LD..][..n].copy_from_slice(&a[r * n..][..n]);
+                pb[r * P_LD..][..n].copy_from_slice(&ab[r * n..][..n]);
+            }
+            // SAFETY: as above (p = a, rows of n ≤ P_LD at stride P_LD; v = b, n rows at
+            // b_ld ≥ d).
+            unsafe {
+                accumulate_f32::<P_LD>(acc.as_mut_ptr(), corr.as_ptr(), d, rows, pa.as_ptr(), b.as_ptr(), b_ld, n)
+            };
             for r in 0..rows {
                 for c in 0..d {
                     let want = corr[r] as f64 * acc0[r * d + c] as f64
@@ -974,7 +1109,9 @@ mod tests {
             }
             let mut acc = acc0.clone();
             // SAFETY: as above.
-            unsafe { accumulate_bf16(acc.as_mut_ptr(), corr.as_ptr(), d, rows, ab.as_ptr(), n, bb.as_ptr(), b_ld, n) };
+            unsafe {
+                accumulate_bf16::<P_LD>(acc.as_mut_ptr(), corr.as_ptr(), d, rows, pb.as_ptr(), bb.as_ptr(), b_ld, n)
+            };
             for r in 0..rows {
                 for c in 0..d {
                     let want = corr[r] as f64 * acc0[r * d + c] as f64

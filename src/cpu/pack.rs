@@ -393,6 +393,10 @@ impl SharedKv {
         let n_tiles = tile_base[slots.len()];
         let mut kt = PooledBuffer::take(&POOL, Slot::Kt, n_tiles * hkv * kt_block);
         let mut vf = PooledBuffer::take(&POOL, Slot::V, n_tiles * hkv * v_block);
+        // 8 keys transposed in registers where the CPU has AVX2 (every path above
+        // `portable-gemm`; the bytes are the same either way).
+        #[cfg(target_arch = "x86_64")]
+        let avx2 = super::has_feature("avx2") && super::has_feature("fma");
         let tiles = kt.par_chunks_mut(hkv * kt_block).zip(vf.par_chunks_mut(hkv * v_block));
         tiles.enumerate().for_each(|(t, (kt, vf))| {
             // The slot holding global tile t (empty slots share their base with the next).
@@ -411,6 +415,21 @@ impl SharedKv {
                     for (jj, row) in (g0..g0 + keys).zip(&mut rows) {
                         T::to_f32(k.row(0, j0 + jj, kvh, d), &mut row[..d]);
                         T::to_f32(v.row(0, j0 + jj, kvh, d), &mut vf[jj * v_ld..][..d]);
+                    }
+                    #[cfg(target_arch = "x86_64")]
+                    if keys == TRANSPOSE_KEYS && avx2 {
+                        // SAFETY: the CPU has AVX2 and FMA; `rows` holds 8 rows of d ≤
+                        // MAX_HEAD_DIM floats; the block has d rows of KT_LD ≥ g0 + 8 floats.
+                        unsafe {
+                            super::avx2::transpose8(
+                                rows.as_ptr().cast(),
+                                crate::problem::MAX_HEAD_DIM,
+                                d,
+                                kt[g0..].as_mut_ptr(),
+                                KT_LD,
+                            )
+                        };
+                        continue;
                     }
                     for (t, dst) in kt.chunks_exact_mut(KT_LD).enumerate() {
                         for (x, row) in dst[g0..g0 + keys].iter_mut().zip(&rows) {
