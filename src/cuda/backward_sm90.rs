@@ -17,7 +17,7 @@ use candle_core::{CudaDevice, Result};
 
 use super::instances::{Arch, Dtype, Family, Instance, KernelKey, SOURCES};
 use super::params::{FattnBwdParams, FattnHopperBwdParams, TmaDesc};
-use super::prefill_sm90::tensor_map;
+use super::tma::tensor_map;
 use super::{heuristics, DevTensor, KernelDtype};
 use crate::cuda_kernels::{cuda_kernels, CudaKernels};
 use crate::problem::Problem;

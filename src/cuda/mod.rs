@@ -10,7 +10,8 @@
 //!   on mma.sync for f16/bf16 and plain FMA for f32, convert);
 //! * backward_sm90.rs: kernels/bwd_sm90.cu, the Hopper backward main kernel (wgmma, TMA) for
 //!   dense f16/bf16 problems on compute capability 9.0, between backward.rs's preprocess and
-//!   convert.
+//!   convert;
+//! * tma.rs: the TMA descriptors both Hopper kernels load their tiles through.
 //!
 //! heuristics.rs decides which family, instance and split count run a problem, from device
 //! facts it reads once per device. instances.rs declares every kernel file and instance once
@@ -32,6 +33,7 @@ mod instances;
 mod params;
 mod prefill;
 mod prefill_sm90;
+mod tma;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};

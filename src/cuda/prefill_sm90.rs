@@ -16,19 +16,15 @@
 //!
 //! The tensor maps are made per call from the real strides, so views run in place.
 
-use candle_core::cuda_backend::cudarc::driver::sys::{
-    self, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion,
-    CUtensorMapSwizzle,
-};
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
 use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
 use super::instances::{Arch, Dtype, Family, Instance, KernelKey, SOURCES};
-use super::params::{FattnHopperParams, FattnParams, TmaDesc};
+use super::params::{FattnHopperParams, FattnParams};
+use super::tma::tensor_map;
 use super::{
-    alibi_slopes_ptr, common_params, dev_qkv, heuristics, query_rows, to_i32, with_packed, DevTensor, Entry,
-    KernelDtype,
+    alibi_slopes_ptr, common_params, dev_qkv, heuristics, query_rows, to_i32, with_packed, Entry, KernelDtype,
 };
 use crate::cuda_kernels::{cuda_kernels, CudaKernels};
 use crate::problem::Problem;
@@ -37,9 +33,6 @@ use crate::problem::Problem;
 // 128-byte tensor maps, no references) with the layout of the C++ struct, field by field
 // (offsets and size asserted on both sides, see params.rs); the kernels receive it by value.
 unsafe impl DeviceRepr for FattnHopperParams {}
-
-/// Columns of one TMA box: the 128-byte swizzle's width in 16-bit elements.
-const BOX_COLS: u32 = 64;
 
 /// The Hopper instance that runs `p` in `T` on this device, or `None` (see the module docs).
 fn instance<T: KernelDtype>(p: &Problem, dev: &candle_core::CudaDevice) -> Result<Option<&'static Instance>> {
@@ -95,69 +88,6 @@ fn map_extents(p: &Problem) -> [(usize, usize, usize, usize); 2] {
             [(1, pk.total_q(), p.heads, d), kv]
         }
     }
-}
-
-/// A tensor map of a `(batch, seq, heads, head_dim)` tensor (`seq` rows of `seq_len`, `heads`
-/// heads), boxes of 64 columns × `rows`, 128-byte swizzle; `None` when TMA cannot describe it.
-pub(super) fn tensor_map<T: KernelDtype>(
-    t: &DevTensor<'_>,
-    (batch, seq_len, heads, head_dim): (usize, usize, usize, usize),
-    rows: u32,
-) -> Result<Option<TmaDesc>> {
-    let elem = std::mem::size_of::<T>() as u64;
-    if !t.ptr.is_multiple_of(16) {
-        return Ok(None);
-    }
-    let dims = [head_dim as u64, seq_len as u64, heads as u64, batch as u64];
-    let mut strides = [t.strides.seq as u64 * elem, t.strides.head as u64 * elem, t.strides.batch as u64 * elem];
-    for (i, s) in strides.iter_mut().enumerate() {
-        // A dimension of extent 1 is never stepped: any valid stride describes it.
-        if dims[i + 1] == 1 && (*s == 0 || !s.is_multiple_of(16)) {
-            *s = 16;
-        }
-        if !s.is_multiple_of(16) || *s >= 1 << 40 {
-            return Ok(None);
-        }
-    }
-    if dims.iter().any(|&d| d == 0 || d > u32::MAX as u64) {
-        return Ok(None);
-    }
-    let data_type = match T::DTYPE {
-        Dtype::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        Dtype::BF16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        Dtype::F32 => return Ok(None),
-    };
-    let boxes = [BOX_COLS, rows, 1, 1];
-    let element_strides = [1u32; 4];
-    let mut map = sys::CUtensorMap { opaque: [0; 16] };
-    // SAFETY: every pointer argument points at a live local array of the length the rank (4)
-    // implies (dims and boxes: 4, strides: 3); `map` is a writable CUtensorMap. The global
-    // address is only recorded in the map, not dereferenced here; it is the start of a live
-    // device allocation that the launch reads within dims × strides (checked by validation).
-    let res = unsafe {
-        sys::cuTensorMapEncodeTiled(
-            &mut map,
-            data_type,
-            4,
-            t.ptr as *mut std::ffi::c_void,
-            dims.as_ptr(),
-            strides.as_ptr(),
-            boxes.as_ptr(),
-            element_strides.as_ptr(),
-            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )
-    };
-    if res != sys::CUresult::CUDA_SUCCESS {
-        bail!(
-            "fused-attn cuda: cuTensorMapEncodeTiled failed with {res:?} (dims {dims:?}, byte strides {strides:?}, \
-             box {boxes:?}, address {:#x})",
-            t.ptr
-        )
-    }
-    Ok(Some(TmaDesc(map.opaque)))
 }
 
 /// The dense prefill forward on the Hopper kernel, or `None` when it does not cover `p` (the
