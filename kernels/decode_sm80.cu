@@ -28,20 +28,20 @@
 // when the block starts (at most kSplitPages; the host sizes paged splits for it), then one
 // lookup per 16-key tile when the page size is a multiple of 16, per row otherwise, all
 // inline. Head dims above 256 run on the prefill kernel.
-// Measured (H100, bf16, d128, host index tensors, lab/results/s9-paged-h100-2026-11-25.md, same
-// run as the contiguous rows): pages of 16 / 256 run at 0.85 / 0.88× the contiguous decode's GB/s
-// of K+V on (8,32,8,1,8192) and 0.93 / 0.95× on (32,32,8,1,4096) (128.2 / 123.6 µs against 109.3;
-// 209.0 / 203.4 against 193.4); the bar is 0.95. Not the pages' placement: the same pools with
-// the pages in order run within 0-4 µs of shuffled ones. ncu (session 8): the packed kernel runs
-// 116.9-119.8 µs against the dense 101.5 on (8,32,8,1,8192), same grid, occupancy and DRAM bytes,
-// more cycles per issued instruction (7.0 against 5.7). A variant with one streaming loop per page
-// mode, a division-free page walk read one tile ahead and L2 prefetches (session 9, reverted) was
-// 10-15 µs slower, and its unpaged packed path, on the contiguous row's own K/V with a loop that
-// matches the dense one, ran within 0-9 µs of its paged paths. With the index tensors on the GPU,
-// validation reads them back first (a device-to-host copy that waits for the stream): 0.54-0.71×.
-// ptxas (compute_80 → sm_90): the packed d128 entry 254 registers, no spills (it was 255 with a
-// 352-byte stack and spills when the per-row loader was a __noinline__ call); d256 packed
-// entries spill 180-220 B (the dense ones do not).
+// Measured (H100, bf16, d128, host index tensors, criterion medians of two rounds in one call,
+// lab/results/s10-paged-h100/): pages of 16 / 256 run at 0.959 / 0.980x the contiguous decode's
+// GB/s of K+V on (8,32,8,1,8192) (114.4 / 112.0 µs against 109.8) and 0.960 / 0.981x on
+// (32,32,8,1,4096) (201.8 / 197.4 against 193.7); the packed entry on the contiguous K/V 111.4 /
+// 195.2. The gap had been 0.85-0.95x, and it was the instruction cache: ncu's per-instruction
+// stall samples (lab/results/s10-paged-ncu-h100/) put 3289 "no instruction" samples in the packed
+// kernel against 1146 in the dense one (the whole 2143-sample difference), most of them in the
+// prologue, whose two tile copies were inlined with all three page modes, each chunk branching
+// on alignment (15344 SASS instructions against 6152). The copies are now one branch per tile
+// with the unaligned and per-row paths rolled, and the prologue's copies a rolled loop: 6440 and
+// 3760 instructions, and the file compiles in half the time. With the index tensors on the GPU,
+// validation reads them back first (a device-to-host copy that waits for the stream): 0.68-0.81x.
+// ptxas (compute_80 → sm_90): the packed d128 entry 255 registers, a 16-byte stack and 20 bytes
+// of spills (three reloads per tile); the dense one 222, none; d256 packed entries spill.
 //
 // Fragments without ldmatrix. A dot product does not care about the order of its terms, so
 // the head dims are permuted: a thread reads 8 contiguous dims of Q and K with one 16-byte
@@ -157,23 +157,43 @@ __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid, bool
 __device__ __forceinline__ uint4 lds128(const void* p) { return *reinterpret_cast<const uint4*>(p); }
 
 // One warp copies a 16-key tile of K and V (keys [key0, key0+16), zero past `key_limit`)
-// into its stage.
+// into its stage. The aligned case is one branch per tile and 16-byte cp.async copies,
+// unrolled; the unaligned one (scalar loads, rare) stays a rolled loop, so that the copy
+// code of the loop stays small (instruction-cache misses, see the header).
 template <typename T, int D>
 __device__ __forceinline__ void load_kv_tile(const FattnParams& p, const T* k_head, const T* v_head, T* sk,
                                              T* sv, int key0, int key_limit, int lane) {
     using Tr = Traits<D>;
-#pragma unroll
-    for (int it = 0; it < Tr::kTileElems / 8 / 32; ++it) {
+    auto chunk_of = [&](int it, int& off, const T*& ks, const T*& vs) {
         const int idx = it * 32 + lane;
         const int row = idx / Tr::kChunks, chunk = idx % Tr::kChunks;
         const int key = key0 + row;
         int valid = p.head_dim - chunk * 8;
         valid = key < key_limit ? (valid < 0 ? 0 : (valid > 8 ? 8 : valid)) : 0;
-        const T* ks = valid ? k_head + key * p.k_seq_stride + chunk * 8 : k_head;
-        const T* vs = valid ? v_head + key * p.v_seq_stride + chunk * 8 : v_head;
-        const int off = Tr::offset(row, chunk);
-        load_chunk(sk + off, ks, valid, p.vec_in);
-        load_chunk(sv + off, vs, valid, p.vec_in);
+        ks = valid ? k_head + key * p.k_seq_stride + chunk * 8 : k_head;
+        vs = valid ? v_head + key * p.v_seq_stride + chunk * 8 : v_head;
+        off = Tr::offset(row, chunk);
+        return valid;
+    };
+    if (p.vec_in) {
+#pragma unroll
+        for (int it = 0; it < Tr::kTileElems / 8 / 32; ++it) {
+            int off;
+            const T *ks, *vs;
+            const int valid = chunk_of(it, off, ks, vs);
+            // src-size 0 zero-fills without reading; src is then any mapped address.
+            cp_async_16_to(smem_addr(sk + off), ks, valid * 2);
+            cp_async_16_to(smem_addr(sv + off), vs, valid * 2);
+        }
+    } else {
+#pragma unroll 1
+        for (int it = 0; it < Tr::kTileElems / 8 / 32; ++it) {
+            int off;
+            const T *ks, *vs;
+            const int valid = chunk_of(it, off, ks, vs);
+            load_chunk(sk + off, ks, valid, false);
+            load_chunk(sv + off, vs, valid, false);
+        }
     }
 }
 
@@ -190,7 +210,7 @@ __device__ __forceinline__ void load_kv_tile_paged(const FattnParams& p, const T
                                                    const int32_t* pages, int first_page, T* sk, T* sv, int key0,
                                                    int key_limit, int lane) {
     using Tr = Traits<D>;
-#pragma unroll
+#pragma unroll 1  // rare (pages not a multiple of 16 keys): small code before speed
     for (int it = 0; it < Tr::kTileElems / 8 / 32; ++it) {
         const int idx = it * 32 + lane;
         const int row = idx / Tr::kChunks, chunk = idx % Tr::kChunks;
@@ -508,7 +528,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     cp_async_commit();
 
     T* my_ring = smem_kv + warp * Tr::kStages * 2 * Tr::kTileElems;
-#pragma unroll
+#pragma unroll 1  // one copy of the tile-copy code here, one in the loop
     for (int s = 0; s < Tr::kStages - 1; ++s) {
         if (s < my_tiles) issue_tile(my_ring + s * 2 * Tr::kTileElems, split_begin + (warp + s * kWarps) * kTileKeys);
         cp_async_commit();

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The lab's quick GPU pack: the GPU test binary and the bench binary only, sm_90 cubins only
+# (FUSED_ATTN_CUDA_ARCHS=90), fast fatbin compression, stripped, with the device scripts:
+# device-pack/h90.tar.xz (about 30 MB; carry it to the device tool). scripts/device-pack.sh
+# is the full pack (examples too, every arch).
+#   lab/pack-h90.sh [TAG]   # TAG: the pack is device-pack/h90[-TAG].tar.xz
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"; cd "$ROOT"
+export FUSED_ATTN_CACHE="${FUSED_ATTN_CACHE:-$HOME/.cache/candle-fused-attn}"
+eval "$(scripts/cuda-toolkit.sh)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$FUSED_ATTN_CACHE/target-cuda}"
+export FUSED_ATTN_CUDA_ARCHS=90 FUSED_ATTN_FATBIN_COMPRESSION=fast
+art="$(nice cargo build --release --features cuda --test gpu --bench attention --message-format=json-render-diagnostics \
+  | jq -r 'select(.reason == "compiler-artifact" and .executable != null) | "\(.target.kind[0]) \(.executable)"')"
+S="$(mktemp -d)"; mkdir -p "$S/bin" "$S/scripts"
+while read -r kind exe; do
+  case "$kind" in test) strip -o "$S/bin/gpu" "$exe" ;; bench) strip -o "$S/bin/bench" "$exe" ;; esac
+done <<<"$art"
+cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch*.py "$S/scripts/"
+git rev-parse --short HEAD > "$S/COMMIT"; git status --short >> "$S/COMMIT"
+mkdir -p device-pack
+P="device-pack/h90${1:+-$1}.tar.xz"
+XZ_OPT="-2 -T0" tar -cJf "$P" -C "$S" .
+rm -rf "$S"; ls -la "$P"
