@@ -82,7 +82,9 @@
 //! of K and V themselves, never Sq×Sk) are kept for the next call, sparing their page
 //! faults. The two kept buffers hold at most `FUSED_ATTN_CPU_KEEP_MIB` MiB together
 //! (read once; default 256; 0 keeps none); a larger call frees its own when it ends.
-//! [`release_cpu_buffers`] frees them.
+//! The per-thread scratch buffers of the parallel loop (S, P, the accumulator: a few
+//! hundred KiB each, at most 64 of them) are kept too, unless that bound is 0.
+//! [`release_cpu_buffers`] frees both.
 //!
 //! The measurements behind these choices, and the versions that led here:
 //! `lab/cpu-history.md`.
@@ -108,7 +110,13 @@ mod pack;
 mod softmax;
 
 use forward::{AttendFn, Ctx, Item, Scratch, SeqIn};
-pub use pack::release_cpu_buffers;
+
+/// Frees the buffers the CPU path keeps between calls (the packed K/V of the last prefill
+/// calls and the per-thread scratch of the last parallel loops), and returns how many
+/// bytes they held. A call running meanwhile gives its buffers back when it ends.
+pub fn release_cpu_buffers() -> usize {
+    pack::release_kv_buffers() + forward::release_scratch()
+}
 use pack::{Element, Input, PageMap};
 
 pub(crate) fn forward(
