@@ -540,9 +540,10 @@ struct Tile {
     j0: usize,
     jb: usize,
     full: bool,
-    /// The first tile the item computes, on the f32 AVX-512 kernels: its softmax asks for
-    /// the next item's rows ([`prefetch_next_row`]). Only there: measured on that path
-    /// alone (the bf16 rows were level within their spread, so they keep the code they had).
+    /// The first tile the item computes, on the f32 AVX-512 and the AMX kernels: its
+    /// softmax asks for the next item's rows ([`prefetch_next_row`]). Not on the other
+    /// paths (not measured there); on AMX it came with the 1024-key steps, whose profile
+    /// showed the Q row loads and output stores missing the cache.
     first: bool,
 }
 

@@ -2,7 +2,8 @@
 //!
 //! **What it computes.** `out = softmax(s) v` per (batch, q head, query row), with
 //! `s = scale·<q,k>`, then softcap, ALiBi and the bottom-right masks of [`Problem`],
-//! without an `Sq×Sk` buffer: keys are visited in tiles of 256 and the softmax is kept
+//! without an `Sq×Sk` buffer: keys are visited in tiles of 256 (steps of 4 such tiles on
+//! the AMX path) and the softmax is kept
 //! online (running row max `m`, running sum `l`, f32 accumulator), as FlashAttention-2 does.
 //! Scores are kept in base 2 (`log2(e)` is folded into Q's scale), so the exponentials are
 //! `2^x`. f16/bf16 inputs are converted to f32 per tile and all arithmetic is f32, except
