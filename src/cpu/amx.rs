@@ -14,10 +14,15 @@
 //! [`os_permits_amx`] asks once (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`), and
 //! the path is unavailable when the answer is no (or off Linux).
 //!
-//! Measured (dev Xeon, 2 threads, quiet): the (1,16,16,2048,2048,64) bf16 row in 28 ms
-//! (605 GFLOP/s) against 74 ms for the same row through the f32 AVX-512 kernels; single
-//! thread these kernels take about a third of the time, the softmax's `2^x`→bf16 pass
-//! about 27%. The record: `lab/cpu-history.md` (issue 15's section).
+//! The kernels take Kᵀ and V as panels (the stored key tiles of `SharedKv`), so that one
+//! call covers the forward's AMX step of several tiles (`forward::AMX_KEYS`).
+//!
+//! Measured (dev Xeon, KVM, 2 vCPUs, model 167; `examples/bench_cpu.rs`, 2 threads on
+//! cores 0,1, load 2.0–2.1, 5 runs alternating with the previous code, medians): the
+//! (1,16,16,2048,2048,64) bf16 row in 20.5 ms (26.3 before: steps of 1024 keys instead of
+//! 256), causal 13.1 ms (16.3), (1,8,8,512,512,64) 0.955 ms (1.066). Single-thread, the
+//! tile kernels are about half of the 2048 row's time, the `2^x`→bf16 pass 16%. The
+//! record: `lab/cpu-history.md` (issue 15's sections).
 
 use std::arch::asm;
 use std::sync::OnceLock;
@@ -161,26 +166,29 @@ unsafe fn dp<const C: u8, const A: u8, const B: u8>() {
 }
 
 /// `s[r·s_ld + j] = Σ_{t < d} q[r·q_ld + t] · k[j][t]` for `r < rows`, `j < cols`: the score
-/// tile of bf16 Q rows against a Kᵀ pair panel (`d/2` pair rows of `kt_ld` pairs).
+/// tile of bf16 Q rows against Kᵀ pair panels of `panel` keys each (`d/2` pair rows of
+/// `kt_ld` pairs; keys `j` lie in panel `kt[j / panel]`, column `j % panel`).
 ///
 /// # Safety
-/// The CPU has AMX-BF16 and [`os_permits_amx`] returned true; `rows`, `cols` and `d` are
-/// multiples of 32, 32 and 32 (`rows` of 16 is allowed too); `q` holds `rows` rows of `d`
-/// readable bf16 at stride `q_ld`; `kt` holds `d/2` rows of `cols` readable pairs at stride
-/// `kt_ld`; `s` has `rows` rows of `cols` writable floats at stride `s_ld`.
+/// The CPU has AMX-BF16 and [`os_permits_amx`] returned true; `rows`, `cols`, `panel` and
+/// `d` are multiples of 32 (`rows` of 16 is allowed too); each panel of `kt` that a key
+/// `j < cols` falls in holds `d/2` rows of `min(panel, cols - first key)` readable pairs at
+/// stride `kt_ld`; `q` holds `rows` rows of `d` readable bf16 at stride `q_ld`; `s` has
+/// `rows` rows of `cols` writable floats at stride `s_ld`.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn scores(
     q: *const u16,
     q_ld: usize,
     rows: usize,
     d: usize,
-    kt: *const u32,
+    (kt, panel): (&[*const u32], usize),
     kt_ld: usize,
     cols: usize,
     s: *mut f32,
     s_ld: usize,
 ) {
     debug_assert!(rows.is_multiple_of(TILE) && cols.is_multiple_of(2 * TILE) && d.is_multiple_of(2 * TILE));
+    debug_assert!(panel.is_multiple_of(2 * TILE) && kt.len() * panel >= cols);
     let (qs, ks, ss) = (2 * q_ld, 4 * kt_ld, 4 * s_ld);
     // SAFETY: the caller's contract; every tile below lies inside its bounds.
     unsafe {
@@ -200,7 +208,7 @@ pub(super) unsafe fn scores(
                 }
                 for t in (0..d).step_by(2 * TILE) {
                     let a = q.add(r * q_ld + t).cast::<u8>();
-                    let b = kt.add((t / 2) * kt_ld + j).cast::<u8>();
+                    let b = kt[j / panel].add((t / 2) * kt_ld + j % panel).cast::<u8>();
                     load::<4>(a, qs);
                     load::<6>(b, ks);
                     load::<7>(b.add(4 * TILE), ks);
@@ -226,13 +234,15 @@ pub(super) unsafe fn scores(
 }
 
 /// `acc[r·d + c] += Σ_{w < keys} p[r·p_ld + w] · v[w][c]` for `r < rows`, `c < d`: `P V`
-/// with bf16 P rows and a V pair panel (`keys/2` pair rows of `v_ld` pairs); the caller
-/// has rescaled `acc`.
+/// with bf16 P rows and V pair panels of `panel` keys each (`panel/2` pair rows of `v_ld`
+/// pairs; key `w` lies in panel `v[w / panel]`, pair row `(w % panel)/2`); the caller has
+/// rescaled `acc`.
 ///
 /// # Safety
-/// As [`scores`]: `rows` a multiple of 16, `d` and `keys` of 32; `acc` holds `rows·d`
-/// floats; `p` holds `rows` rows of `keys` readable bf16 at stride `p_ld`; `v` holds
-/// `keys/2` rows of `d` readable pairs at stride `v_ld`.
+/// As [`scores`]: `rows` a multiple of 16, `d`, `panel` and `keys` of 32; `acc` holds
+/// `rows·d` floats; `p` holds `rows` rows of `keys` readable bf16 at stride `p_ld`; each
+/// panel of `v` that a key `w < keys` falls in holds `min(panel, keys - first key)/2` rows
+/// of `d` readable pairs at stride `v_ld`.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn accumulate(
     acc: *mut f32,
@@ -240,11 +250,12 @@ pub(super) unsafe fn accumulate(
     rows: usize,
     p: *const u16,
     p_ld: usize,
-    v: *const u32,
+    (v, panel): (&[*const u32], usize),
     v_ld: usize,
     keys: usize,
 ) {
     debug_assert!(rows.is_multiple_of(TILE) && keys.is_multiple_of(2 * TILE) && d.is_multiple_of(2 * TILE));
+    debug_assert!(panel.is_multiple_of(2 * TILE) && v.len() * panel >= keys);
     let (cs, ps, vs) = (4 * d, 2 * p_ld, 4 * v_ld);
     // SAFETY: the caller's contract; every tile below lies inside its bounds.
     unsafe {
@@ -262,7 +273,7 @@ pub(super) unsafe fn accumulate(
                 }
                 for w in (0..keys).step_by(2 * TILE) {
                     let a = p.add(r * p_ld + w).cast::<u8>();
-                    let b = v.add((w / 2) * v_ld + c).cast::<u8>();
+                    let b = v[w / panel].add((w % panel / 2) * v_ld + c).cast::<u8>();
                     load::<4>(a, ps);
                     load::<6>(b, vs);
                     load::<7>(b.add(4 * TILE), vs);
@@ -312,7 +323,13 @@ mod tests {
             }
             let mut s = vec![0f32; rows * s_ld];
             // SAFETY: AMX is usable; the buffers hold what the kernel reads and writes.
-            unsafe { scores(q.as_ptr(), q_ld, rows, d, kt.as_ptr(), kt_ld, cols, s.as_mut_ptr(), s_ld) };
+            unsafe { scores(q.as_ptr(), q_ld, rows, d, (&[kt.as_ptr()], cols), kt_ld, cols, s.as_mut_ptr(), s_ld) };
+            // The same keys as panels of 32 (pointers into the one buffer): the same sums.
+            let panels: Vec<*const u32> = (0..cols / 32).map(|p| kt[32 * p..].as_ptr()).collect();
+            let mut s2 = vec![0f32; rows * s_ld];
+            // SAFETY: as above; panel p is columns 32p.. of the same rows.
+            unsafe { scores(q.as_ptr(), q_ld, rows, d, (&panels, 32), kt_ld, cols, s2.as_mut_ptr(), s_ld) };
+            assert!(s.iter().zip(&s2).all(|(a, b)| a.to_bits() == b.to_bits()), "panels {rows} {d} {cols}");
             for r in 0..rows {
                 for j in 0..cols {
                     let want: f64 =
@@ -334,7 +351,12 @@ mod tests {
             let acc0: Vec<f32> = (0..rows * d).map(|i| val(i + 5).to_f32()).collect();
             let mut acc = acc0.clone();
             // SAFETY: as above.
-            unsafe { accumulate(acc.as_mut_ptr(), d, rows, p.as_ptr(), p_ld, vp.as_ptr(), v_ld, cols) };
+            unsafe { accumulate(acc.as_mut_ptr(), d, rows, p.as_ptr(), p_ld, (&[vp.as_ptr()], cols), v_ld, cols) };
+            let panels: Vec<*const u32> = (0..cols / 32).map(|w| vp[16 * w * v_ld..].as_ptr()).collect();
+            let mut acc2 = acc0.clone();
+            // SAFETY: as above; panel w is pair rows 16w.. of the same buffer.
+            unsafe { accumulate(acc2.as_mut_ptr(), d, rows, p.as_ptr(), p_ld, (&panels, 32), v_ld, cols) };
+            assert!(acc.iter().zip(&acc2).all(|(a, b)| a.to_bits() == b.to_bits()), "pv panels {rows} {d} {cols}");
             for r in 0..rows {
                 for c in 0..d {
                     let want = acc0[r * d + c] as f64

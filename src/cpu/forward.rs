@@ -12,8 +12,9 @@ use candle_core::{CpuStorage, Result};
 use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 use std::f32::consts::LOG2_E;
+use std::sync::Mutex;
 
-use super::pack::{kv_tile, Element, Input, SharedKv, KEYS_PER_TILE, KT_LD, S_LD};
+use super::pack::{kv_tile, padded_stride, Element, Input, SharedKv, KEYS_PER_TILE, KT_LD, S_LD};
 use super::softmax::{add_alibi, exp2_f32, exp2_sub_in_place, row_max, softcap_in_place, LANES};
 #[cfg(target_arch = "x86_64")]
 use super::{amx, avx2, avx512};
@@ -38,6 +39,22 @@ pub(super) const AVX2: u8 = 1;
 pub(super) const AVX512: u8 = 2;
 pub(super) const AVX512_BF16: u8 = 3;
 pub(super) const AMX: u8 = 4;
+
+/// Keys per step of the AMX path: [`AMX_PANELS`] stored key tiles, whose Kᵀ and V blocks
+/// the tile kernels take as panels. Per step the item pays a fixed cost (per row: the row
+/// max's and the sum's reductions, the running max and sum, the rescale; per item: the
+/// accumulator tiles loaded and stored around `P V`), so it runs fewer, wider steps than
+/// the other paths.
+#[cfg(target_arch = "x86_64")]
+const AMX_PANELS: usize = 4;
+#[cfg(target_arch = "x86_64")]
+const AMX_KEYS: usize = AMX_PANELS * KEYS_PER_TILE;
+/// The S row stride of the AMX path (its steps are wider than `S_LD`).
+#[cfg(target_arch = "x86_64")]
+const S_LD_AMX: usize = padded_stride(AMX_KEYS);
+/// The row stride, in bf16, of the AMX path's bf16 probabilities.
+#[cfg(target_arch = "x86_64")]
+const PB_LD_AMX: usize = AMX_KEYS + 32;
 
 /// The row stride, in bf16, of the probabilities rounded to bf16 for the bf16 `P V`
 /// products (a whole number of lines, not a multiple of 4 KiB).
@@ -179,13 +196,19 @@ pub(super) struct Scratch {
 }
 
 impl Scratch {
+    /// The bytes its buffers hold.
+    fn bytes(&self) -> usize {
+        let f = [&self.q, &self.s, &self.acc, &self.m, &self.l, &self.corr, &self.k, &self.v];
+        4 * (f.iter().map(|b| b.capacity()).sum::<usize>() + self.qb.capacity() + self.pb.capacity())
+    }
+
     /// Sizes the buffers for an item of `rows` rows (Q, S and the accumulator for `alloc ≥
     /// rows`, the AMX tiles' multiple of 16) and starts its softmax state: `m = -inf`,
     /// `l = 0`, `acc = 0`. Q and S are overwritten before they are read.
     #[inline(always)]
-    fn reset(&mut self, rows: usize, alloc: usize, d: usize) {
+    fn reset(&mut self, rows: usize, alloc: usize, d: usize, s_ld: usize) {
         self.q.resize(alloc * d, 0.0);
-        self.s.resize(alloc * S_LD, 0.0);
+        self.s.resize(alloc * s_ld, 0.0);
         self.acc.clear();
         self.acc.resize(alloc * d, 0.0);
         self.m.clear();
@@ -194,6 +217,45 @@ impl Scratch {
         self.l.resize(rows, 0.0);
         self.corr.resize(rows, 0.0);
     }
+}
+
+/// The [`Scratch`]es of the last calls' parallel loops, kept for the next ones. Rayon
+/// starts the `map_init` state afresh for every piece of the item list that it hands a
+/// thread (tens per call), and a fresh `Scratch` zeroes its buffers as they grow (S alone
+/// is 200 KiB on the AMX path): measured at the (1,8,8,64,64,64) bf16 row, single-thread,
+/// that zeroing was a quarter of the call. At most [`SCRATCH_KEEP`] are kept, none when
+/// `FUSED_ATTN_CPU_KEEP_MIB` is 0; [`release_scratch`] frees them.
+static SCRATCH: Mutex<Vec<Scratch>> = Mutex::new(Vec::new());
+/// The most [`Scratch`]es kept: more than the threads that ever hold one at a time.
+const SCRATCH_KEEP: usize = 64;
+
+/// A [`Scratch`] taken from [`SCRATCH`] (or new), given back on drop.
+struct KeptScratch(Scratch);
+
+impl KeptScratch {
+    fn take() -> Self {
+        Self(SCRATCH.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default())
+    }
+}
+
+impl Drop for KeptScratch {
+    fn drop(&mut self) {
+        // `forward` read the limit before any loop ran, so it is valid here.
+        if super::pack::keep_limit_bytes().unwrap_or(0) == 0 {
+            return;
+        }
+        let sc = std::mem::take(&mut self.0);
+        let mut kept = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() < SCRATCH_KEEP {
+            kept.push(sc);
+        }
+    }
+}
+
+/// Frees the kept [`Scratch`]es; returns the bytes they held.
+pub(super) fn release_scratch() -> usize {
+    let freed = std::mem::take(&mut *SCRATCH.lock().unwrap_or_else(|e| e.into_inner()));
+    freed.iter().map(Scratch::bytes).sum()
 }
 
 /// An item's online-softmax state after its last key tile.
@@ -312,7 +374,8 @@ pub(super) fn run<T: Element>(
 
     let partials: Vec<Option<Partial>> = items
         .par_iter()
-        .map_init(Scratch::default, |sc, it| {
+        .map_init(KeptScratch::take, |sc, it| {
+            let sc = &mut sc.0;
             let ctx = &ctxs[it.seq];
             // SAFETY: `attend` reads the inputs only inside the bounds `Input::new` (or
             // `Input::paged`) checked and writes only `sc`, which it sizes itself.
@@ -477,9 +540,10 @@ struct Tile {
     j0: usize,
     jb: usize,
     full: bool,
-    /// The first tile the item computes, on the f32 AVX-512 kernels: its softmax asks for
-    /// the next item's rows ([`prefetch_next_row`]). Only there: measured on that path
-    /// alone (the bf16 rows were level within their spread, so they keep the code they had).
+    /// The first tile the item computes, on the f32 AVX-512 and the AMX kernels: its
+    /// softmax asks for the next item's rows ([`prefetch_next_row`]). Not on the other
+    /// paths (not measured there); on AMX it came with the 1024-key steps, whose profile
+    /// showed the Q row loads and output stores missing the cache.
     first: bool,
 }
 
@@ -524,14 +588,18 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
     let alloc = if matches!(products, Products::PackedAmx(_)) { rows.next_multiple_of(amx::TILE) } else { rows };
     #[cfg(not(target_arch = "x86_64"))]
     let alloc = rows;
-    sc.reset(rows, alloc, d);
+    #[cfg(target_arch = "x86_64")]
+    let (s_ld, pb_ld) = if matches!(products, Products::PackedAmx(_)) { (S_LD_AMX, PB_LD_AMX) } else { (S_LD, PB_LD) };
+    #[cfg(not(target_arch = "x86_64"))]
+    let (s_ld, pb_ld) = (S_LD, PB_LD);
+    sc.reset(rows, alloc, d, s_ld);
     #[cfg(target_arch = "x86_64")]
     let bf16_products = matches!(products, Products::PackedBf16(_) | Products::PackedAmx(_));
     #[cfg(not(target_arch = "x86_64"))]
     let bf16_products = false;
     if bf16_products {
         load_q_bf16(ctx, it, alloc, &mut sc.qb);
-        sc.pb.resize(alloc * PB_LD / 2, 0);
+        sc.pb.resize(alloc * pb_ld / 2, 0);
     } else {
         load_q(ctx, it, &mut sc.q[..rows * d]);
     }
@@ -542,12 +610,17 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
     let (lo, hi) = (first_lo.max(it.k_lo), last_hi.min(it.k_hi));
     // Tiles start at multiples of KEYS_PER_TILE, the stored Kᵀ tiles; the keys of the first
     // tile below `lo` are masked for every row (split boundaries are tile multiples too).
+    // The AMX path's steps take up to AMX_PANELS of them.
     #[cfg(target_arch = "x86_64")]
-    let mut first = matches!(products, Products::PackedAvx512(_));
+    let mut first = matches!(products, Products::PackedAvx512(_) | Products::PackedAmx(_));
     #[cfg(not(target_arch = "x86_64"))]
     let mut first = false;
-    for j0 in (lo - lo % KEYS_PER_TILE..hi).step_by(KEYS_PER_TILE) {
-        let j1 = (j0 + KEYS_PER_TILE).min(hi);
+    #[cfg(target_arch = "x86_64")]
+    let step = if matches!(products, Products::PackedAmx(_)) { AMX_KEYS } else { KEYS_PER_TILE };
+    #[cfg(not(target_arch = "x86_64"))]
+    let step = KEYS_PER_TILE;
+    for j0 in (lo - lo % KEYS_PER_TILE..hi).step_by(step) {
+        let j1 = (j0 + step).min(hi);
         // Every row sees every key of the tile: no mask arithmetic.
         let tile = Tile { j0, jb: j1 - j0, full: last_lo <= j0 && first_hi >= j1, first };
         if !tile.full
@@ -569,7 +642,7 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // `kv.kt`; S holds rows × S_LD with 16·⌈jb/16⌉ ≤ S_LD.
                 unsafe { avx2::scores(&sc.q, d, rows, kt, KT_LD, jb, sc.s.as_mut_ptr()) };
                 // SAFETY: the caller's KIND contract.
-                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
+                unsafe { softmax_step::<T, KIND, S_LD, PB_LD>(ctx, it, tile, sc, 1.0, false) };
                 // SAFETY: the caller has AVX2 and FMA; d is a multiple of 8; acc holds
                 // rows × d, corr rows; P (in S) rows × S_LD with jb ≤ S_LD; the V tile is
                 // jb ≤ KEYS_PER_TILE rows of d at stride v_ld inside its block of `kv.v`.
@@ -583,7 +656,7 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // rows × S_LD with 16·⌈jb/16⌉ ≤ S_LD.
                 unsafe { avx512::scores_f32(sc.q.as_ptr(), d, rows, kt, KT_LD, jb, sc.s.as_mut_ptr(), S_LD) };
                 // SAFETY: the caller's KIND contract.
-                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
+                unsafe { softmax_step::<T, KIND, S_LD, PB_LD>(ctx, it, tile, sc, 1.0, false) };
                 // SAFETY: the caller has AVX-512F; acc holds rows × d, corr rows; P (in S)
                 // rows × S_LD with jb ≤ S_LD; the V tile is jb rows of d at stride v_ld.
                 unsafe {
@@ -609,7 +682,7 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                     avx512::scores_bf16(sc.qb.as_ptr(), d / 2, rows, d / 2, kt, KT_LD, jb, sc.s.as_mut_ptr(), S_LD)
                 };
                 // SAFETY: the caller's KIND contract; Q's scale multiplies the raw scores.
-                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, q_scale(p), true) };
+                unsafe { softmax_step::<T, KIND, S_LD, PB_LD>(ctx, it, tile, sc, q_scale(p), true) };
                 // SAFETY: as above; P rounded to bf16 holds rows of ⌈jb/2⌉ ≤ PB_LD/2 pairs
                 // (zero past jb) at stride PB_LD/2 pairs; the V pair tile ⌈jb/2⌉ ≤
                 // KEYS_PER_TILE/2 pair rows of d (zero past jb) at stride v_ld.
@@ -628,21 +701,51 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
             }
             #[cfg(target_arch = "x86_64")]
             Products::PackedAmx(kv) => {
-                let (kt, v) = (kv.kt_tile(ctx.kv_slot, it.kvh, j0).cast(), kv.v_tile(ctx.kv_slot, it.kvh, j0).cast());
+                // The step's stored tiles (j0 is a multiple of KEYS_PER_TILE): their Kᵀ and V
+                // blocks are the kernels' panels; past the step's keys none is read.
+                let (mut kt, mut v) = ([std::ptr::null::<u32>(); AMX_PANELS], [std::ptr::null::<u32>(); AMX_PANELS]);
+                for (t, (kt, v)) in kt.iter_mut().zip(&mut v).enumerate().take(jb.div_ceil(KEYS_PER_TILE)) {
+                    let jt = j0 + t * KEYS_PER_TILE;
+                    (*kt, *v) = (kv.kt_tile(ctx.kv_slot, it.kvh, jt).cast(), kv.v_tile(ctx.kv_slot, it.kvh, jt).cast());
+                }
                 let cols = jb.next_multiple_of(2 * amx::TILE);
                 // SAFETY: the caller has AMX with the OS's permission; alloc is a multiple
-                // of 16 and d of 32; the bf16 Q buffer holds alloc rows of d; the Kᵀ pair
-                // tile has d/2 rows of cols ≤ KEYS_PER_TILE ≤ KT_LD pairs (zero past jb);
-                // S holds alloc rows of S_LD ≥ cols.
-                unsafe { amx::scores(sc.qb.as_ptr().cast(), d, alloc, d, kt, KT_LD, cols, sc.s.as_mut_ptr(), S_LD) };
-                // SAFETY: the caller's KIND contract; Q's scale multiplies the raw scores.
-                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, q_scale(p), true) };
+                // of 16, d and KEYS_PER_TILE of 32; the bf16 Q buffer holds alloc rows of d;
+                // each Kᵀ pair block that a column below cols falls in has d/2 rows of
+                // KEYS_PER_TILE ≤ KT_LD pairs (zero past the keys); S holds alloc rows of
+                // S_LD_AMX ≥ AMX_KEYS ≥ cols.
+                unsafe {
+                    amx::scores(
+                        sc.qb.as_ptr().cast(),
+                        d,
+                        alloc,
+                        d,
+                        (&kt, KEYS_PER_TILE),
+                        KT_LD,
+                        cols,
+                        sc.s.as_mut_ptr(),
+                        S_LD_AMX,
+                    )
+                };
+                // SAFETY: the caller's KIND contract; Q's scale multiplies the raw scores;
+                // S and P rows at the AMX strides.
+                unsafe { softmax_step::<T, KIND, S_LD_AMX, PB_LD_AMX>(ctx, it, tile, sc, q_scale(p), true) };
                 rescale_rows(&mut sc.acc[..rows * d], &sc.corr[..rows], d);
                 // SAFETY: as above; acc holds alloc rows of d; P rounded to bf16 holds alloc
-                // rows of PB_LD ≥ cols (zero from jb to cols); the V pair tile has cols/2 ≤
-                // KEYS_PER_TILE/2 pair rows of d (zero past jb) at stride v_ld.
+                // rows of PB_LD_AMX ≥ cols (zero from jb to cols); each V pair block that a
+                // key below cols falls in has KEYS_PER_TILE/2 pair rows of d (zero past the
+                // keys) at stride v_ld.
                 unsafe {
-                    amx::accumulate(sc.acc.as_mut_ptr(), d, alloc, sc.pb.as_ptr().cast(), PB_LD, v, kv.v_ld, cols)
+                    amx::accumulate(
+                        sc.acc.as_mut_ptr(),
+                        d,
+                        alloc,
+                        sc.pb.as_ptr().cast(),
+                        PB_LD_AMX,
+                        (&v, KEYS_PER_TILE),
+                        kv.v_ld,
+                        cols,
+                    )
                 };
             }
             Products::PackedGemm(kv) => {
@@ -650,7 +753,7 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // `kv.kt`.
                 unsafe { scores_gemm(sc, d, rows, jb, kv.kt_tile(ctx.kv_slot, it.kvh, j0), (KT_LD, 1)) };
                 // SAFETY: the caller's KIND contract.
-                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
+                unsafe { softmax_step::<T, KIND, S_LD, PB_LD>(ctx, it, tile, sc, 1.0, false) };
                 // SAFETY: the V tile is jb rows of d at stride v_ld inside its block of `kv.v`.
                 unsafe { pv_gemm(sc, d, rows, jb, kv.v_tile(ctx.kv_slot, it.kvh, j0), kv.v_ld) };
             }
@@ -658,7 +761,7 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // SAFETY: the caller's KIND contract.
                 unsafe { scores_direct::<T, KIND>(ctx, it, sc, j0, jb) };
                 // SAFETY: the caller's KIND contract.
-                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
+                unsafe { softmax_step::<T, KIND, S_LD, PB_LD>(ctx, it, tile, sc, 1.0, false) };
                 // SAFETY: the caller's KIND contract.
                 unsafe { pv_direct::<T, KIND>(ctx, it, sc, j0, jb) };
             }
@@ -668,7 +771,7 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // (row-major K; gemm packs it).
                 unsafe { scores_gemm(sc, d, rows, jb, k, (1, k_stride)) };
                 // SAFETY: the caller's KIND contract.
-                unsafe { softmax_step::<T, KIND>(ctx, it, tile, sc, 1.0, false) };
+                unsafe { softmax_step::<T, KIND, S_LD, PB_LD>(ctx, it, tile, sc, 1.0, false) };
                 let (v, v_stride) = kv_tile(&ctx.v, 0, j0, jb, it.kvh, d, &mut sc.v);
                 // SAFETY: as for K.
                 unsafe { pv_gemm(sc, d, rows, jb, v, v_stride) };
@@ -953,15 +1056,16 @@ unsafe fn pv_direct<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &Item, sc:
     }
 }
 
-/// Row `r` of the bf16 probabilities (PB_LD bf16 at a stride of PB_LD/2 pairs).
+/// Row `r` of the bf16 probabilities (PLD bf16 at a stride of PLD/2 pairs).
 #[inline(always)]
-fn bf16_row(pb: &mut [u32], r: usize) -> &mut [u16] {
-    let row = &mut pb[r * PB_LD / 2..][..PB_LD / 2];
+fn bf16_row<const PLD: usize>(pb: &mut [u32], r: usize) -> &mut [u16] {
+    let row = &mut pb[r * PLD / 2..][..PLD / 2];
     // SAFETY: a u32 is two u16 (and at least as aligned); the view covers exactly the row.
-    unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr().cast::<u16>(), PB_LD) }
+    unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr().cast::<u16>(), PLD) }
 }
 
-/// The online softmax over one tile of `S`, row by row: the raw scores times `s_scale`
+/// The online softmax over one tile of `S` (rows `SLD` floats apart), row by row: the raw
+/// scores times `s_scale`
 /// (1 where Q was scaled), then softcap, ALiBi and the masks transform them;
 /// then, with `m` the running row max and `l` the running sum,
 /// `m' = max(m, max_j s_j)`, `p_j = 2^(s_j - m')` in place of `s_j`,
@@ -972,9 +1076,10 @@ fn bf16_row(pb: &mut [u32], r: usize) -> &mut [u16] {
 ///
 /// # Safety
 /// The CPU has the instruction sets of `KIND`; with `round_p`, `KIND ≥ AVX512_BF16` and
-/// `sc.pb` holds the item's rows of [`PB_LD`].
+/// `sc.pb` holds the item's rows of `PLD` bf16 (`PLD` ≥ the tile's keys rounded up to 32);
+/// `sc.s` holds the item's rows of `SLD` ≥ the tile's keys.
 #[inline(always)]
-unsafe fn softmax_step<T: Element, const KIND: u8>(
+unsafe fn softmax_step<T: Element, const KIND: u8, const SLD: usize, const PLD: usize>(
     ctx: &Ctx<'_, T>,
     it: &Item,
     tile: Tile,
@@ -985,7 +1090,8 @@ unsafe fn softmax_step<T: Element, const KIND: u8>(
     let p = &ctx.p;
     let g = p.group_size();
     let Tile { j0, jb, full, first: first_tile } = tile;
-    let plain = p.softcap <= 0.0 && ctx.alibi.is_none() && full;
+    let bare = p.softcap <= 0.0 && ctx.alibi.is_none();
+    let plain = bare && full;
     // The item's first tile (f32 AVX-512 prefill, keys not split): the next item's rows
     // into L2.
     let prefetch = ctx.shared.is_some() && ctx.n_splits == 1 && first_tile;
@@ -997,19 +1103,30 @@ unsafe fn softmax_step<T: Element, const KIND: u8>(
         #[cfg(not(target_arch = "x86_64"))]
         let _ = prefetch;
         let (i, hq) = it.row_at(r, g);
-        let srow = &mut sc.s[r * S_LD..][..jb];
-        // The bf16 products on a plain tile: the scale goes into the max and the exponent,
-        // and the pass stores bf16 probabilities only.
+        let srow = &mut sc.s[r * SLD..][..jb];
+        // The bf16 products without softcap or ALiBi: the scale goes into the max and the
+        // exponent, and the pass stores bf16 probabilities only. On a tile that some row
+        // sees in part (the causal diagonal, windows) the pass runs over the row's visible
+        // keys `a..b` alone and the masked probabilities are zeros, which is what `2^-inf`
+        // gives them on the masked path.
         #[cfg(target_arch = "x86_64")]
-        if KIND >= AVX512_BF16 && round_p && plain && s_scale > 0.0 {
+        if KIND >= AVX512_BF16 && round_p && bare && s_scale > 0.0 {
+            let (a, b) = if full {
+                (0, jb)
+            } else {
+                let (a, b) = p.key_range(i);
+                let a = a.saturating_sub(j0).min(jb);
+                (a, b.saturating_sub(j0).clamp(a, jb))
+            };
             let m_old = sc.m[r];
             // SAFETY: the caller has AVX-512F (KIND ≥ AVX512); `c·x` is monotone in x.
-            let m_new = m_old.max(s_scale * unsafe { avx512::row_max(srow) });
+            let m_new = m_old.max(s_scale * unsafe { avx512::row_max(&srow[a..b]) });
             let m_use = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
-            let dst = &mut bf16_row(&mut sc.pb, r)[..jb.next_multiple_of(32)];
+            let dst = &mut bf16_row::<PLD>(&mut sc.pb, r)[..jb.next_multiple_of(32)];
+            dst[..a].fill(0);
             // SAFETY: the caller has AVX-512F, AVX-512DQ and AVX512-BF16 (KIND ≥ AVX512_BF16:
             // the two bf16 paths require all three).
-            let sum = unsafe { avx512::exp2_scaled_to_bf16(srow, s_scale, m_use, dst) };
+            let sum = unsafe { avx512::exp2_scaled_to_bf16(&srow[a..b], s_scale, m_use, &mut dst[a..]) };
             let corr = exp2_f32(m_old - m_use);
             sc.l[r] = sc.l[r] * corr + sum;
             sc.m[r] = m_new;
@@ -1058,7 +1175,7 @@ unsafe fn softmax_step<T: Element, const KIND: u8>(
         sc.corr[r] = corr;
         #[cfg(target_arch = "x86_64")]
         if KIND >= AVX512_BF16 && round_p {
-            let dst = &mut bf16_row(&mut sc.pb, r)[..jb.next_multiple_of(32)];
+            let dst = &mut bf16_row::<PLD>(&mut sc.pb, r)[..jb.next_multiple_of(32)];
             // SAFETY: the caller has AVX-512F and AVX512-BF16 (KIND ≥ AVX512_BF16).
             unsafe { avx512::round_row_bf16(srow, dst) };
         }

@@ -2,7 +2,8 @@
 //!
 //! **What it computes.** `out = softmax(s) v` per (batch, q head, query row), with
 //! `s = scale·<q,k>`, then softcap, ALiBi and the bottom-right masks of [`Problem`],
-//! without an `Sq×Sk` buffer: keys are visited in tiles of 256 and the softmax is kept
+//! without an `Sq×Sk` buffer: keys are visited in tiles of 256 (steps of 4 such tiles on
+//! the AMX path) and the softmax is kept
 //! online (running row max `m`, running sum `l`, f32 accumulator), as FlashAttention-2 does.
 //! Scores are kept in base 2 (`log2(e)` is folded into Q's scale), so the exponentials are
 //! `2^x`. f16/bf16 inputs are converted to f32 per tile and all arithmetic is f32, except
@@ -82,7 +83,9 @@
 //! of K and V themselves, never Sq×Sk) are kept for the next call, sparing their page
 //! faults. The two kept buffers hold at most `FUSED_ATTN_CPU_KEEP_MIB` MiB together
 //! (read once; default 256; 0 keeps none); a larger call frees its own when it ends.
-//! [`release_cpu_buffers`] frees them.
+//! The per-thread scratch buffers of the parallel loop (S, P, the accumulator: a few
+//! hundred KiB each, at most 64 of them) are kept too, unless that bound is 0.
+//! [`release_cpu_buffers`] frees both.
 //!
 //! The measurements behind these choices, and the versions that led here:
 //! `lab/cpu-history.md`.
@@ -108,7 +111,13 @@ mod pack;
 mod softmax;
 
 use forward::{AttendFn, Ctx, Item, Scratch, SeqIn};
-pub use pack::release_cpu_buffers;
+
+/// Frees the buffers the CPU path keeps between calls (the packed K/V of the last prefill
+/// calls and the per-thread scratch of the last parallel loops), and returns how many
+/// bytes they held. A call running meanwhile gives its buffers back when it ends.
+pub fn release_cpu_buffers() -> usize {
+    pack::release_kv_buffers() + forward::release_scratch()
+}
 use pack::{Element, Input, PageMap};
 
 pub(crate) fn forward(

@@ -4,7 +4,7 @@
 //! a prefill call ([`SharedKv`]: one block per key tile of every prefill sequence, padded
 //! line-aligned strides) and
 //! the two buffers kept for them between calls, bounded by `FUSED_ATTN_CPU_KEEP_MIB` and
-//! freed by [`release_cpu_buffers`].
+//! freed by [`super::release_cpu_buffers`].
 
 use candle_core::{bail, Result, WithDType};
 use half::{bf16, f16, slice::HalfFloatSliceExt};
@@ -245,7 +245,7 @@ pub(super) const fn padded_stride(n: usize) -> usize {
 /// first touch; those faults made up most of the 25–32 ms that preparing K and V took per
 /// call single-thread, out of 290–390 ms. Kept: the largest buffers seen, the size of a
 /// call's K and V in f32 (never Sq×Sk), while the two together stay within
-/// [`keep_limit_bytes`]; [`release_cpu_buffers`] frees them.
+/// [`keep_limit_bytes`]; [`super::release_cpu_buffers`] frees them.
 static POOL: Pool = Pool::new();
 
 /// The environment variable that bounds the memory [`POOL`] keeps, in MiB.
@@ -270,9 +270,9 @@ pub(super) fn keep_limit_bytes() -> Result<usize> {
     limit.clone().map_err(candle_core::Error::Msg)
 }
 
-/// Frees the K/V buffers the CPU path keeps between calls, and returns how many bytes they
-/// held. A call running meanwhile gives its buffers back when it ends.
-pub fn release_cpu_buffers() -> usize {
+/// Frees the kept K/V buffers, and returns how many bytes they held. A call running
+/// meanwhile gives its buffers back when it ends.
+pub(super) fn release_kv_buffers() -> usize {
     POOL.release()
 }
 
@@ -478,9 +478,11 @@ fn pack_pairs_tile<T: Element>(
     let half = d / 2;
     let zero = [T::zero(); crate::problem::MAX_HEAD_DIM];
     let mut rows = [[0u32; crate::problem::MAX_HEAD_DIM / 2]; TRANSPOSE_KEYS];
-    for (kvh, (kt, vf)) in kt.chunks_exact_mut(kt_block).zip(vf.chunks_exact_mut(v_block)).enumerate() {
-        for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
-            let keys = TRANSPOSE_KEYS.min(jb - g0);
+    // Keys outer, kv heads inner: the rows of one key of every kv head lie together in the
+    // `(seq, heads, d)` layout, so the input is read once, in order.
+    for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
+        let keys = TRANSPOSE_KEYS.min(jb - g0);
+        for (kvh, kt) in kt.chunks_exact_mut(kt_block).enumerate() {
             for (jj, row) in (g0..g0 + keys).zip(&mut rows) {
                 T::to_bf16_pairs(k.row(0, j0 + jj, kvh, d), &mut row[..half]);
             }
@@ -490,13 +492,17 @@ fn pack_pairs_tile<T: Element>(
                 }
             }
         }
+    }
+    for kt in kt.chunks_exact_mut(kt_block) {
         // The missing keys of the last tile, which the score kernels' last blocks read.
         kt.chunks_exact_mut(KT_LD).take(half).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
-        for (w, dst) in vf.chunks_exact_mut(v_ld).take(KEYS_PER_TILE / 2).enumerate() {
-            let (a, b) = (2 * w, 2 * w + 1);
+    }
+    for w in 0..KEYS_PER_TILE / 2 {
+        let (a, b) = (2 * w, 2 * w + 1);
+        for (kvh, vf) in vf.chunks_exact_mut(v_block).enumerate() {
             let lo = if a < jb { v.row(0, j0 + a, kvh, d) } else { &zero[..d] };
             let hi = if b < jb { v.row(0, j0 + b, kvh, d) } else { &zero[..d] };
-            T::interleave_bf16(lo, hi, &mut dst[..d]);
+            T::interleave_bf16(lo, hi, &mut vf[w * v_ld..][..d]);
         }
     }
 }
