@@ -60,13 +60,21 @@ const CPU_SHAPES: &[Shape] = &[
 /// The bf16 GPU rows: prefill, then decode (few queries against long caches).
 #[cfg(feature = "cuda")]
 const CUDA_SHAPES: &[Shape] = &[
+    // Issue 14's prefill table, causal and not, then d256 and GQA 8:1 rows; then decode.
     shape((1, 8, 8, 512, 512, 64), false),
+    shape((1, 8, 8, 512, 512, 64), true),
     shape((16, 16, 16, 2048, 2048, 64), false),
     shape((16, 16, 16, 2048, 2048, 64), true),
     shape((16, 16, 16, 2048, 2048, 128), false),
     shape((16, 16, 16, 2048, 2048, 128), true),
     shape((4, 32, 32, 4096, 4096, 128), false),
+    shape((4, 32, 32, 4096, 4096, 128), true),
+    shape((1, 32, 32, 16384, 16384, 128), false),
     shape((1, 32, 32, 16384, 16384, 128), true),
+    shape((16, 16, 16, 2048, 2048, 256), false),
+    shape((16, 16, 16, 2048, 2048, 256), true),
+    shape((4, 32, 4, 4096, 4096, 128), false),
+    shape((4, 32, 4, 4096, 4096, 128), true),
     shape((8, 32, 8, 1, 8192, 128), false),
     shape((1, 32, 8, 1, 32768, 128), false),
     shape((1, 32, 8, 1, 2048, 128), false),

@@ -44,6 +44,9 @@
 // cuDNN (v3 1013 µs; sm_80 kernel 1606); causal 592 µs, 0.96×; (4,32,4096,d128) 1892 µs,
 // 581 TF/s, 0.98×; (1,32,16384,d128) causal 3670 µs, 599 TF/s, 1.03×; (16,16,2048,d64) 629 µs,
 // 0.94×, causal 406 µs, 0.88×; (1,8,512,d64) 14.5 µs, 0.89×. lab/README.md has v1-v4.
+// d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
+// 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
+// criterion medians, torch in the same call).
 
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
@@ -113,6 +116,13 @@ template <>
 struct HopperTraits<64, true> : HopperConfig<64, 128, 3, 2, 24, 240> {};
 template <bool kMods>
 struct HopperTraits<128, kMods> : HopperConfig<128, 128, 2, 2, 24, 240> {};
+// d192 and d256: 64-key blocks, so that Q (48 / 64 KiB) and the K/V ring fit the shared
+// memory (3 stages of 24 KiB tiles at d192, 2 of 32 KiB at d256) and O (96 / 128 f32 per
+// thread), S and P fit 240 registers.
+template <bool kMods>
+struct HopperTraits<192, kMods> : HopperConfig<192, 64, 3, 2, 24, 240> {};
+template <bool kMods>
+struct HopperTraits<256, kMods> : HopperConfig<256, 64, 2, 2, 24, 240> {};
 
 // ---- the kernel ---------------------------------------------------------------------------
 

@@ -294,7 +294,7 @@ impl HopperTally {
 
 /// The Hopper prefill kernel (kernels/fwd_sm90.cu): random prefill cases (sq ≥ 129, every mask,
 /// softcap, ALiBi, GQA, every input layout) in f16 and bf16, with the head dims it covers
-/// (multiples of 8 up to 128, smaller ones zero-padded), each run twice on one GPU: on the
+/// (multiples of 8 up to 256, each zero-padded to its instance's), each run twice on one GPU: on the
 /// default kernels and forced onto the sm_80 kernels, both against the f64 oracle. The default
 /// run must take the Hopper kernel for every case whose inputs are contiguous or head-major
 /// views (tensor maps describe them), and for at least a third of all cases, so that the test
@@ -314,7 +314,9 @@ fn gpu_hopper_prefill() {
     }
     let seed = fresh_seed(test);
     let limits = Limits { decode_fraction: 0.0, ..Limits::gpu() };
-    const DIMS: [usize; 8] = [8, 40, 64, 72, 96, 104, 120, 128];
+    // Every instance (64, 128, 192, 256) and dims padded up to each; 13 entries, so that the
+    // dtype (i % 2) meets every dim.
+    const DIMS: [usize; 13] = [8, 40, 64, 72, 96, 104, 120, 128, 136, 176, 192, 200, 256];
     // FUSED_ATTN_HOPPER_CASES=N runs fewer (compute-sanitizer runs of this test).
     let n = std::env::var("FUSED_ATTN_HOPPER_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(HOPPER_CASES);
     let cases: Vec<_> = (0..n)
@@ -765,7 +767,9 @@ fn gpu_hopper_backward() {
     }
     let seed = fresh_seed(test);
     let limits = common::grad::grad_limits();
-    const DIMS: [usize; 8] = [8, 40, 64, 72, 96, 104, 120, 128];
+    // Every instance (64, 128, 192, 256) and dims padded up to each; 13 entries, so that the
+    // dtype (i % 2) meets every dim.
+    const DIMS: [usize; 13] = [8, 40, 64, 72, 96, 104, 120, 128, 136, 176, 192, 200, 256];
     // FUSED_ATTN_HOPPER_CASES=N runs fewer (compute-sanitizer runs of this test).
     let n = std::env::var("FUSED_ATTN_HOPPER_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(160);
     let (mut failures, mut hopper_runs) = (Vec::new(), 0usize);
@@ -1341,7 +1345,8 @@ fn attention_dense_parts(
 /// whole 128-key blocks or of 8–64 keys (and some with 24-key pages, which stay on the sm_80
 /// kernel), one sequence long enough (≥ 129 queries) that the batch takes the prefill path.
 fn hopper_var_case(seed: u64, i: usize) -> (DType, VarCase) {
-    const DIMS: [usize; 8] = [8, 40, 64, 72, 96, 104, 120, 128];
+    // 11 dims against 8 page kinds, so that every dim meets every page kind.
+    const DIMS: [usize; 11] = [8, 40, 64, 72, 96, 104, 120, 128, 160, 192, 256];
     let mut c = VarCase::random(seed);
     c.head_dim = DIMS[i % DIMS.len()];
     c.page = [None, None, Some(128), Some(256), Some(16), Some(64), Some(8), Some(24)][i % 8];
@@ -1410,7 +1415,10 @@ fn check_hopper_varlen(test: &'static str, dev: &Device, cases: &[(DType, VarCas
             .collect();
         for ((dtype, case), prep) in chunk.iter().zip(prepared) {
             let prep = prep.unwrap_or_else(|e| panic!("{test}: {} prepare: {e}", case.describe()));
-            let coverable = !case.strided && case.page.is_none_or(|pg| pg % 128 == 0 || (128 % pg == 0 && pg % 8 == 0));
+            // The instance's key block: 128 keys up to d128, 64 above (HopperTraits).
+            let block = if case.head_dim <= 128 { 128 } else { 64 };
+            let coverable =
+                !case.strided && case.page.is_none_or(|pg| pg % block == 0 || (block % pg == 0 && pg % 8 == 0));
             let what = format!("{dtype:?} {} (case seed {})", case.describe(), case.seed);
             tally.run(&what, coverable, || check_varlen(dev, *dtype, case, &prep));
         }
