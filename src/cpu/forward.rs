@@ -282,12 +282,17 @@ pub(super) fn run<T: Element>(
     want_lse: bool,
     (h, hkv, d): (usize, usize, usize),
 ) -> Result<(CpuStorage, Option<Vec<f32>>)> {
-    let mut out = vec![T::zero(); rows * h * d];
+    let n_out = rows * h * d;
     // Each row's natural-log log-sum-exp, when asked for; -inf for rows no item writes.
     let mut lse = want_lse.then(|| vec![f32::NEG_INFINITY; h * rows]);
-    if out.is_empty() || hkv == 0 {
-        return Ok((T::to_cpu_storage_owned(out), lse));
+    if n_out == 0 || hkv == 0 {
+        return Ok((T::to_cpu_storage_owned(vec![T::zero(); n_out]), lse));
     }
+    // The items write every row of a sequence with queries and keys (sequences own
+    // disjoint rows): when those cover the output, it is not zeroed first (a serial
+    // 512 KiB fill at (1,8,8,512,512,64) bf16, before the threads start).
+    let written: usize = seqs.iter().filter(|s| s.p.seq_q > 0 && s.p.seq_k > 0).map(|s| s.p.seq_q).sum();
+    let mut out: Vec<T> = if written == rows { Vec::with_capacity(n_out) } else { vec![T::zero(); n_out] };
     let g = h / hkv;
     let threads = rayon::current_num_threads();
     // The per-sequence decisions: query blocks, whether its keys are packed, key splits.
@@ -316,9 +321,35 @@ pub(super) fn run<T: Element>(
         });
         plans.push((q_block, n_qblocks, n_splits, slot, heads));
     }
-    let shared = (!slots.is_empty()).then(|| SharedKv::new(&slots, hkv, d, pairs));
     let out_ptr = SendPtr(out.as_mut_ptr());
     let lse_ptr = lse.as_mut().map(|l| SendPtr(l.as_mut_ptr()));
+    // The packing, the items and the merge in one entry into the pool: called from outside
+    // it, each parallel loop would wake the workers and put the caller to sleep until they
+    // finish, and the caller's wake-up between the packing and the items would idle both
+    // cores.
+    rayon::scope(|_| run_items(seqs, plans, (slots, pairs), (h, hkv, d), out_ptr, lse_ptr));
+    if out.is_empty() {
+        // SAFETY: the items (or the merges of their splits) wrote every element: `written`
+        // covers the rows, and each item writes all heads of its rows.
+        unsafe { out.set_len(n_out) };
+    }
+    Ok((T::to_cpu_storage_owned(out), lse))
+}
+
+/// The parallel part of [`run`]: packs the keys of the sequences that share them (`slots`),
+/// runs every item and merges the key splits, writing the output and LSE behind `out` and
+/// `lse` (each `(rows, heads, d)` and `heads × rows`, sized by [`run`]).
+#[allow(clippy::type_complexity)]
+fn run_items<T: Element>(
+    seqs: Vec<SeqIn<'_, T>>,
+    plans: Vec<(usize, usize, usize, Option<usize>, usize)>,
+    (slots, pairs): (Vec<(Input<'_, T>, Input<'_, T>, usize)>, bool),
+    (h, hkv, d): (usize, usize, usize),
+    out_ptr: SendPtr<T>,
+    lse_ptr: Option<SendPtr<f32>>,
+) {
+    let g = h / hkv;
+    let shared = (!slots.is_empty()).then(|| SharedKv::new(&slots, hkv, d, pairs));
     let ctxs: Vec<Ctx<'_, T>> = seqs
         .into_iter()
         .zip(plans)
@@ -403,7 +434,6 @@ pub(super) fn run<T: Element>(
         // SAFETY: each group owns its rows of `out` and of the LSE, as the items did.
         unsafe { merge_splits(ctx, it, splits, (h, d), out_ptr, lse_ptr) };
     });
-    Ok((T::to_cpu_storage_owned(out), lse))
 }
 
 /// A row's natural-log log-sum-exp from its running max `m` (base-2 units, as the scores
@@ -783,6 +813,7 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
         // SAFETY: the caller's AMX contract.
         unsafe { amx::release() };
     }
+
     if ctx.n_splits == 1 {
         // SAFETY: the caller's contract (`run`'s loop: the item owns its rows).
         unsafe { write_item(ctx, it, sc) };
