@@ -204,12 +204,15 @@ impl Scratch {
 
     /// Sizes the buffers for an item of `rows` rows (Q, S and the accumulator for `alloc ≥
     /// rows`, the AMX tiles' multiple of 16) and starts its softmax state: `m = -inf`,
-    /// `l = 0`, `acc = 0`. Q and S are overwritten before they are read.
+    /// `l = 0`, and `acc = 0` when `zero_acc` (else the caller's first `P V` overwrites it,
+    /// or the caller zeroes it). Q and S are overwritten before they are read.
     #[inline(always)]
-    fn reset(&mut self, rows: usize, alloc: usize, d: usize, s_ld: usize) {
+    fn reset(&mut self, rows: usize, alloc: usize, d: usize, s_ld: usize, zero_acc: bool) {
         self.q.resize(alloc * d, 0.0);
         self.s.resize(alloc * s_ld, 0.0);
-        self.acc.clear();
+        if zero_acc {
+            self.acc.clear();
+        }
         self.acc.resize(alloc * d, 0.0);
         self.m.clear();
         self.m.resize(rows, f32::NEG_INFINITY);
@@ -622,7 +625,15 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
     let (s_ld, pb_ld) = if matches!(products, Products::PackedAmx(_)) { (S_LD_AMX, PB_LD_AMX) } else { (S_LD, PB_LD) };
     #[cfg(not(target_arch = "x86_64"))]
     let (s_ld, pb_ld) = (S_LD, PB_LD);
-    sc.reset(rows, alloc, d, s_ld);
+    // The AMX path's first step stores its `P V` over the accumulator instead of adding to
+    // it (zero C tiles, no rescale), so the accumulator is not zeroed here.
+    #[cfg(target_arch = "x86_64")]
+    let fresh_store = matches!(products, Products::PackedAmx(_));
+    #[cfg(not(target_arch = "x86_64"))]
+    let fresh_store = false;
+    sc.reset(rows, alloc, d, s_ld, !fresh_store);
+    // No step has run yet: the accumulator holds nothing.
+    let mut fresh = true;
     #[cfg(target_arch = "x86_64")]
     let bf16_products = matches!(products, Products::PackedBf16(_) | Products::PackedAmx(_));
     #[cfg(not(target_arch = "x86_64"))]
@@ -663,6 +674,8 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
         }
         first = false;
         let jb = tile.jb;
+        #[allow(unused_variables)]
+        let fresh = std::mem::replace(&mut fresh, false);
         match products {
             #[cfg(target_arch = "x86_64")]
             Products::PackedAvx2(kv) => {
@@ -760,13 +773,17 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // SAFETY: the caller's KIND contract; Q's scale multiplies the raw scores;
                 // S and P rows at the AMX strides.
                 unsafe { softmax_step::<T, KIND, S_LD_AMX, PB_LD_AMX>(ctx, it, tile, sc, q_scale(p), true) };
-                rescale_rows(&mut sc.acc[..rows * d], &sc.corr[..rows], d);
+                // The first step's `corr` is 0 and the accumulator holds nothing yet.
+                if !fresh {
+                    rescale_rows(&mut sc.acc[..rows * d], &sc.corr[..rows], d);
+                }
                 // SAFETY: as above; acc holds alloc rows of d; P rounded to bf16 holds alloc
                 // rows of PB_LD_AMX ≥ cols (zero from jb to cols); each V pair block that a
                 // key below cols falls in has KEYS_PER_TILE/2 pair rows of d (zero past the
                 // keys) at stride v_ld.
                 unsafe {
                     amx::accumulate(
+                        fresh,
                         sc.acc.as_mut_ptr(),
                         d,
                         alloc,
@@ -813,7 +830,9 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
         // SAFETY: the caller's AMX contract.
         unsafe { amx::release() };
     }
-
+    if fresh && fresh_store {
+        sc.acc.fill(0.0); // no row saw a key: the rows are zeros
+    }
     if ctx.n_splits == 1 {
         // SAFETY: the caller's contract (`run`'s loop: the item owns its rows).
         unsafe { write_item(ctx, it, sc) };
@@ -898,8 +917,9 @@ fn load_q_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, alloc: usize, qb: &mut V
     let p = &ctx.p;
     let (d, g) = (p.head_dim, p.group_size());
     let rows = it.rows(g);
-    qb.clear();
+    // Rows below `rows` are overwritten; those past them (the last AMX tile's) are zeroed.
     qb.resize(alloc * d / 2, 0);
+    qb[rows * d / 2..].fill(0);
     for (r, dst) in qb.chunks_exact_mut(d / 2).take(rows).enumerate() {
         let (i, hq) = it.row_at(r, g);
         T::to_bf16_pairs(ctx.q.row(0, i, hq, d), dst);
