@@ -21,7 +21,9 @@
 //! cores 0,1, load 2.0–2.1, 5 runs alternating with the previous code, medians): the
 //! (1,16,16,2048,2048,64) bf16 row in 20.5 ms (26.3 before: steps of 1024 keys instead of
 //! 256), causal 13.1 ms (16.3), (1,8,8,512,512,64) 0.955 ms (1.066). Single-thread, the
-//! tile kernels are about half of the 2048 row's time, the `2^x`→bf16 pass 16%. The
+//! tile kernels are about half of the 2048 row's time, the `2^x`→bf16 pass 16%. Later
+//! (load 2.0–2.2, 5 pairs): the 512 row 0.904 → 0.822 ms with the first step's fresh
+//! accumulator (`accumulate`'s `fresh`) and one pool entry per call. The
 //! record: `lab/cpu-history.md` (issue 15's sections).
 
 use std::arch::asm;
