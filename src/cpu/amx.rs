@@ -21,7 +21,9 @@
 //! cores 0,1, load 2.0–2.1, 5 runs alternating with the previous code, medians): the
 //! (1,16,16,2048,2048,64) bf16 row in 20.5 ms (26.3 before: steps of 1024 keys instead of
 //! 256), causal 13.1 ms (16.3), (1,8,8,512,512,64) 0.955 ms (1.066). Single-thread, the
-//! tile kernels are about half of the 2048 row's time, the `2^x`→bf16 pass 16%. The
+//! tile kernels are about half of the 2048 row's time, the `2^x`→bf16 pass 16%. Later
+//! (load 2.0–2.2, 5 pairs): the 512 row 0.904 → 0.822 ms with the first step's fresh
+//! accumulator (`accumulate`'s `fresh`) and one pool entry per call. The
 //! record: `lab/cpu-history.md` (issue 15's sections).
 
 use std::arch::asm;
@@ -236,7 +238,8 @@ pub(super) unsafe fn scores(
 /// `acc[r·d + c] += Σ_{w < keys} p[r·p_ld + w] · v[w][c]` for `r < rows`, `c < d`: `P V`
 /// with bf16 P rows and V pair panels of `panel` keys each (`panel/2` pair rows of `v_ld`
 /// pairs; key `w` lies in panel `v[w / panel]`, pair row `(w % panel)/2`); the caller has
-/// rescaled `acc`.
+/// rescaled `acc`. With `fresh`, `acc = Σ …` instead: the C tiles start at zero, and `acc`
+/// is only written (an item's first step; the same sums as adding to a zeroed `acc`).
 ///
 /// # Safety
 /// As [`scores`]: `rows` a multiple of 16, `d`, `panel` and `keys` of 32; `acc` holds
@@ -245,6 +248,7 @@ pub(super) unsafe fn scores(
 /// of `d` readable pairs at stride `v_ld`.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn accumulate(
+    fresh: bool,
     acc: *mut f32,
     d: usize,
     rows: usize,
@@ -265,11 +269,20 @@ pub(super) unsafe fn accumulate(
             while r < rows {
                 let two = r + 2 * TILE <= rows;
                 let ct = acc.add(r * d + c).cast::<u8>();
-                load::<0>(ct, cs);
-                load::<1>(ct.add(4 * TILE), cs);
-                if two {
-                    load::<2>(ct.add(TILE * cs), cs);
-                    load::<3>(ct.add(TILE * cs + 4 * TILE), cs);
+                if fresh {
+                    zero::<0>();
+                    zero::<1>();
+                    if two {
+                        zero::<2>();
+                        zero::<3>();
+                    }
+                } else {
+                    load::<0>(ct, cs);
+                    load::<1>(ct.add(4 * TILE), cs);
+                    if two {
+                        load::<2>(ct.add(TILE * cs), cs);
+                        load::<3>(ct.add(TILE * cs + 4 * TILE), cs);
+                    }
                 }
                 for w in (0..keys).step_by(2 * TILE) {
                     let a = p.add(r * p_ld + w).cast::<u8>();
@@ -351,12 +364,20 @@ mod tests {
             let acc0: Vec<f32> = (0..rows * d).map(|i| val(i + 5).to_f32()).collect();
             let mut acc = acc0.clone();
             // SAFETY: as above.
-            unsafe { accumulate(acc.as_mut_ptr(), d, rows, p.as_ptr(), p_ld, (&[vp.as_ptr()], cols), v_ld, cols) };
+            unsafe { accumulate(false, acc.as_mut_ptr(), d, rows, p.as_ptr(), p_ld, (&[vp.as_ptr()], cols), v_ld, cols) };
             let panels: Vec<*const u32> = (0..cols / 32).map(|w| vp[16 * w * v_ld..].as_ptr()).collect();
             let mut acc2 = acc0.clone();
             // SAFETY: as above; panel w is pair rows 16w.. of the same buffer.
-            unsafe { accumulate(acc2.as_mut_ptr(), d, rows, p.as_ptr(), p_ld, (&panels, 32), v_ld, cols) };
+            unsafe { accumulate(false, acc2.as_mut_ptr(), d, rows, p.as_ptr(), p_ld, (&panels, 32), v_ld, cols) };
             assert!(acc.iter().zip(&acc2).all(|(a, b)| a.to_bits() == b.to_bits()), "pv panels {rows} {d} {cols}");
+            // `fresh` over garbage: the sums added to a zeroed accumulator, bit for bit.
+            let (mut zeroed, mut garbage) = (vec![0f32; rows * d], vec![f32::NAN; rows * d]);
+            // SAFETY: as above.
+            unsafe {
+                accumulate(false, zeroed.as_mut_ptr(), d, rows, p.as_ptr(), p_ld, (&panels, 32), v_ld, cols);
+                accumulate(true, garbage.as_mut_ptr(), d, rows, p.as_ptr(), p_ld, (&panels, 32), v_ld, cols);
+            }
+            assert!(zeroed.iter().zip(&garbage).all(|(a, b)| a.to_bits() == b.to_bits()), "fresh {rows} {d} {cols}");
             for r in 0..rows {
                 for c in 0..d {
                     let want = acc0[r * d + c] as f64

@@ -204,12 +204,15 @@ impl Scratch {
 
     /// Sizes the buffers for an item of `rows` rows (Q, S and the accumulator for `alloc ≥
     /// rows`, the AMX tiles' multiple of 16) and starts its softmax state: `m = -inf`,
-    /// `l = 0`, `acc = 0`. Q and S are overwritten before they are read.
+    /// `l = 0`, and `acc = 0` when `zero_acc` (else the caller's first `P V` overwrites it,
+    /// or the caller zeroes it). Q and S are overwritten before they are read.
     #[inline(always)]
-    fn reset(&mut self, rows: usize, alloc: usize, d: usize, s_ld: usize) {
+    fn reset(&mut self, rows: usize, alloc: usize, d: usize, s_ld: usize, zero_acc: bool) {
         self.q.resize(alloc * d, 0.0);
         self.s.resize(alloc * s_ld, 0.0);
-        self.acc.clear();
+        if zero_acc {
+            self.acc.clear();
+        }
         self.acc.resize(alloc * d, 0.0);
         self.m.clear();
         self.m.resize(rows, f32::NEG_INFINITY);
@@ -282,12 +285,17 @@ pub(super) fn run<T: Element>(
     want_lse: bool,
     (h, hkv, d): (usize, usize, usize),
 ) -> Result<(CpuStorage, Option<Vec<f32>>)> {
-    let mut out = vec![T::zero(); rows * h * d];
+    let n_out = rows * h * d;
     // Each row's natural-log log-sum-exp, when asked for; -inf for rows no item writes.
     let mut lse = want_lse.then(|| vec![f32::NEG_INFINITY; h * rows]);
-    if out.is_empty() || hkv == 0 {
-        return Ok((T::to_cpu_storage_owned(out), lse));
+    if n_out == 0 || hkv == 0 {
+        return Ok((T::to_cpu_storage_owned(vec![T::zero(); n_out]), lse));
     }
+    // The items write every row of a sequence with queries and keys (sequences own
+    // disjoint rows): when those cover the output, it is not zeroed first (a serial
+    // 512 KiB fill at (1,8,8,512,512,64) bf16, before the threads start).
+    let written: usize = seqs.iter().filter(|s| s.p.seq_q > 0 && s.p.seq_k > 0).map(|s| s.p.seq_q).sum();
+    let mut out: Vec<T> = if written == rows { Vec::with_capacity(n_out) } else { vec![T::zero(); n_out] };
     let g = h / hkv;
     let threads = rayon::current_num_threads();
     // The per-sequence decisions: query blocks, whether its keys are packed, key splits.
@@ -316,9 +324,35 @@ pub(super) fn run<T: Element>(
         });
         plans.push((q_block, n_qblocks, n_splits, slot, heads));
     }
-    let shared = (!slots.is_empty()).then(|| SharedKv::new(&slots, hkv, d, pairs));
     let out_ptr = SendPtr(out.as_mut_ptr());
     let lse_ptr = lse.as_mut().map(|l| SendPtr(l.as_mut_ptr()));
+    // The packing, the items and the merge in one entry into the pool: called from outside
+    // it, each parallel loop would wake the workers and put the caller to sleep until they
+    // finish, and the caller's wake-up between the packing and the items would idle both
+    // cores.
+    rayon::scope(|_| run_items(seqs, plans, (slots, pairs), (h, hkv, d), out_ptr, lse_ptr));
+    if out.is_empty() {
+        // SAFETY: the items (or the merges of their splits) wrote every element: `written`
+        // covers the rows, and each item writes all heads of its rows.
+        unsafe { out.set_len(n_out) };
+    }
+    Ok((T::to_cpu_storage_owned(out), lse))
+}
+
+/// The parallel part of [`run`]: packs the keys of the sequences that share them (`slots`),
+/// runs every item and merges the key splits, writing the output and LSE behind `out` and
+/// `lse` (each `(rows, heads, d)` and `heads × rows`, sized by [`run`]).
+#[allow(clippy::type_complexity)]
+fn run_items<T: Element>(
+    seqs: Vec<SeqIn<'_, T>>,
+    plans: Vec<(usize, usize, usize, Option<usize>, usize)>,
+    (slots, pairs): (Vec<(Input<'_, T>, Input<'_, T>, usize)>, bool),
+    (h, hkv, d): (usize, usize, usize),
+    out_ptr: SendPtr<T>,
+    lse_ptr: Option<SendPtr<f32>>,
+) {
+    let g = h / hkv;
+    let shared = (!slots.is_empty()).then(|| SharedKv::new(&slots, hkv, d, pairs));
     let ctxs: Vec<Ctx<'_, T>> = seqs
         .into_iter()
         .zip(plans)
@@ -403,7 +437,6 @@ pub(super) fn run<T: Element>(
         // SAFETY: each group owns its rows of `out` and of the LSE, as the items did.
         unsafe { merge_splits(ctx, it, splits, (h, d), out_ptr, lse_ptr) };
     });
-    Ok((T::to_cpu_storage_owned(out), lse))
 }
 
 /// A row's natural-log log-sum-exp from its running max `m` (base-2 units, as the scores
@@ -592,7 +625,15 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
     let (s_ld, pb_ld) = if matches!(products, Products::PackedAmx(_)) { (S_LD_AMX, PB_LD_AMX) } else { (S_LD, PB_LD) };
     #[cfg(not(target_arch = "x86_64"))]
     let (s_ld, pb_ld) = (S_LD, PB_LD);
-    sc.reset(rows, alloc, d, s_ld);
+    // The AMX path's first step stores its `P V` over the accumulator instead of adding to
+    // it (zero C tiles, no rescale), so the accumulator is not zeroed here.
+    #[cfg(target_arch = "x86_64")]
+    let fresh_store = matches!(products, Products::PackedAmx(_));
+    #[cfg(not(target_arch = "x86_64"))]
+    let fresh_store = false;
+    sc.reset(rows, alloc, d, s_ld, !fresh_store);
+    // No step has run yet: the accumulator holds nothing.
+    let mut fresh = true;
     #[cfg(target_arch = "x86_64")]
     let bf16_products = matches!(products, Products::PackedBf16(_) | Products::PackedAmx(_));
     #[cfg(not(target_arch = "x86_64"))]
@@ -633,6 +674,8 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
         }
         first = false;
         let jb = tile.jb;
+        #[allow(unused_variables)]
+        let fresh = std::mem::replace(&mut fresh, false);
         match products {
             #[cfg(target_arch = "x86_64")]
             Products::PackedAvx2(kv) => {
@@ -730,13 +773,17 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
                 // SAFETY: the caller's KIND contract; Q's scale multiplies the raw scores;
                 // S and P rows at the AMX strides.
                 unsafe { softmax_step::<T, KIND, S_LD_AMX, PB_LD_AMX>(ctx, it, tile, sc, q_scale(p), true) };
-                rescale_rows(&mut sc.acc[..rows * d], &sc.corr[..rows], d);
+                // The first step's `corr` is 0 and the accumulator holds nothing yet.
+                if !fresh {
+                    rescale_rows(&mut sc.acc[..rows * d], &sc.corr[..rows], d);
+                }
                 // SAFETY: as above; acc holds alloc rows of d; P rounded to bf16 holds alloc
                 // rows of PB_LD_AMX ≥ cols (zero from jb to cols); each V pair block that a
                 // key below cols falls in has KEYS_PER_TILE/2 pair rows of d (zero past the
                 // keys) at stride v_ld.
                 unsafe {
                     amx::accumulate(
+                        fresh,
                         sc.acc.as_mut_ptr(),
                         d,
                         alloc,
@@ -782,6 +829,9 @@ pub(super) unsafe fn attend<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &I
     if matches!(products, Products::PackedAmx(_)) {
         // SAFETY: the caller's AMX contract.
         unsafe { amx::release() };
+    }
+    if fresh && fresh_store {
+        sc.acc.fill(0.0); // no row saw a key: the rows are zeros
     }
     if ctx.n_splits == 1 {
         // SAFETY: the caller's contract (`run`'s loop: the item owns its rows).
@@ -867,8 +917,9 @@ fn load_q_bf16<T: Element>(ctx: &Ctx<'_, T>, it: &Item, alloc: usize, qb: &mut V
     let p = &ctx.p;
     let (d, g) = (p.head_dim, p.group_size());
     let rows = it.rows(g);
-    qb.clear();
+    // Rows below `rows` are overwritten; those past them (the last AMX tile's) are zeroed.
     qb.resize(alloc * d / 2, 0);
+    qb[rows * d / 2..].fill(0);
     for (r, dst) in qb.chunks_exact_mut(d / 2).take(rows).enumerate() {
         let (i, hq) = it.row_at(r, g);
         T::to_bf16_pairs(ctx.q.row(0, i, hq, d), dst);
