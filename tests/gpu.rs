@@ -767,9 +767,8 @@ fn gpu_hopper_backward() {
     }
     let seed = fresh_seed(test);
     let limits = common::grad::grad_limits();
-    // Every instance (64, 128, 192, 256) and dims padded up to each; 13 entries, so that the
-    // dtype (i % 2) meets every dim.
-    const DIMS: [usize; 13] = [8, 40, 64, 72, 96, 104, 120, 128, 136, 176, 192, 200, 256];
+    // The Hopper backward's instances stop at 128 (larger head dims run the sm_80 kernel).
+    const DIMS: [usize; 8] = [8, 40, 64, 72, 96, 104, 120, 128];
     // FUSED_ATTN_HOPPER_CASES=N runs fewer (compute-sanitizer runs of this test).
     let n = std::env::var("FUSED_ATTN_HOPPER_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(160);
     let (mut failures, mut hopper_runs) = (Vec::new(), 0usize);
