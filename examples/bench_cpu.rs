@@ -6,6 +6,11 @@
 //! RAYON_NUM_THREADS=2 taskset -c 0,1 bench_cpu [--row R] [--dtype f32|bf16|f16] [--path P] [--reps N]
 //! ```
 //!
+//! `bench_cpu --peaks` instead prints the issue rates of this core (one thread, call it
+//! pinned): the f32 FMA (`vfmadd231ps` zmm) and, where the CPU has AVX512-BF16, the bf16
+//! pair dot product (`vdpbf16ps` zmm), as GFLOP/s from 24 independent accumulators; the
+//! ceilings of the `avx512-kernels` and `avx512-bf16` tile products.
+//!
 //! `--row` is one of the rows below as `B,H,Hkv,Sq,Sk,D[,causal]` (default: all of them),
 //! `--path` forces a CPU path (`FUSED_ATTN_CPU_PATH` names), `--reps` the timed calls per
 //! row after 3 warm-ups (default: as many as fit in about 2 s, 5 to 200). Prints one JSON
@@ -37,6 +42,10 @@ fn parse_row(s: &str) -> Row {
 
 fn main() -> candle_core::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--peaks") {
+        peaks();
+        return Ok(());
+    }
     let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let rows: Vec<Row> = opt("--row").map_or(ROWS.to_vec(), |r| vec![parse_row(&r)]);
     let dtypes: Vec<DType> = match opt("--dtype").as_deref() {
@@ -106,4 +115,101 @@ fn process_cpu_ns() -> u64 {
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
         .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
         .sum()
+}
+
+/// `--peaks`: prints the f32 FMA and `vdpbf16ps` rates of one core as one JSON line (the
+/// median of 7 alternating timings of each; absent where the CPU lacks the instruction).
+fn peaks() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (fma, dp) = (is_x86_feature_detected!("avx512f"), is_x86_feature_detected!("avx512bf16"));
+        let (mut f, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..7 {
+            if fma {
+                // SAFETY: the CPU has AVX-512F.
+                f.push(unsafe { rate_fma() });
+            }
+            if dp {
+                // SAFETY: the CPU has AVX-512F and AVX512-BF16.
+                b.push(unsafe { rate_dpbf16() });
+            }
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).map_or("null".to_string(), |x| format!("{x:.1}"))
+        };
+        let ratio = match (f.is_empty(), b.is_empty()) {
+            (false, false) => format!("{:.3}", b[b.len() / 2] / f[f.len() / 2]),
+            _ => "null".to_string(),
+        };
+        println!(
+            "{{\"peaks\": {{\"fma_f32_zmm_gflops\": {}, \"vdpbf16ps_zmm_gflops\": {}, \"vdpbf16ps_over_fma\": {ratio}}}}}",
+            med(&mut f),
+            med(&mut b)
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    println!("{{\"peaks\": null}}");
+}
+
+/// 24 independent multiply-adds per iteration into zmm0–zmm23 (`$ins zmmN, zmm30, zmm31`).
+#[cfg(target_arch = "x86_64")]
+macro_rules! rate_loop {
+    ($ins:literal, $flops:expr) => {{
+        const ITERS: u64 = 4_000_000;
+        let t = Instant::now();
+        // SAFETY: the caller has the instruction's features; the block writes only the
+        // registers it declares and the counter.
+        unsafe {
+            std::arch::asm!(
+                "vpxord zmm30, zmm30, zmm30",
+                "vpxord zmm31, zmm31, zmm31",
+                "2:",
+                concat!($ins, " zmm0, zmm30, zmm31"), concat!($ins, " zmm1, zmm30, zmm31"),
+                concat!($ins, " zmm2, zmm30, zmm31"), concat!($ins, " zmm3, zmm30, zmm31"),
+                concat!($ins, " zmm4, zmm30, zmm31"), concat!($ins, " zmm5, zmm30, zmm31"),
+                concat!($ins, " zmm6, zmm30, zmm31"), concat!($ins, " zmm7, zmm30, zmm31"),
+                concat!($ins, " zmm8, zmm30, zmm31"), concat!($ins, " zmm9, zmm30, zmm31"),
+                concat!($ins, " zmm10, zmm30, zmm31"), concat!($ins, " zmm11, zmm30, zmm31"),
+                concat!($ins, " zmm12, zmm30, zmm31"), concat!($ins, " zmm13, zmm30, zmm31"),
+                concat!($ins, " zmm14, zmm30, zmm31"), concat!($ins, " zmm15, zmm30, zmm31"),
+                concat!($ins, " zmm16, zmm30, zmm31"), concat!($ins, " zmm17, zmm30, zmm31"),
+                concat!($ins, " zmm18, zmm30, zmm31"), concat!($ins, " zmm19, zmm30, zmm31"),
+                concat!($ins, " zmm20, zmm30, zmm31"), concat!($ins, " zmm21, zmm30, zmm31"),
+                concat!($ins, " zmm22, zmm30, zmm31"), concat!($ins, " zmm23, zmm30, zmm31"),
+                "dec {n}",
+                "jnz 2b",
+                n = inout(reg) ITERS => _,
+                out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _, out("zmm4") _,
+                out("zmm5") _, out("zmm6") _, out("zmm7") _, out("zmm8") _, out("zmm9") _,
+                out("zmm10") _, out("zmm11") _, out("zmm12") _, out("zmm13") _, out("zmm14") _,
+                out("zmm15") _, out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _,
+                out("zmm20") _, out("zmm21") _, out("zmm22") _, out("zmm23") _,
+                out("zmm30") _, out("zmm31") _,
+                options(nostack, nomem),
+            );
+        }
+        (ITERS * 24) as f64 * $flops / t.elapsed().as_secs_f64() / 1e9
+    }};
+}
+
+/// GFLOP/s of `vfmadd231ps` zmm (32 flops each) on this thread.
+///
+/// # Safety
+/// The CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn rate_fma() -> f64 {
+    rate_loop!("vfmadd231ps", 32.0)
+}
+
+/// GFLOP/s of `vdpbf16ps` zmm (16 lanes × 2 products × 2 flops = 64 flops each) on this
+/// thread.
+///
+/// # Safety
+/// The CPU has AVX-512F and AVX512-BF16.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bf16")]
+unsafe fn rate_dpbf16() -> f64 {
+    rate_loop!("vdpbf16ps", 64.0)
 }

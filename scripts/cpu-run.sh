@@ -7,7 +7,8 @@
 #
 # CORES (default 2,3), THREADS (default 2), ROUNDS (default 2), PYTHON (default python3),
 # TESTS_FILTER (test names for the test binary; default: all). OUT_DIR gets lscpu.txt,
-# bench.log, cpu_bench.json/md, tests.log.
+# bench.log, cpu_bench.json/md, peaks.json (the bench stage: this core's f32 FMA and
+# vdpbf16ps GFLOP/s, `bench_cpu --peaks` on the first of CORES), tests.log.
 set -uo pipefail
 PACK="$(realpath "$1")"; OUT="$(realpath -m "$2")"; shift 2
 STAGES=("$@"); [ ${#STAGES[@]} -eq 0 ] && STAGES=(bench)
@@ -24,6 +25,8 @@ rc=0
 for s in "${STAGES[@]}"; do
   case "$s" in
     bench)
+      taskset -c "${CORES%%,*}" "$W/bin/bench_cpu" --peaks >"$OUT/peaks.json" 2>&1 || rc=1
+      cat "$OUT/peaks.json"
       taskset -c "$CORES" "$PYTHON" "$W/scripts/bench_torch_cpu.py" --bin "$W/bin/bench_cpu" \
         --threads "$THREADS" --rounds "$ROUNDS" --out "$OUT" >"$OUT/bench.log" 2>&1 || rc=1
       tail -n 12 "$OUT/bench.log" ;;

@@ -31,7 +31,10 @@
 //! of the FMA peak at the nominal 2.6 GHz, against 105 ms with the AVX2 kernels; single
 //! thread the two products take 35% of the time each, at the FMA rate. The `vdpbf16ps`
 //! flavour ran slower than the f32 one there (206 against 153 ms at the bf16 2048 row,
-//! load 7). The record: `lab/cpu-history.md` (issue 15's section).
+//! load 7), and cannot do better: `vdpbf16ps` zmm retires one per 2 cycles on these cores
+//! against two `vfmadd231ps` per cycle, half the f32 flop rate (`bench_cpu --peaks`: 110
+//! against 220 GFLOP/s per core), and its two kernels already run at about that 110
+//! (one thread, the bf16 512 row). The record: `lab/cpu-history.md` (issue 15's section).
 
 use std::arch::x86_64::*;
 
@@ -387,8 +390,16 @@ pub(super) unsafe fn scores_bf16(
     s: *mut f32,
     s_ld: usize,
 ) {
-    // SAFETY: the caller's contract; bf16 pairs travel as 4-byte elements.
-    unsafe { scores_body::<true, 0>(q.cast(), q_ld, rows, pairs, kt.cast(), kt_ld, keys, s, s_ld) }
+    // SAFETY: the caller's contract; bf16 pairs travel as 4-byte elements. Head dims 64
+    // and 128 (32 and 64 pairs) get their row stride as a constant, as in `scores_f32`.
+    unsafe {
+        let (q, kt) = (q.cast(), kt.cast());
+        match q_ld {
+            32 => scores_body::<true, 32>(q, q_ld, rows, pairs, kt, kt_ld, keys, s, s_ld),
+            64 => scores_body::<true, 64>(q, q_ld, rows, pairs, kt, kt_ld, keys, s, s_ld),
+            _ => scores_body::<true, 0>(q, q_ld, rows, pairs, kt, kt_ld, keys, s, s_ld),
+        }
+    }
 }
 
 /// The bf16 `P V` step: [`accumulate_body`] with `vdpbf16ps` over `pairs` key pairs of P

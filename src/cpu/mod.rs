@@ -70,9 +70,12 @@
 //! with `head_dim % 32 == 0` where the CPU and OS allow AMX, else `avx512-kernels` where the
 //! CPU has AVX-512F, else `avx2-kernels` (d % 8 = 0), else the widest path; decode-like
 //! calls take `avx512-kernels`, else the widest path: [`auto_path`], with the measurements
-//! beside it. `avx512-bf16` is never the automatic choice: on the Xeon measured it was
-//! slower than the f32 AVX-512 kernels (`vdpbf16ps` issues once per cycle where FMAs issue
-//! twice, and P needs its rounding pass); force it where it wins.
+//! beside it. `avx512-bf16` is never the automatic choice, so bf16 inputs on an AVX-512 CPU
+//! without AMX (or without the OS's permission for it) take `avx512-kernels`: on the
+//! Sapphire Rapids cores measured, `vdpbf16ps` zmm retires one per 2 cycles where
+//! `vfmadd231ps` zmm retires two per cycle, so its 64 flops give half the f32 FMA rate
+//! (`bench_cpu --peaks`: 110 against 220 GFLOP/s per core), and bf16 converted to f32 runs
+//! at the f32 rate; force `avx512-bf16` where it wins.
 
 //! **Overrides.** `FUSED_ATTN_CPU_PATH=<path>` forces a path for the process (read once);
 //! the hidden `with_cpu_path(path, f)` forces one for the calls `f` makes on its thread
@@ -472,12 +475,19 @@ fn path_for<T: Element>(p: &Problem) -> Result<CpuPath> {
 /// the host loaded 4–7 (every time about twice its quiet value, the ratios stable):
 /// at (1,16,16,2048,2048,64) f32, `avx512-kernels` 155–162 ms, `avx2-kernels` 215 ms,
 /// `avx512-gemm` 247 ms; in bf16, `avx512-amx` 57 ms, `avx512-kernels` 153 ms,
-/// `avx512-bf16` 206 ms (`vdpbf16ps` issues once per cycle where FMAs issue twice, and P
-/// needs a rounding pass, so it is never chosen), `avx2-kernels` 212 ms. Quiet (load < 2):
+/// `avx512-bf16` 206 ms (`vdpbf16ps` is never chosen: see below), `avx2-kernels` 212 ms. Quiet (load < 2):
 /// `avx512-kernels` 74 ms and `avx512-amx` 28 ms at that row, against 105 ms for
 /// `avx2-kernels` before. On the H100 machine's host (Xeon family 6 model 207, the same
-/// features): 137 ms f32 and 54 ms bf16, from 257 and 260 ms. The record:
-/// `lab/cpu-history.md`.
+/// features): 137 ms f32 and 54 ms bf16, from 257 and 260 ms.
+///
+/// Without AMX, bf16 prefill takes `avx512-kernels` (K and V packed as f32, P kept f32),
+/// not `avx512-bf16`: `vdpbf16ps` zmm retires one per 2 cycles on these cores (64 flops)
+/// against two `vfmadd231ps` zmm per cycle (2 × 32), so its ceiling is half the f32
+/// kernels' (`bench_cpu --peaks`, one core of the dev Xeon: 110 against 217–222 GFLOP/s;
+/// ymm `vdpbf16ps` no faster per instruction). Measured 2026-11-26 on the dev Xeon, one
+/// thread pinned, bf16 (1,8,8,512,512,64): `avx512-kernels` 4.2 ms, `avx512-bf16` 5.9–6.1
+/// ms, its two tile kernels 83% of the samples at about 110 GFLOP/s, the instruction's
+/// ceiling. The record: `lab/cpu-history.md`.
 fn auto_path(p: &Problem, bf16: bool) -> CpuPath {
     let paths = detect();
     let has = |path| paths.contains(&path);
