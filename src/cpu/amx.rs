@@ -364,7 +364,9 @@ mod tests {
             let acc0: Vec<f32> = (0..rows * d).map(|i| val(i + 5).to_f32()).collect();
             let mut acc = acc0.clone();
             // SAFETY: as above.
-            unsafe { accumulate(false, acc.as_mut_ptr(), d, rows, p.as_ptr(), p_ld, (&[vp.as_ptr()], cols), v_ld, cols) };
+            unsafe {
+                accumulate(false, acc.as_mut_ptr(), d, rows, p.as_ptr(), p_ld, (&[vp.as_ptr()], cols), v_ld, cols)
+            };
             let panels: Vec<*const u32> = (0..cols / 32).map(|w| vp[16 * w * v_ld..].as_ptr()).collect();
             let mut acc2 = acc0.clone();
             // SAFETY: as above; panel w is pair rows 16w.. of the same buffer.
