@@ -186,17 +186,18 @@ mod tests {
     fn paged_boxes_are_whole_blocks_or_whole_pages_of_whole_swizzle_atoms() {
         for inst in INSTANCES.iter().filter(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd) {
             let block = inst.key_block as usize;
-            assert_eq!(block, 128, "{}: the page rule below assumes 128-key blocks", inst.name);
-            // A block of consecutive rows of one page.
-            for page in [128, 256, 384, 1024] {
-                assert_eq!(kv_box_rows(page, inst), Some(128), "{} page {page}", inst.name);
+            // 128-key blocks up to d128, 64 above (HopperTraits in kernels/fwd_sm90.cu).
+            assert_eq!(block, if inst.head_dim <= 128 { 128 } else { 64 }, "{}: key block", inst.name);
+            // A block of consecutive rows of one page: pages of whole blocks.
+            for page in [block, 2 * block, 3 * block, 1024] {
+                assert_eq!(kv_box_rows(page, inst), Some(block as u32), "{} page {page}", inst.name);
             }
             // One box per page, each starting on a 1 KiB swizzle atom (8 rows of 128 bytes).
-            for page in [8, 16, 32, 64] {
+            for page in [8, 16, 32, 64].into_iter().filter(|&pg| pg < block) {
                 assert_eq!(kv_box_rows(page, inst), Some(page as u32), "{} page {page}", inst.name);
             }
             // Pages that straddle blocks or split an atom: the sm_80 kernel.
-            for page in [1, 4, 7, 24, 48, 96, 100, 200, 255] {
+            for page in [1, 4, 7, 24, 48, 100, 200, 255].into_iter().chain((block == 128).then_some(96)) {
                 assert_eq!(kv_box_rows(page, inst), None, "{} page {page}", inst.name);
             }
         }
