@@ -8,6 +8,7 @@
 # gpu (the whole GPU test binary), sanitize (memcheck and racecheck on gpu_sanitizer_varlen).
 # Results: $OUT/r.tgz.
 set -uo pipefail
+LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACK="${PACK:-device-pack/h90.tar.xz}"
 W=/tmp/paged; R="$OUT/r"; mkdir -p "$W" "$R"
 tar -xJf "$PACK" -C "$W" || exit 1
@@ -15,13 +16,8 @@ tar -xJf "$PACK" -C "$W" || exit 1
 cd "$W"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv > "$R/gpu.txt"
 cp COMMIT "$R/" 2>/dev/null
-medians() {
-  python3 - "$1" <<'PY'
-import json, pathlib, sys
-for f in sorted(pathlib.Path(sys.argv[1]).glob("*/*/new/estimates.json")):
-    print(f"{f.parts[-4]}/{f.parts[-3]} {json.loads(f.read_text())['median']['point_estimate'] / 1e3:.2f} us")
-PY
-}
+# shellcheck source=lab/medians.sh
+. "$LAB/medians.sh"
 G="${GROUP:-cuda_paged_decode_bf16}"
 for s in "$@"; do
   t0=$SECONDS

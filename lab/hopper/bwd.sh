@@ -10,6 +10,7 @@
 # bench binaries), torch (scripts/bench_torch_bwd.py),
 # ncu (the d128 and d64 rows' Hopper main kernel).
 set -uo pipefail
+LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACK="${PACK:-device-pack/h90.tar.xz}"
 W=/tmp/hbwd; R="$OUT/r"; mkdir -p "$W" "$R"
 tar -xJf "$PACK" -C "$W" || exit 1
@@ -18,13 +19,8 @@ tar -xJf "$PACK" -C "$W" || exit 1
 [ -n "${EXTRA:-}" ] && { tar -xJf "$EXTRA" -C "$W" || exit 1; }
 cd "$W"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$R/gpu.txt"
-medians() {
-  python3 - "$1" <<'PY'
-import json, pathlib, sys
-for f in sorted(pathlib.Path(sys.argv[1]).glob("*/*/new/estimates.json")):
-    print(f"{f.parts[-4]}/{f.parts[-3]} {json.loads(f.read_text())['median']['point_estimate'] / 1e3:.2f} us")
-PY
-}
+# shellcheck source=lab/medians.sh
+. "$LAB/medians.sh"
 for s in "$@"; do
   t0=$SECONDS
   case "$s" in

@@ -9,19 +9,15 @@
 # (criterion cuda_varlen/cuda_paged on both generations, then torch's FA2 varlen).
 # The pack: scripts/device-pack.sh output without the train/llama/bench_cpu binaries.
 set -uo pipefail
+LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACK="${PACK:-device-pack/h90.tar.xz}"
 W=/tmp/h90; R="$OUT/r"; mkdir -p "$W" "$R"
 tar -xJf "$PACK" -C "$W" || exit 1
 cd "$W"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$R/gpu.txt"
 steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(hopper sweep memcheck racecheck synccheck bench torch)
-medians() {
-  python3 - "$1" <<'PY'
-import json, pathlib, sys
-for f in sorted(pathlib.Path(sys.argv[1]).glob("*/*/new/estimates.json")):
-    print(f"{f.parts[-4]}/{f.parts[-3]} {json.loads(f.read_text())['median']['point_estimate'] / 1e3:.2f} us")
-PY
-}
+# shellcheck source=lab/medians.sh
+. "$LAB/medians.sh"
 for s in "${steps[@]}"; do
   t0=$SECONDS
   case "$s" in

@@ -45,6 +45,9 @@ const MR: usize = 12;
 
 /// One multiply-add step: f32 `acc + a·b`, or (`BF16`) `acc + a.lo·b.lo + a.hi·b.hi` over
 /// the bf16 pairs of each lane.
+///
+/// # Safety
+/// The CPU has AVX-512F, and AVX512-BF16 when `BF16` (the calling kernels' target features).
 #[inline(always)]
 unsafe fn madd<const BF16: bool>(acc: __m512, a: __m512, b: __m512) -> __m512 {
     // SAFETY: the kernels that inline this have AVX-512F, and AVX512-BF16 when `BF16`.
@@ -62,6 +65,9 @@ unsafe fn madd<const BF16: bool>(acc: __m512, a: __m512, b: __m512) -> __m512 {
 }
 
 /// The 4 bytes at `p` (an f32, or a bf16 pair) in every lane.
+///
+/// # Safety
+/// 4 bytes at `p` are readable; the CPU has AVX-512F.
 #[inline(always)]
 unsafe fn bcast(p: *const f32) -> __m512 {
     // SAFETY: the caller's pointer is readable; the kernels have AVX-512F.
