@@ -297,7 +297,8 @@ fn cuda_varlen_lengths() -> Vec<usize> {
 
 /// `cpu_varlen_{what}_{dtype}`: the packed batch through `attention_varlen` against (a) the
 /// same sequences padded to the longest as one dense call, (b) a loop of dense calls, one
-/// per sequence, and candle-nn 0.11.1's `flash_attn_varlen_cpu` and
+/// per sequence (`loop`: eight outputs; `loop_cat`: then concatenated into the packed
+/// call's one output), and candle-nn 0.11.1's `flash_attn_varlen_cpu` and
 /// `flash_attn_varlen_unfused` (which take per-sequence u32 lengths). Throughput: the
 /// packed batch's attention FLOPs.
 fn bench_varlen(c: &mut Criterion) {
@@ -359,6 +360,17 @@ fn bench_varlen(c: &mut Criterion) {
                             .map(|(q, k, v)| attention(q, k, v, &params))
                             .collect::<candle_core::Result<Vec<_>>>()?;
                         Ok(outs.into_iter().next().unwrap())
+                    }),
+                ),
+                (
+                    // The loop, then the one `(total, h, d)` output the packed call returns.
+                    "loop_cat",
+                    Box::new(|| {
+                        let outs = slices
+                            .iter()
+                            .map(|(q, k, v)| attention(q, k, v, &params)?.squeeze(0))
+                            .collect::<candle_core::Result<Vec<_>>>()?;
+                        Tensor::cat(&outs, 0)
                     }),
                 ),
                 (

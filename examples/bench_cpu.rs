@@ -11,6 +11,17 @@
 //! pair dot product (`vdpbf16ps` zmm), as GFLOP/s from 24 independent accumulators; the
 //! ceilings of the `avx512-kernels` and `avx512-bf16` tile products.
 //!
+//! `bench_cpu --varlen` instead times issue 13's packed CPU batch (the 8 sequences of
+//! 64–2000 tokens of the `cpu_varlen` criterion groups, h16/hkv4, d64, causal and not)
+//! against a loop of dense calls, one per sequence, and the same sequences padded into one
+//! dense call, and the loop followed by the `Tensor::cat` that gives the packed call's one
+//! `(total, h, d)` output (`loop_cat`), interleaved call by call (packed, loop, padded,
+//! loop_cat, packed, …) so that a drift of the machine's load falls on all alike. It prints
+//! each one's median ms and minor page faults per call, and the median of the per-round
+//! ratios of each to packed.
+//! `--only packed,loop,…` runs those of them (one for a profiler; no ratios then but its
+//! own), `--mask causal|none` one mask, `--lens L1,L2,…` other sequence lengths.
+//!
 //! `--row` is one of the rows below as `B,H,Hkv,Sq,Sk,D[,causal]` (default: all of them),
 //! `--path` forces a CPU path (`FUSED_ATTN_CPU_PATH` names), `--reps` the timed calls per
 //! row after 3 warm-ups (default: as many as fit in about 2 s, 5 to 200). Prints one JSON
@@ -47,6 +58,19 @@ fn main() -> candle_core::Result<()> {
         return Ok(());
     }
     let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    if args.iter().any(|a| a == "--varlen") {
+        let reps = opt("--reps").map_or(15, |r| r.parse().expect("--reps N"));
+        let masks = match opt("--mask").as_deref() {
+            None => vec![false, true],
+            Some("causal") => vec![true],
+            Some("none") => vec![false],
+            Some(m) => panic!("--mask causal|none, got {m}"),
+        };
+        let lens = opt("--lens").map_or_else(varlen_lengths, |l| {
+            l.split(',').map(|x| x.trim().parse().expect("--lens L1,L2,...")).collect()
+        });
+        return varlen_ab(opt("--dtype").as_deref().unwrap_or("f32"), reps, opt("--only"), &masks, lens);
+    }
     let rows: Vec<Row> = opt("--row").map_or(ROWS.to_vec(), |r| vec![parse_row(&r)]);
     let dtypes: Vec<DType> = match opt("--dtype").as_deref() {
         None => vec![DType::F32, DType::BF16],
@@ -100,6 +124,141 @@ fn main() -> candle_core::Result<()> {
                 path.map_or("auto".to_string(), |p| p.to_string()),
                 flops / median / 1e6,
                 ms_list.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The sequence lengths of the `cpu_varlen` criterion groups (benches/attention.rs): 8 in
+/// 64..=2000 from the same fixed-seed 64-bit LCG.
+fn varlen_lengths() -> Vec<usize> {
+    let mut x = 0x5eed_u64;
+    (0..8)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            64 + ((x >> 33) as usize) % (2000 - 64 + 1)
+        })
+        .collect()
+}
+
+/// This process's minor page faults so far (field 10 of `/proc/self/stat`; 0 where that is
+/// unreadable).
+fn minor_faults() -> u64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else { return 0 };
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    s.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(7)?.parse().ok()).unwrap_or(0)
+}
+
+/// `--varlen`: the packed batch against the loop of dense calls and the padded call,
+/// interleaved; one JSON line per (mask, run).
+fn varlen_ab(
+    dtype: &str,
+    reps: usize,
+    only: Option<String>,
+    masks: &[bool],
+    lens: Vec<usize>,
+) -> candle_core::Result<()> {
+    use candle_fused_attn::{attention_varlen, Varlen};
+    let dtype = match dtype {
+        "f32" => DType::F32,
+        "f16" => DType::F16,
+        "bf16" => DType::BF16,
+        o => panic!("unknown dtype {o}"),
+    };
+    let dev = Device::Cpu;
+    let (h, hkv, d) = (16, 4, 64);
+    let total: usize = lens.iter().sum();
+    let max = *lens.iter().max().unwrap_or(&1);
+    let q = Tensor::randn(0f32, 1., (total, h, d), &dev)?.to_dtype(dtype)?;
+    let k = Tensor::randn(0f32, 1., (total, hkv, d), &dev)?.to_dtype(dtype)?;
+    let v = Tensor::randn(0f32, 1., (total, hkv, d), &dev)?.to_dtype(dtype)?;
+    let cu: Vec<u32> = std::iter::once(0u32)
+        .chain(lens.iter().scan(0u32, |a, &l| {
+            *a += l as u32;
+            Some(*a)
+        }))
+        .collect();
+    let cu = Tensor::new(cu, &dev)?;
+    let varlen = Varlen::new(&cu, &cu, max, max);
+    let mut slices = Vec::new();
+    let (mut qp, mut kp, mut vp) = (Vec::new(), Vec::new(), Vec::new());
+    let mut off = 0;
+    for &l in &lens {
+        let s = |t: &Tensor| t.narrow(0, off, l)?.unsqueeze(0)?.contiguous();
+        slices.push((s(&q)?, s(&k)?, s(&v)?));
+        let p = |t: &Tensor| t.narrow(0, off, l)?.pad_with_zeros(0, 0, max - l);
+        qp.push(p(&q)?);
+        kp.push(p(&k)?);
+        vp.push(p(&v)?);
+        off += l;
+    }
+    let (qp, kp, vp) = (Tensor::stack(&qp, 0)?, Tensor::stack(&kp, 0)?, Tensor::stack(&vp, 0)?);
+    let threads = rayon::current_num_threads();
+    for &causal in masks {
+        let params = AttnParams::new(1.0 / (d as f32).sqrt()).causal(causal);
+        type Run<'a> = Box<dyn Fn() -> candle_core::Result<()> + 'a>;
+        let runs: [(&str, Run<'_>); 4] = [
+            ("packed", Box::new(|| attention_varlen(&q, &k, &v, &varlen, &params).map(drop))),
+            (
+                "loop",
+                Box::new(|| {
+                    for (q, k, v) in &slices {
+                        std::hint::black_box(attention(q, k, v, &params)?);
+                    }
+                    Ok(())
+                }),
+            ),
+            ("padded", Box::new(|| attention(&qp, &kp, &vp, &params).map(drop))),
+            (
+                "loop_cat",
+                Box::new(|| {
+                    let outs: Vec<Tensor> = slices
+                        .iter()
+                        .map(|(q, k, v)| attention(q, k, v, &params)?.squeeze(0))
+                        .collect::<candle_core::Result<_>>()?;
+                    Tensor::cat(&outs, 0).map(drop)
+                }),
+            ),
+        ];
+        let mut ms = vec![Vec::new(); runs.len()];
+        let mut faults = vec![Vec::new(); runs.len()];
+        for rep in 0..reps + 2 {
+            for (i, (what, run)) in runs.iter().enumerate() {
+                if only.as_deref().is_some_and(|o| !o.split(',').any(|o| o == *what)) {
+                    continue;
+                }
+                let (t, f) = (Instant::now(), minor_faults());
+                run()?;
+                let (dt, df) = (t.elapsed().as_secs_f64() * 1e3, minor_faults() - f);
+                // The first two rounds warm the pools and the page cache, untimed.
+                if rep >= 2 {
+                    ms[i].push(dt);
+                    faults[i].push(df as f64);
+                }
+            }
+        }
+        let median = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let ratio = |i: usize| match ms[0].is_empty() {
+            true => "null".to_string(),
+            false => format!("{:.4}", median(&ms[i].iter().zip(&ms[0]).map(|(a, p)| a / p).collect::<Vec<_>>())),
+        };
+        let flops: usize = lens.iter().map(|&l| 4 * h * l * l * d / if causal { 2 } else { 1 }).sum();
+        for (i, (what, _)) in runs.iter().enumerate() {
+            if ms[i].is_empty() {
+                continue;
+            }
+            let m = median(&ms[i]);
+            println!(
+                "{{\"varlen\": \"{what}\", \"lens\": {lens:?}, \"heads\": [{h}, {hkv}, {d}], \"causal\": {causal}, \"dtype\": \"{}\", \"threads\": {threads}, \"reps\": {reps}, \"median_ms\": {m:.3}, \"gflops\": {:.1}, \"faults_per_call\": {}, \"over_packed\": {}}}",
+                format!("{dtype:?}").to_lowercase(),
+                flops as f64 / m / 1e6,
+                median(&faults[i]),
+                ratio(i),
             );
         }
     }
