@@ -275,9 +275,10 @@ struct Partial {
 /// batch of a dense call, 1 for a packed call, whose sequences are each decided as a
 /// dense call on that sequence alone would be.
 ///
-/// All items of all sequences run in one parallel loop, so the threads stay busy whatever
-/// the mix of lengths; each item computes exactly what the item of the same (kv head,
-/// query block, split) of a dense call on its sequence does.
+/// The items run in waves of consecutive sequences ([`run_items`]), each wave with enough
+/// items to keep the threads busy whatever the mix of lengths; each item computes exactly
+/// what the item of the same (kv head, query block, split) of a dense call on its sequence
+/// does.
 pub(super) fn run<T: Element>(
     seqs: Vec<SeqIn<'_, T>>,
     rows: usize,

@@ -35,8 +35,10 @@
 //! batch-1 problem ([`Problem::sequence`]), path, query blocks, K/V packing and key splits,
 //! decided exactly as a dense call on that sequence alone decides them, so a packed
 //! sequence's output and LSE are bit for bit the dense call's. The items of all sequences
-//! run in one parallel loop (one [`pack::SharedKv`] holds the packed keys of every prefill
-//! sequence); sequences without queries or keys have no items (zero rows, LSE `-inf`).
+//! run in waves (`forward::run_items`): a long sequence is a wave of its own, short ones
+//! share one; a wave packs its sequences' keys ([`pack::SharedKv`]) right before its items
+//! run in one parallel loop, so both threads work on every wave. Sequences without queries
+//! or keys have no items (zero rows, LSE `-inf`).
 //! Paged K/V are read in place through the block table ([`pack::PageMap`]); only a tile
 //! that straddles pages is copied (f32) or converted (f16/bf16) into per-thread scratch, as
 //! every f16/bf16 tile already is. Head dims up to [`crate::MAX_HEAD_DIM`] (512) on every
