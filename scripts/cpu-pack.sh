@@ -29,7 +29,7 @@ while read -r kind name exe; do
   strip -o "$STAGE/bin/$dest" "$exe"
   echo "cpu-pack: bin/$dest <- $exe" >&2
 done <<<"$artifacts"
-cp scripts/bench_torch_cpu.py scripts/cpu-run.sh "$STAGE/scripts/"
+cp scripts/bench_torch_cpu.py scripts/cpu-run.sh scripts/no_amx.py "$STAGE/scripts/"
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src tests examples || echo '+dirty')" >"$STAGE/PACK_INFO"
 rm -f "$PACK"
 XZ_OPT="-2 -T0" tar -cJf "$PACK" -C "$STAGE" .

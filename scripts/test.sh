@@ -6,6 +6,7 @@
 # 1. fetches the llama example's model (scripts/fetch-model.sh; cached),
 # 2. `cargo fmt --check` and `cargo clippy --all-targets -D warnings` (CPU), then
 #    `cargo test --release`: unit, integration, example builds and doc tests on the CPU,
+#    and on a CPU with AMX the CPU tests again with the OS refusing AMX (scripts/no_amx.py),
 # 3. the GPU test binary again with --nocapture, so that its SKIPPED lines show,
 # 4. installs the CUDA toolkit from pinned wheels (scripts/cuda-toolkit.sh; cached) and runs
 #    `cargo build --release --features cuda --all-targets` (and clippy with the feature), so a
@@ -55,6 +56,19 @@ CARGO_TARGET_DIR="$CPU_TARGET" cargo clippy --release --all-targets -- -D warnin
 
 step "CPU: cargo test --release (target $CPU_TARGET)"
 CARGO_TARGET_DIR="$CPU_TARGET" cargo test --release
+
+# A CPU with AMX runs the CPU sweep a second time with the OS refusing the AMX permission
+# (scripts/no_amx.py, a seccomp filter), as on an AVX-512 CPU without AMX: the avx512-amx
+# path must report itself unavailable (a SKIPPED line) and every other path still pass.
+if grep -q amx_tile /proc/cpuinfo 2>/dev/null && command -v python3 >/dev/null; then
+  step "CPU tests with the AMX permission refused (scripts/no_amx.py)"
+  python3 scripts/no_amx.py --check
+  CARGO_TARGET_DIR="$CPU_TARGET" python3 scripts/no_amx.py cargo test --release --test cpu -- --nocapture 2>&1 \
+    | grep -E "no_amx|SKIPPED.*amx|ran cpu paths|test result|FAILED|panicked"
+  test "${PIPESTATUS[0]}" -eq 0
+else
+  step "no AMX on this CPU: the AMX-refused run of the CPU tests is skipped"
+fi
 
 if [ -f tests/gpu.rs ]; then
   step "GPU tests on this machine (they print SKIPPED without a CUDA build or device)"
