@@ -44,6 +44,11 @@
 // cuDNN (v3 1013 µs; sm_80 kernel 1606); causal 592 µs, 0.96×; (4,32,4096,d128) 1892 µs,
 // 581 TF/s, 0.98×; (1,32,16384,d128) causal 3670 µs, 599 TF/s, 1.03×; (16,16,2048,d64) 629 µs,
 // 0.94×, causal 406 µs, 0.88×; (1,8,512,d64) 14.5 µs, 0.89×. lab/README.md has v1-v4.
+// Small grids (session 11): a plain problem whose grid has fewer blocks than SMs runs on the
+// `_mods` instance when its query tile is smaller (d64: 128 rows, 2 consumers, against 192 and
+// 3); that instance then takes the plain arithmetic (`mods_on` false), so a row's bits do not
+// depend on the instance. (1,8,512,d64) 12.62 µs = 0.98× cuDNN (12.4), causal 13.22 µs, 0.96×
+// (lab/results/s11-hopper-sg-h100/, H100, torch in the same call; 14.3 / 14.8 µs without).
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
@@ -276,7 +281,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 
     float alibi_log2 = 0.f;
     if (kMods && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[qb.batch * p.heads + qb.head] * CUDART_L2E_F;
-    const float exp_scale = kMods ? 1.f : p.scale_log2;
+    // A `_mods` instance also runs plain problems (small grids, src/cuda/prefill_sm90.rs): then
+    // it takes the plain instances' arithmetic, so that a row's result does not depend on which
+    // instance ran it (block-uniform).
+    const bool mods_on = kMods && (p.softcap > 0.f || p.alibi_slopes != nullptr || !(p.scale > 0.f));
+    const float exp_scale = mods_on ? 1.f : p.scale_log2;
 
     float o[D / 2];
 #pragma unroll
@@ -318,7 +327,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // P = exp2(scale·(x - max)) in place.
     auto softmax = [&](float(&s)[BN / 2], int nb, float(&corr)[2]) {
         const int n0 = nb * BN;
-        if constexpr (kMods) {
+        if (mods_on) {
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j)
 #pragma unroll

@@ -6,7 +6,8 @@
 # memcheck racecheck synccheck bench torch (default: hopper..torch; BENCH_KINDS picks the
 # kernel settings the bench runs, default "auto sm80"); packed
 # batches (the `_varlen` entry): hvarlen (its tests), vmemcheck vracecheck vsynccheck, vbench
-# (criterion cuda_varlen/cuda_paged on both generations, then torch's FA2 varlen).
+# (criterion cuda_varlen/cuda_paged on both generations, then torch's FA2 varlen); sgbench
+# (the query-tile rules by value, alternating: SG_VARIANTS, SG_FILTER picks the rows).
 # The pack: scripts/device-pack.sh output without the train/llama/bench_cpu binaries.
 set -uo pipefail
 LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -77,9 +78,21 @@ for s in "${steps[@]}"; do
           --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/bench_$k.log" 2>&1
         medians "$W/crit-$k" > "$R/medians_$k.txt"
       done ;;
+    sgbench) # The query-tile rules (src/cuda/prefill_sm90.rs) by FUSED_ATTN_SM90_TILE_RULES values
+      # (SG_VARIANTS, default "small-grid none"), alternating, 3 rounds.
+      for r in 1 2 3; do
+        for sg in ${SG_VARIANTS:-small-grid none}; do
+          FUSED_ATTN_SM90_TILE_RULES=$sg CRITERION_HOME="$W/sg-$sg-$r" timeout 200 bin/bench \
+            "${SG_FILTER:-cuda_fused_attn_bf16/b1_h8_kv8_q512}" --bench --warm-up-time 1 --measurement-time 2 \
+            --sample-size 10 --noplot > "$R/sgbench_${sg}_$r.log" 2>&1
+          medians "$W/sg-$sg-$r" | sed "s/^/rules=$sg round=$r /" | tee -a "$R/sgbench_medians.txt"
+        done
+      done ;;
     coldstart) for f in prefill decode backward; do CUDA_CACHE_DISABLE=1 timeout 120 bin/coldstart $f; done > "$R/coldstart.log" 2>&1
                grep COLDSTART "$R/coldstart.log" ;;
     torch) timeout 400 python3 scripts/bench_torch.py --out "$R" --rep-ms 100 --only prefill > "$R/torch.log" 2>&1 ;;
+    torchd) mkdir -p "$R/decode"
+            timeout 400 python3 scripts/bench_torch.py --out "$R/decode" --rep-ms 100 --only decode > "$R/torchd.log" 2>&1 ;;
   esac
   echo "$s rc=$? $((SECONDS - t0)) s" | tee -a "$R/steps.txt"
 done

@@ -15,6 +15,18 @@
 //! a paged cache is mapped as `(blocks, page)` with the block as the batch coordinate.
 //!
 //! The tensor maps are made per call from the real strides, so views run in place.
+//!
+//! **Small grids.** A plain problem whose grid on its instance has fewer blocks than the GPU
+//! has SMs (one short sequence, few heads: (1,8,8,512,512,64) is 24 blocks of 192 rows) runs
+//! on the instance with the smaller query tile when there is one (d64: the `mods` instance's
+//! 128 rows and two consumer warpgroups instead of three; it then runs the plain arithmetic,
+//! so the results are the same bits): more SMs work, and each block's chain of key blocks is
+//! shorter. H100, same call, 3 alternating rounds: (1,8,8,512,512,64) 12.7 µs against 14.3,
+//! causal 13.3 against 14.8 (`lab/results/s11-hopper-sg-h100/`). The same move for causal
+//! masks at any grid size (less of the diagonal blocks wasted) lost: (16,16,16,2048,2048,64)
+//! causal 411.6 µs against 403.4 on the 192-row tile (`lab/results/s11-hopper-masked-h100/`).
+//! `FUSED_ATTN_SM90_TILE_RULES=none` (read once; default `small-grid`) turns the rule off,
+//! a diagnostic switch for A/B runs.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
@@ -51,13 +63,32 @@ fn instance<T: KernelDtype>(p: &Problem, dev: &candle_core::CudaDevice) -> Resul
     }
     let mods = p.softcap > 0.0 || p.has_alibi || p.scale <= 0.0;
     let key = KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods };
-    let Ok(inst) = heuristics::instance(key, Arch::Sm90a) else { return Ok(None) };
+    let Ok(mut inst) = heuristics::instance(key, Arch::Sm90a) else { return Ok(None) };
+    // The smaller query tile of the `mods` instance (see the module docs); it computes the
+    // same thing, its modifiers off.
+    let blocks = |i: &Instance| p.batch * p.heads * p.seq_q.div_ceil(i.block_rows as usize);
+    if !mods && small_grid_rule() && blocks(inst) < heuristics::device_facts(dev)?.sms as usize {
+        if let Ok(small) = heuristics::instance(KernelKey { mods: true, ..key }, Arch::Sm90a) {
+            if small.block_rows < inst.block_rows && small.head_dim == inst.head_dim {
+                inst = small;
+            }
+        }
+    }
     if let Some(pages) = p.packed().and_then(|pk| pk.pages.as_ref()) {
         if kv_box_rows(pages.page_size, inst).is_none() {
             return Ok(None);
         }
     }
     Ok(Some(inst))
+}
+
+/// Whether the small-grid rule applies: `FUSED_ATTN_SM90_TILE_RULES` unset or naming
+/// `small-grid` (`none` turns it off).
+fn small_grid_rule() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var("FUSED_ATTN_SM90_TILE_RULES").map_or(true, |v| v.split(',').any(|r| r.trim() == "small-grid"))
+    })
 }
 
 /// Rows of one K/V box of a paged cache with pages of `page` keys: a whole key block when a
