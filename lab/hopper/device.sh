@@ -7,7 +7,8 @@
 # kernel settings the bench runs, default "auto sm80"); packed
 # batches (the `_varlen` entry): hvarlen (its tests), vmemcheck vracecheck vsynccheck, vbench
 # (criterion cuda_varlen/cuda_paged on both generations, then torch's FA2 varlen); sgbench
-# (the query-tile rules by value, alternating: SG_VARIANTS, SG_FILTER picks the rows).
+# (the query-tile rules by value, alternating: SG_VARIANTS, SG_FILTER picks the rows);
+# dsbench (decode split counts, alternating: DS_VARIANTS, DS_FILTER); torchd (torch's decode rows).
 # The pack: scripts/device-pack.sh output without the train/llama/bench_cpu binaries.
 set -uo pipefail
 LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -88,6 +89,17 @@ for s in "${steps[@]}"; do
           medians "$W/sg-$sg-$r" | sed "s/^/rules=$sg round=$r /" | tee -a "$R/sgbench_medians.txt"
         done
       done ;;
+    dsbench) # Decode splits (src/cuda/heuristics.rs split_keys) by FUSED_ATTN_DECODE_SPLITS values
+      # (DS_VARIANTS, default "auto 4 8 12 24"; auto = the rule), alternating, 3 rounds.
+      for r in 1 2 3; do
+        for ds in ${DS_VARIANTS:-auto 4 8 12 24}; do
+          if [ "$ds" = auto ]; then unset FUSED_ATTN_DECODE_SPLITS; else export FUSED_ATTN_DECODE_SPLITS=$ds; fi
+          CRITERION_HOME="$W/ds-$ds-$r" timeout 200 bin/bench "${DS_FILTER:-cuda_fused_attn_bf16/b1_h32_kv8_q1_k2048}" \
+            --bench --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/dsbench_${ds}_$r.log" 2>&1
+          medians "$W/ds-$ds-$r" | sed "s/^/splits=$ds round=$r /" | tee -a "$R/dsbench_medians.txt"
+        done
+      done
+      unset FUSED_ATTN_DECODE_SPLITS ;;
     coldstart) for f in prefill decode backward; do CUDA_CACHE_DISABLE=1 timeout 120 bin/coldstart $f; done > "$R/coldstart.log" 2>&1
                grep COLDSTART "$R/coldstart.log" ;;
     torch) timeout 400 python3 scripts/bench_torch.py --out "$R" --rep-ms 100 --only prefill > "$R/torch.log" 2>&1 ;;

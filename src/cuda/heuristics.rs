@@ -110,6 +110,9 @@ const MAX_PARTIAL_ROWS: usize = 256;
 /// (sk 32768: 16 → 65.8, 32 → 66.2; sk 2048: 16 → 14.8, 32 → 17.9) and of 16 rows (sq 4,
 /// sk 8192: 16 → 31.6, 32 → 38.0) gain from one block per SM; 64 tiles of 4 rows (sk 8192:
 /// 4 → 109.4, 8 → 115.4; 2 → 118.2 vs 4 → 110.8 in an earlier run) from two.
+///
+/// `FUSED_ATTN_DECODE_SPLITS=N` (read once) asks for N splits instead, within 1..=64 and the
+/// key range's rounds: a diagnostic switch for A/B runs of this rule.
 pub(super) fn split_keys(
     key_len: usize,
     pairs: usize,
@@ -126,9 +129,21 @@ pub(super) fn split_keys(
     if splits > MAX_SPLITS_ALL_SLOTS {
         splits = sms / pairs;
     }
-    let splits = splits.min(MAX_PARTIAL_ROWS / rows.clamp(1, DECODE_ROWS)).clamp(1, rounds);
+    let splits = splits.min(MAX_PARTIAL_ROWS / rows.clamp(1, DECODE_ROWS));
+    let splits = forced_decode_splits().unwrap_or(splits).clamp(1, rounds);
     let keys_per_split = rounds.div_ceil(splits) * KEYS_PER_ROUND;
     (key_len.div_ceil(keys_per_split), keys_per_split)
+}
+
+/// `FUSED_ATTN_DECODE_SPLITS`, when set to a whole number (clamped to 1..=64).
+fn forced_decode_splits() -> Option<usize> {
+    static FORCED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| {
+        std::env::var("FUSED_ATTN_DECODE_SPLITS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .map(|n| n.clamp(1, 64))
+    })
 }
 
 // ---- backward splits --------------------------------------------------------------------
