@@ -270,17 +270,10 @@ fn bench_backward(c: &mut Criterion, dev: &Device, dtype: DType, shapes: &[Shape
 }
 
 /// The varlen batch: 8 sequences of 64–2000 tokens (lengths from a fixed seed), h16/hkv4,
-/// d64, self-attention (len_q = len_k per sequence).
-fn cpu_varlen_lengths() -> Vec<usize> {
-    // A 64-bit LCG from a fixed seed, so the lengths never change between runs.
-    let mut x = 0x5eed_u64;
-    (0..8)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            64 + ((x >> 33) as usize) % (2000 - 64 + 1)
-        })
-        .collect()
-}
+/// d64, self-attention (len_q = len_k per sequence); shared with examples/bench_cpu.rs.
+#[path = "common/varlen.rs"]
+mod varlen;
+use varlen::cpu_varlen_lengths;
 
 /// The packed batch of the varlen bench: 64 sequence lengths in 100..=4000 from a fixed seed
 /// (a 64-bit LCG, so that scripts/bench_torch_varlen.py draws the same ones).

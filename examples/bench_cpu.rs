@@ -130,17 +130,10 @@ fn main() -> candle_core::Result<()> {
     Ok(())
 }
 
-/// The sequence lengths of the `cpu_varlen` criterion groups (benches/attention.rs): 8 in
-/// 64..=2000 from the same fixed-seed 64-bit LCG.
-fn varlen_lengths() -> Vec<usize> {
-    let mut x = 0x5eed_u64;
-    (0..8)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            64 + ((x >> 33) as usize) % (2000 - 64 + 1)
-        })
-        .collect()
-}
+/// The sequence lengths of the `cpu_varlen` criterion groups, from benches/common/varlen.rs.
+#[path = "../benches/common/varlen.rs"]
+mod varlen;
+use varlen::cpu_varlen_lengths as varlen_lengths;
 
 /// This process's minor page faults so far (field 10 of `/proc/self/stat`; 0 where that is
 /// unreadable).
