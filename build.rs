@@ -135,8 +135,14 @@ fn main() {
         contents.push(described);
         let fatbin = out_dir.join(format!("{stem}.fatbin"));
         let ptx = out_dir.join(format!("{stem}.ptx"));
+        let key_path = out_dir.join(format!("{stem}.inputs"));
         if codes.is_empty() {
-            // Left out by FUSED_ATTN_CUDA_ARCHS: an empty image and no entry points.
+            // Left out by FUSED_ATTN_CUDA_ARCHS: an empty image and no entry points. Its key
+            // goes, so that a later build with the file's arches compiles it again: the key
+            // of an earlier full build would otherwise match and keep the empty image (seen
+            // once: a build with FUSED_ATTN_CUDA_ARCHS=80, then one without, shipped an
+            // empty fwd_sm90 fatbin, and the CUDA unit tests caught it).
+            let _ = fs::remove_file(&key_path);
             fs::write(&fatbin, b"").unwrap_or_else(|e| panic!("write {}: {e}", fatbin.display()));
             fs::write(&ptx, b"").unwrap_or_else(|e| panic!("write {}: {e}", ptx.display()));
             jobs.push(std::thread::spawn(|| Ok((0.0, 0.0))));
@@ -174,7 +180,6 @@ fn main() {
         // restored by git carries an older mtime than the output built from the edit it
         // replaced); content does not lie. The files run concurrently, each its two steps in
         // order, so a file's ptxas overlaps the others' front ends.
-        let key_path = out_dir.join(format!("{stem}.inputs"));
         let key = format!(
             "{nvcc_version}{}",
             input_key(&[&front, &back], src.file, &out_dir.join(format!("{stem}.gen.cu")), &out_dir, &headers)
