@@ -68,7 +68,7 @@ namespace hopper {
 // ---- tile traits --------------------------------------------------------------------------
 
 template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumers_, int kProducerRegs_, int kConsumerRegs_,
-          bool kPingPong_ = true>
+          int kQBufs_ = 1, bool kPingPong_ = true>
 struct HopperConfig {
     static constexpr int kHeadDim = kHeadDim_;
     static constexpr int kBlockN = kBlockN_;
@@ -81,10 +81,17 @@ struct HopperConfig {
     static constexpr int kPanels = kHeadDim / 64;
     static constexpr int kQBytes = kBlockM * kHeadDim * 2;
     static constexpr int kKVBytes = kBlockN * kHeadDim * 2;  // one K or one V tile
-    // Q; K and V full/empty per stage.
-    static constexpr int kBarriers = 1 + 4 * kStages;
+    // Q tiles: 2 makes the dense kernel persistent (a CTA loops over query tiles; the next
+    // tile's Q lands in the other buffer while this one computes, and the epilogue stages O in
+    // the dead one). 1: one tile per CTA.
+    static constexpr int kQBufs = kQBufs_;
+    // Q full per Q buffer (and empty, when there are two); K and V full/empty per stage.
+    static constexpr int kBarriers = (kQBufs == 2 ? 4 : 1) + 4 * kStages;
+    // Persistent: the tile each Q buffer holds (two ints), after the barriers.
+    static constexpr int kTileSlotBytes = kQBufs == 2 ? 8 : 0;
     // 1 KiB of slack aligns the tiles to the swizzle atom; the barriers follow the tiles.
-    static constexpr int kSmemBytes = 1024 + kQBytes + 2 * kStages * kKVBytes + kBarriers * 8;
+    static constexpr int kSmemBytes =
+        1024 + kQBufs * kQBytes + 2 * kStages * kKVBytes + kBarriers * 8 + kTileSlotBytes;
     // setmaxnreg budgets: the producer needs a few registers, the consumers O, S and P.
     static constexpr int kProducerRegs = kProducerRegs_;
     static constexpr int kConsumerRegs = kConsumerRegs_;
@@ -104,6 +111,7 @@ struct HopperConfig {
     static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg takes multiples of 8");
     static_assert(kConsumers <= 3, "named barrier ids: 1 + consumer (epilogue) and kTurnBarrier + consumer");
     static_assert(kConsumers >= 2 || !kPingPong, "ping-pong takes turns between two or more consumers");
+    static_assert(kQBufs == 1 || kQBufs == 2, "one Q tile, or two for the persistent loop");
 };
 
 // Per head-dim instance. Consumer registers per thread: O (kHeadDim/2) + S (kBlockN/2) + P
@@ -114,13 +122,15 @@ struct HopperConfig {
 template <int kHeadDim, bool kMods>
 struct HopperTraits;
 template <>
-struct HopperTraits<64, false> : HopperConfig<64, 128, 3, 3, 32, 160> {};
+struct HopperTraits<64, false> : HopperConfig<64, 128, 3, 3, 32, 160, 2> {};
 // The softcap/ALiBi arithmetic does not fit the 128 registers per thread that 512 threads
 // leave at entry (ptxas allocates for the launch bound; 244 bytes of spills): two consumers.
 template <>
 struct HopperTraits<64, true> : HopperConfig<64, 128, 3, 2, 24, 240> {};
-template <bool kMods>
-struct HopperTraits<128, kMods> : HopperConfig<128, 128, 2, 2, 24, 240> {};
+template <>
+struct HopperTraits<128, false> : HopperConfig<128, 128, 2, 2, 24, 240, 2> {};
+template <>
+struct HopperTraits<128, true> : HopperConfig<128, 128, 2, 2, 24, 240> {};
 // d192 and d256: 64-key blocks, so that Q (48 / 64 KiB) and the K/V ring fit the shared
 // memory (3 stages of 24 KiB tiles at d192, 2 of 32 KiB at d256) and O (96 / 128 f32 per
 // thread), S and P fit 240 registers.
@@ -144,28 +154,35 @@ constexpr int kTurnBarrier = 6;
 template <class Cfg, class E, bool kMods, bool kPacked>
 __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     constexpr int D = Cfg::kHeadDim, BN = Cfg::kBlockN, BM = Cfg::kBlockM, ST = Cfg::kStages;
+    // Dense instances with two Q tiles loop over query tiles (blockIdx.x, + gridDim.x, ...);
+    // the host launches min(tiles, SMs) CTAs where every tile costs the same (no causal or
+    // window mask), one per tile otherwise. The packed entry keeps one tile per CTA.
+    constexpr bool kPersistent = Cfg::kQBufs == 2 && !kPacked;
     const FattnParams& p = hp.fwd;
     const float kNegInf = -CUDART_INF_F;
 
     extern __shared__ uint8_t smem_raw[];
     const uint32_t raw = smem_addr(smem_raw);
     uint8_t* const smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);
-    uint8_t* const sQ = smem;
-    uint8_t* const sK = sQ + Cfg::kQBytes;  // stage s at + s · kKVBytes
+    uint8_t* const sQ0 = smem;  // Q buffer b at + b · kQBytes
+    uint8_t* const sK = sQ0 + Cfg::kQBufs * Cfg::kQBytes;  // stage s at + s · kKVBytes
     uint8_t* const sV = sK + ST * Cfg::kKVBytes;
-    uint64_t* const bar_q = reinterpret_cast<uint64_t*>(sV + ST * Cfg::kKVBytes);
-    uint64_t* const full_k = bar_q + 1;
+    uint64_t* const bar_q = reinterpret_cast<uint64_t*>(sV + ST * Cfg::kKVBytes);  // per Q buffer
+    uint64_t* const full_k = bar_q + (Cfg::kQBufs == 2 ? 4 : 1);
+    uint64_t* const empty_q = bar_q + Cfg::kQBufs;  // two Q buffers only
     uint64_t* const full_v = full_k + ST;
     uint64_t* const empty_k = full_v + ST;
     uint64_t* const empty_v = empty_k + ST;
+    // Persistent: the tile of Q buffer b, stored by the producer through the async proxy as
+    // part of bar_q[b]'s transaction, like Q itself (a tile past the last one tells the
+    // consumers to stop).
+    volatile int* const tile_slot = reinterpret_cast<volatile int*>(empty_v + ST);
 
-    const QueryBlock qb = query_block(p, BM);
-    // Packed: this sequence's rows and keys (q0/k0 index the packed tensors); a query block
-    // past its sequence's end has nothing to do (the grid covers the longest sequence). The
-    // whole CTA leaves together, before any barrier.
-    const SeqSpan span = seq_span<kPacked>(p, qb.batch);
-    if (kPacked && qb.m0 >= span.len_q) return;
-    const SeqMask msk = kPacked ? packed_mask(p, qb.batch, span.len_q, span.len_k) : dense_mask(p);
+    // The current tile: its (batch, head, rows), sequence and key blocks (setup()).
+    QueryBlock qb{};
+    SeqSpan span{};
+    SeqMask msk{};
+    int nb_begin = 0, nb_end = 0;
     // Dense: the params themselves, as the dense kernel always read them.
     auto len_q = [&]() {
         if constexpr (kPacked) {
@@ -188,13 +205,36 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             return block_fully_visible(p, row_first, row_last, n0, n1);
         }
     };
-    const int m_last = min(qb.m0 + BM, len_q()) - 1;
-    const KeyRange keys = KeyRange{row_keys(qb.m0).lo, row_keys(m_last).hi};
-    const int nb_begin = keys.lo / BN;
-    const int nb_end = keys.hi > keys.lo ? (keys.hi + BN - 1) / BN : nb_begin;
+    auto setup = [&](int tile) {
+        qb = query_block(p, BM, tile);
+        span = seq_span<kPacked>(p, qb.batch);
+        msk = kPacked ? packed_mask(p, qb.batch, span.len_q, span.len_k) : dense_mask(p);
+        const int m_last = min(qb.m0 + BM, len_q()) - 1;
+        const KeyRange keys = KeyRange{row_keys(qb.m0).lo, row_keys(m_last).hi};
+        nb_begin = keys.lo / BN;
+        nb_end = keys.hi > keys.lo ? (keys.hi + BN - 1) / BN : nb_begin;
+    };
+    const int num_tiles = kPersistent ? p.batch * p.heads * ((p.seq_q + BM - 1) / BM) : 1;
+    const int first_tile = blockIdx.x;
+    setup(first_tile);
+    // Packed: a query block past its sequence's end has nothing to do (the grid covers the
+    // longest sequence). The whole CTA leaves together, before any barrier.
+    if (kPacked && qb.m0 >= span.len_q) return;
+    // Persistent: the tile after `tile`, drawn from the launch's counter (masked problems,
+    // whose tiles differ in cost: whichever block is free takes the next, in the order of
+    // grid.cuh, heaviest of a head first) or a fixed stride (blockIdx.x, + gridDim.x, ...).
+    auto next_tile = [&](int tile) {
+        return hp.tile_counter != nullptr ? static_cast<int>(atomicAdd(hp.tile_counter, 1u)) + static_cast<int>(gridDim.x)
+                                          : tile + static_cast<int>(gridDim.x);
+    };
 
     if (threadIdx.x == 0) {
-        sm90::mbar_init(bar_q, 1);
+#pragma unroll
+        for (int b = 0; b < Cfg::kQBufs; ++b) {
+            sm90::mbar_init(&bar_q[b], 1);
+            // Every consumer warp arrives once its epilogue is done with the buffer.
+            if constexpr (Cfg::kQBufs == 2) sm90::mbar_init(&empty_q[b], Cfg::kConsumers * 4);
+        }
 #pragma unroll
         for (int s = 0; s < ST; ++s) {
             sm90::mbar_init(&full_k[s], 1);
@@ -211,10 +251,30 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     if (warp_group == 0) {
         // ---- producer ----
         sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
-        if (threadIdx.x == 0 && nb_begin < nb_end) {
-            sm90::prefetch_tma_desc(&hp.tma_q);
-            sm90::prefetch_tma_desc(&hp.tma_k);
-            sm90::prefetch_tma_desc(&hp.tma_v);
+        if (threadIdx.x != 0) return;
+        sm90::prefetch_tma_desc(&hp.tma_q);
+        sm90::prefetch_tma_desc(&hp.tma_k);
+        sm90::prefetch_tma_desc(&hp.tma_v);
+        // it0: key blocks loaded for earlier tiles (the ring's position); n: tiles so far.
+        int it0 = 0;
+        for (int tile = first_tile, n = 0;; ++n) {
+            if constexpr (kPersistent) {
+                // Buffer n % 2 is free once every consumer warp has staged and stored the
+                // output of the tile before last through it; then it takes the next tile.
+                if (n >= 2) sm90::mbar_wait(&empty_q[n % 2], ((n - 2) / 2) & 1);
+                if (n > 0) tile = next_tile(tile);
+                if (tile >= num_tiles) {
+                    // No Q: the consumers read the slot and stop.
+                    sm90::mbar_arrive_expect_tx(&bar_q[n % 2], 4);
+                    sm90::st_async_u32(const_cast<int*>(&tile_slot[n % 2]), tile, &bar_q[n % 2]);
+                    break;
+                }
+                if (n > 0) setup(tile);
+            } else {
+                // One tile per CTA: nothing to load when it sees no key (its consumers write
+                // zeros without waiting).
+                if (n > 0 || nb_begin >= nb_end) break;
+            }
             const int kvh = qb.head / p.kv_group;
             // Packed tensors are mapped as one batch of all rows: a sequence's rows start at its
             // cu_seqlens entry. Paged K/V are mapped as (blocks, page) with the block as the
@@ -252,12 +312,15 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     }
                 }
             };
-            sm90::mbar_arrive_expect_tx(bar_q, Cfg::kQBytes);
+            const int b = kPersistent ? n % 2 : 0;
+            uint8_t* const sQ = sQ0 + b * Cfg::kQBytes;
+            sm90::mbar_arrive_expect_tx(&bar_q[b], Cfg::kQBytes + (kPersistent ? 4 : 0));
+            if constexpr (kPersistent) sm90::st_async_u32(const_cast<int*>(&tile_slot[b]), tile, &bar_q[b]);
 #pragma unroll
             for (int c = 0; c < Cfg::kPanels; ++c)
-                sm90::tma_load_4d(sQ + c * BM * 128, &hp.tma_q, bar_q, c * 64, q_row, qb.head, q_batch);
+                sm90::tma_load_4d(sQ + c * BM * 128, &hp.tma_q, &bar_q[b], c * 64, q_row, qb.head, q_batch);
             for (int nb = nb_begin; nb < nb_end; ++nb) {
-                const int it = nb - nb_begin, st = it % ST;
+                const int it = it0 + nb - nb_begin, st = it % ST;
                 const uint32_t phase = (it / ST) & 1;
                 // A stage is free again once the consumers released its previous use.
                 if (it >= ST) sm90::mbar_wait(&empty_k[st], phase ^ 1);
@@ -267,6 +330,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVBytes);
                 load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb);
             }
+            it0 += nb_end - nb_begin;
         }
         return;
     }
@@ -275,26 +339,22 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     sm90::setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int cw = warp_group - 1;
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-    // This warp's 16 rows and this thread's two of them (row0, row0 + 8).
-    const int warp_row0 = qb.m0 + cw * 64 + warp * 16;
-    const int row0 = warp_row0 + g;
-
-    float alibi_log2 = 0.f;
-    if (kMods && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[qb.batch * p.heads + qb.head] * CUDART_L2E_F;
     // A `_mods` instance also runs plain problems (small grids, src/cuda/prefill_sm90.rs): then
     // it takes the plain instances' arithmetic, so that a row's result does not depend on which
     // instance ran it (block-uniform).
     const bool mods_on = kMods && (p.softcap > 0.f || p.alibi_slopes != nullptr || !(p.scale > 0.f));
     const float exp_scale = mods_on ? 1.f : p.scale_log2;
 
-    float o[D / 2];
-#pragma unroll
-    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-    float row_max[2] = {kNegInf, kNegInf};
-    float row_sum[2] = {0.f, 0.f};  // this thread's partial sums; the quad reduces them at the end
+    // Per tile: this warp's 16 rows and this thread's two of them (row0, row0 + 8); the
+    // head's ALiBi slope; this warpgroup's 64 rows in the tile's Q buffer (first panel; panel
+    // c is BM · 128 bytes further).
+    int warp_row0 = 0, row0 = 0;
+    float alibi_log2 = 0.f;
+    uint32_t q_tile = 0;
 
-    // This warpgroup's 64 rows in Q's first panel; panel c is BM · 128 bytes further.
-    const uint32_t q_tile = smem_addr(sQ) + cw * 64 * 128;
+    float o[D / 2];
+    float row_max[2];
+    float row_sum[2];  // this thread's partial sums; the quad reduces them at the end
 
     // S = Q Kᵀ of the key block in stage `st`, issued (not waited for): D/16 k-steps; a step
     // is 32 bytes into the 128-byte rows of a panel.
@@ -411,109 +471,147 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     auto next_turn = [&]() {
         if constexpr (Cfg::kPingPong) sm90::named_barrier_arrive(kTurnBarrier + (cw + 1) % Cfg::kConsumers, 256);
     };
-    if (nb_begin < nb_end) {
-        if (cw == Cfg::kConsumers - 1) next_turn();
-        sm90::mbar_wait(bar_q, 0);
-        float s[BN / 2];
-        uint32_t pf[BN / 16][4];
-        float corr[2];
-        sm90::mbar_wait(&full_k[0], 0);
-        my_turn();
-        sm90::wgmma_fence();
-        issue_qk(s, 0);
-        next_turn();
-        sm90::wgmma_wait<0>();
-        sm90::fence_regs(s);
-        release(&empty_k[0]);
-        softmax(s, nb_begin, corr);  // O is still zero: nothing to rescale
-        to_fragments(s, pf);
-        for (int nb = nb_begin + 1; nb < nb_end; ++nb) {
-            const int it = nb - nb_begin, st = it % ST, prev = (it - 1) % ST;
-            const uint32_t phase = (it / ST) & 1, prev_phase = ((it - 1) / ST) & 1;
-            sm90::mbar_wait(&full_k[st], phase);
-            sm90::mbar_wait(&full_v[prev], prev_phase);
+    int tile_it0 = 0;  // key blocks of earlier tiles: the ring's position
+    // Ping-pong: the last consumer's arrival opens the first turn, once per CTA (the turns
+    // go on round robin from tile to tile: every consumer takes the same number per tile).
+    bool turns_open = false;
+    for (int n = 0;; ++n) {
+        const int b = kPersistent ? n % 2 : 0;
+        if constexpr (kPersistent) {
+            // The producer names the tile (or the end) before Q arrives.
+            sm90::mbar_wait(&bar_q[b], (n / 2) & 1);
+            const int tile = tile_slot[b];
+            if (tile >= num_tiles) break;
+            if (n > 0) setup(tile);
+        } else if (n > 0) {
+            break;
+        }
+        uint8_t* const sQ = sQ0 + b * Cfg::kQBytes;
+        warp_row0 = qb.m0 + cw * 64 + warp * 16;
+        row0 = warp_row0 + g;
+        if (kMods && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[qb.batch * p.heads + qb.head] * CUDART_L2E_F;
+        q_tile = smem_addr(sQ) + cw * 64 * 128;
+#pragma unroll
+        for (int j = 0; j < D / 2; ++j) o[j] = 0.f;
+        row_max[0] = row_max[1] = kNegInf;
+        row_sum[0] = row_sum[1] = 0.f;
+        const int it0 = tile_it0;
+        if (nb_begin < nb_end) {
+            if (!turns_open) {
+                if (cw == Cfg::kConsumers - 1) next_turn();
+                turns_open = true;
+            }
+            if constexpr (!kPersistent) sm90::mbar_wait(&bar_q[b], 0);
+            float s[BN / 2];
+            uint32_t pf[BN / 16][4];
+            float corr[2];
+            const int st0 = it0 % ST;
+            sm90::mbar_wait(&full_k[st0], (it0 / ST) & 1);
             my_turn();
             sm90::wgmma_fence();
-            issue_qk(s, st);
-            issue_pv(pf, prev);
+            issue_qk(s, st0);
             next_turn();
-            sm90::wgmma_wait<1>();
+            sm90::wgmma_wait<0>();
             sm90::fence_regs(s);
-            release(&empty_k[st]);
-            softmax(s, nb, corr);
+            release(&empty_k[st0]);
+            softmax(s, nb_begin, corr);  // O is still zero: nothing to rescale
+            to_fragments(s, pf);
+            for (int nb = nb_begin + 1; nb < nb_end; ++nb) {
+                const int it = it0 + nb - nb_begin, st = it % ST, prev = (it - 1) % ST;
+                const uint32_t phase = (it / ST) & 1, prev_phase = ((it - 1) / ST) & 1;
+                sm90::mbar_wait(&full_k[st], phase);
+                sm90::mbar_wait(&full_v[prev], prev_phase);
+                my_turn();
+                sm90::wgmma_fence();
+                issue_qk(s, st);
+                issue_pv(pf, prev);
+                next_turn();
+                sm90::wgmma_wait<1>();
+                sm90::fence_regs(s);
+                release(&empty_k[st]);
+                softmax(s, nb, corr);
+                sm90::wgmma_wait<0>();
+                sm90::fence_regs(o);
+                keep_fragments(pf);
+                release(&empty_v[prev]);
+                rescale_o(corr);
+                to_fragments(s, pf);
+            }
+            const int last = it0 + nb_end - 1 - nb_begin;
+            sm90::mbar_wait(&full_v[last % ST], (last / ST) & 1);
+            if constexpr (kPacked) {
+                // The last block's rows past the sequence's keys are the next sequence's (packed)
+                // or whatever the page holds (paged): their scores are masked to P = 0, but 0 · NaN
+                // or 0 · inf in P·V would still reach this sequence's rows. The consumers zero them
+                // (as the dense maps' out-of-bounds fill does) before either reads the stage.
+                const int valid = msk.len_k - (nb_end - 1) * BN;
+                if (valid < BN) {
+                    uint8_t* const v_tile = sV + (last % ST) * Cfg::kKVBytes;
+                    const int ctid = cw * 128 + tid;
+                    constexpr int kRowChunks = Cfg::kPanels * 8;  // 16-byte chunks of a key row
+                    for (int i = ctid; i < (BN - valid) * kRowChunks; i += Cfg::kConsumers * 128) {
+                        const int r = valid + i / kRowChunks, c = i % kRowChunks;
+                        *reinterpret_cast<uint4*>(v_tile + (c / 8) * BN * 128 + r * 128 + (c % 8) * 16) =
+                            make_uint4(0u, 0u, 0u, 0u);
+                    }
+                    // Generic-proxy writes that wgmma (the async proxy) reads next.
+                    sm90::fence_proxy_async();
+                    sm90::named_barrier_sync(kTailBarrier, Cfg::kConsumers * 128);
+                }
+            }
+            // After the zeroing's barrier, which every consumer reaches without a turn.
+            my_turn();
+            sm90::wgmma_fence();
+            issue_pv(pf, last % ST);
+            next_turn();
             sm90::wgmma_wait<0>();
             sm90::fence_regs(o);
             keep_fragments(pf);
-            release(&empty_v[prev]);
-            rescale_o(corr);
-            to_fragments(s, pf);
+            release(&empty_v[last % ST]);
         }
-        const int last = nb_end - 1 - nb_begin;
-        sm90::mbar_wait(&full_v[last % ST], (last / ST) & 1);
-        if constexpr (kPacked) {
-            // The last block's rows past the sequence's keys are the next sequence's (packed)
-            // or whatever the page holds (paged): their scores are masked to P = 0, but 0 · NaN
-            // or 0 · inf in P·V would still reach this sequence's rows. The consumers zero them
-            // (as the dense maps' out-of-bounds fill does) before either reads the stage.
-            const int valid = msk.len_k - (nb_end - 1) * BN;
-            if (valid < BN) {
-                uint8_t* const v_tile = sV + (last % ST) * Cfg::kKVBytes;
-                const int ctid = cw * 128 + tid;
-                constexpr int kRowChunks = Cfg::kPanels * 8;  // 16-byte chunks of a key row
-                for (int i = ctid; i < (BN - valid) * kRowChunks; i += Cfg::kConsumers * 128) {
-                    const int r = valid + i / kRowChunks, c = i % kRowChunks;
-                    *reinterpret_cast<uint4*>(v_tile + (c / 8) * BN * 128 + r * 128 + (c % 8) * 16) =
-                        make_uint4(0u, 0u, 0u, 0u);
-                }
-                // Generic-proxy writes that wgmma (the async proxy) reads next.
-                sm90::fence_proxy_async();
-                sm90::named_barrier_sync(kTailBarrier, Cfg::kConsumers * 128);
+
+        // ---- epilogue: normalize, stage in this warpgroup's rows of the Q tile, 16-byte stores.
+        // The barrier orders every warp's last wgmma read of Q before the writes.
+        sm90::named_barrier_sync(1 + cw, 128);
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+            const float l = quad_sum(row_sum[hf]);
+            const float inv = inv_row_sum(l);
+            const int row = row0 + hf * 8;
+            if (p.lse != nullptr && t == 0 && row < len_q()) {
+                float* slot = kPacked ? lse_slot_packed(p, span, qb.head, row) : lse_slot(p, qb.batch, qb.head, row);
+                *slot = row_lse(row_max[hf] * exp_scale, l);
+            }
+            const int r = cw * 64 + warp * 16 + g + hf * 8;  // row within the tile
+#pragma unroll
+            for (int j = 0; j < D / 8; ++j) {
+                const uint32_t packed = E::pack(o[4 * j + 2 * hf] * inv, o[4 * j + 2 * hf + 1] * inv);
+                uint8_t* dst = sQ + (j / 8) * BM * 128 + r * 128 + (((j % 8) ^ (r % 8)) * 16) + t * 4;
+                *reinterpret_cast<uint32_t*>(dst) = packed;
             }
         }
-        // After the zeroing's barrier, which every consumer reaches without a turn.
-        my_turn();
-        sm90::wgmma_fence();
-        issue_pv(pf, last % ST);
-        next_turn();
-        sm90::wgmma_wait<0>();
-        sm90::fence_regs(o);
-        keep_fragments(pf);
-        release(&empty_v[last % ST]);
-    }
-
-    // ---- epilogue: normalize, stage in this warpgroup's rows of the Q tile, 16-byte stores.
-    // The barrier orders every warp's last wgmma read of Q before the writes.
-    sm90::named_barrier_sync(1 + cw, 128);
+        sm90::named_barrier_sync(1 + cw, 128);
+        uint16_t* og = kPacked ? o_seq_rows<uint16_t>(p, span, qb.head)
+                               : static_cast<uint16_t*>(p.o) + qb.batch * p.o_batch_stride + qb.head * p.o_head_stride;
+        const int rows = len_q();
+        constexpr int kChunks = D / 8;  // 16-byte chunks of a row
 #pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-        const float l = quad_sum(row_sum[hf]);
-        const float inv = inv_row_sum(l);
-        const int row = row0 + hf * 8;
-        if (p.lse != nullptr && t == 0 && row < len_q()) {
-            float* slot = kPacked ? lse_slot_packed(p, span, qb.head, row) : lse_slot(p, qb.batch, qb.head, row);
-            *slot = row_lse(row_max[hf] * exp_scale, l);
+        for (int i = 0; i < 64 * kChunks / 128; ++i) {
+            const int chunk = tid + i * 128;
+            const int r = cw * 64 + chunk / kChunks, c = chunk % kChunks;
+            const int row = qb.m0 + r;
+            if (row >= rows || c * 8 >= p.head_dim) continue;
+            const uint4 val = *reinterpret_cast<const uint4*>(sQ + (c / 8) * BM * 128 + r * 128 + (((c % 8) ^ (r % 8)) * 16));
+            *reinterpret_cast<uint4*>(og + static_cast<int64_t>(row) * p.o_seq_stride + c * 8) = val;
         }
-        const int r = cw * 64 + warp * 16 + g + hf * 8;  // row within the tile
-#pragma unroll
-        for (int j = 0; j < D / 8; ++j) {
-            const uint32_t packed = E::pack(o[4 * j + 2 * hf] * inv, o[4 * j + 2 * hf + 1] * inv);
-            uint8_t* dst = sQ + (j / 8) * BM * 128 + r * 128 + (((j % 8) ^ (r % 8)) * 16) + t * 4;
-            *reinterpret_cast<uint32_t*>(dst) = packed;
+        // Persistent: this warp is done with the Q buffer and its tile slot; the producer may
+        // load a later tile's Q there (async-proxy writes after this warp's generic reads and
+        // writes of the buffer: the proxy fence orders them).
+        if constexpr (kPersistent) {
+            sm90::fence_proxy_async();
+            release(&empty_q[b]);
         }
-    }
-    sm90::named_barrier_sync(1 + cw, 128);
-    uint16_t* og = kPacked ? o_seq_rows<uint16_t>(p, span, qb.head)
-                           : static_cast<uint16_t*>(p.o) + qb.batch * p.o_batch_stride + qb.head * p.o_head_stride;
-    const int rows = len_q();
-    constexpr int kChunks = D / 8;  // 16-byte chunks of a row
-#pragma unroll
-    for (int i = 0; i < 64 * kChunks / 128; ++i) {
-        const int chunk = tid + i * 128;
-        const int r = cw * 64 + chunk / kChunks, c = chunk % kChunks;
-        const int row = qb.m0 + r;
-        if (row >= rows || c * 8 >= p.head_dim) continue;
-        const uint4 val = *reinterpret_cast<const uint4*>(sQ + (c / 8) * BM * 128 + r * 128 + (((c % 8) ^ (r % 8)) * 16));
-        *reinterpret_cast<uint4*>(og + static_cast<int64_t>(row) * p.o_seq_stride + c * 8) = val;
+        tile_it0 += nb_end - nb_begin;
     }
 }
 
@@ -535,6 +633,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kBlockM == ROWS, #NAME ": block rows differ from instances.rs");     \
     static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kBlockN == KEYS, #NAME ": key block differs from instances.rs");     \
     static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kSmemBytes == SMEM, #NAME ": smem bytes differ from instances.rs"); \
+    static_assert((fattn::hopper::HopperTraits<D, VARIANT == 1>::kQBufs == 2) == (VARIANT == 0 && D <= 128),            \
+                  #NAME ": loops over query tiles exactly when Instance::loops_over_tiles says so");              \
     extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT == 1>::kThreads, 1)                          \
         NAME(const __grid_constant__ FattnHopperParams p) {                                                            \
         fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT == 1>, fattn::DTYPE, VARIANT == 1, false>(p);               \

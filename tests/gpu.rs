@@ -327,6 +327,7 @@ fn gpu_hopper_prefill() {
             c.seq_q = c.seq_q.max(129);
             (if i % 2 == 0 { DType::BF16 } else { DType::F16 }, c)
         })
+        .chain(persistent_cases(seed, n))
         .collect();
     let mut tally = HopperTally::new(test);
     for chunk in cases.chunks(PREPARE_AHEAD) {
@@ -342,6 +343,48 @@ fn gpu_hopper_prefill() {
         }
     }
     tally.finish(cases.len());
+}
+
+/// Problems with more query tiles than an H100 or H200 has SMs (132), so that the plain
+/// d64/d128 Hopper instances run a persistent grid in which each block takes two or more
+/// tiles (src/cuda/prefill_sm90.rs), by a fixed stride (unmasked) or drawn from a counter
+/// (causal, windows): tiles of 192 (d64) and 128 rows, partial last
+/// tiles, uneven tiles per block, GQA 8:1 and MQA, a head dim padded up, and head-major
+/// inputs that the tensor maps read through their strides. The random cases above rarely
+/// have that many tiles.
+fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
+    let shapes = [
+        // (batch, heads, kv_heads, seq_q, seq_k, head_dim): tiles
+        (2, 16, 2, 1000, 777, 64),  // 6 · 32 = 192 tiles of 192 rows
+        (3, 12, 12, 900, 513, 128), // 8 · 36 = 288
+        (1, 32, 4, 1100, 300, 96),  // 9 · 32 = 288, d96 padded to the d128 instance
+        (4, 12, 1, 530, 1031, 64),  // 3 · 48 = 144: 12 blocks take two tiles, 120 one
+        (5, 10, 1, 531, 260, 128),  // 5 · 50 = 250, MQA
+        (2, 16, 2, 1000, 1200, 64), // causal: blocks draw tiles of unequal cost
+        (3, 12, 12, 900, 513, 128), // a window of 100 keys left and 7 right
+        (4, 12, 4, 700, 700, 128),  // causal with a left window
+    ];
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(j, &shape)| {
+            let mut c = Case::plain(case_seed(seed, first + j), shape);
+            if j == 2 {
+                c.layouts =
+                    [common::InputLayout::HeadsMajor, common::InputLayout::Contiguous, common::InputLayout::HeadsMajor];
+            }
+            if j == 4 {
+                c.softmax_scale = 0.3;
+            }
+            match j {
+                5 => c.causal = true,
+                6 => (c.window_left, c.window_right) = (Some(100), Some(7)),
+                7 => (c.causal, c.window_left) = (true, Some(64)),
+                _ => {}
+            }
+            (if j % 2 == 0 { DType::BF16 } else { DType::F16 }, c)
+        })
+        .collect()
 }
 
 /// Decode: a KV-cache step (sq 1) and speculative steps (sq up to 16) against caches of up

@@ -150,7 +150,10 @@ struct FattnHopperParams {
     FattnTmaDesc tma_k;
     FattnTmaDesc tma_v;
     FattnParams fwd;
-    uint64_t pad_hopper_[2];
+    // Persistent grids: the zeroed counter the blocks draw their next tile from, or null
+    // (a fixed stride); see kernels/fwd_sm90.cu.
+    uint32_t* tile_counter;
+    uint64_t pad_hopper_;
 };
 
 // The Hopper backward's parameters (kernels/bwd_sm90.cu): 4-D tensor maps (head_dim, seq,

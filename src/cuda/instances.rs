@@ -221,6 +221,18 @@ impl Instance {
             Smem::PerHeadDim(f) => f(head_dim),
         }
     }
+
+    /// Whether the instance's dense entry loops over query tiles, so that a grid of fewer
+    /// blocks than tiles computes them all (block b takes tiles b, b + grid, ...): the plain
+    /// Hopper prefill instances up to d128, whose `HopperTraits` hold two Q tiles
+    /// (kernels/fwd_sm90.cu asserts the same of every instance). Their `_varlen` entry
+    /// takes one tile per block.
+    pub const fn loops_over_tiles(&self) -> bool {
+        matches!(self.arch, Arch::Sm90a)
+            && matches!(self.family, Family::Fwd)
+            && matches!(self.variant, Variant::Plain)
+            && self.head_dim <= 128
+    }
 }
 
 /// A kernel file, the families it holds and the architecture it is built for. build.rs
@@ -448,13 +460,13 @@ macro_rules! bwd_aux {
 /// Every kernel instance, in the order of the entry points in each file's PTX.
 pub const INSTANCES: &[Instance] = &[
     // kernels/fwd_sm90.cu (dense f16/bf16 on compute capability 9.0)
-    fwd_sm90!("fattn_fwd_f16_d64_sm90", F16, 64, Plain, 512, 192, 128, 124008),
+    fwd_sm90!("fattn_fwd_f16_d64_sm90", F16, 64, Plain, 512, 192, 128, 148616),
     fwd_sm90!("fattn_fwd_f16_d64_mods_sm90", F16, 64, Mods, 384, 128, 128, 115816),
-    fwd_sm90!("fattn_fwd_f16_d128_sm90", F16, 128, Plain, 384, 128, 128, 164936),
+    fwd_sm90!("fattn_fwd_f16_d128_sm90", F16, 128, Plain, 384, 128, 128, 197736),
     fwd_sm90!("fattn_fwd_f16_d128_mods_sm90", F16, 128, Mods, 384, 128, 128, 164936),
-    fwd_sm90!("fattn_fwd_bf16_d64_sm90", BF16, 64, Plain, 512, 192, 128, 124008),
+    fwd_sm90!("fattn_fwd_bf16_d64_sm90", BF16, 64, Plain, 512, 192, 128, 148616),
     fwd_sm90!("fattn_fwd_bf16_d64_mods_sm90", BF16, 64, Mods, 384, 128, 128, 115816),
-    fwd_sm90!("fattn_fwd_bf16_d128_sm90", BF16, 128, Plain, 384, 128, 128, 164936),
+    fwd_sm90!("fattn_fwd_bf16_d128_sm90", BF16, 128, Plain, 384, 128, 128, 197736),
     fwd_sm90!("fattn_fwd_bf16_d128_mods_sm90", BF16, 128, Mods, 384, 128, 128, 164936),
     fwd_sm90!("fattn_fwd_f16_d192_sm90", F16, 192, Plain, 384, 128, 64, 197736),
     fwd_sm90!("fattn_fwd_f16_d192_mods_sm90", F16, 192, Mods, 384, 128, 64, 197736),

@@ -208,8 +208,12 @@ ffi_struct! {
         tma_k: TmaDesc = 128,
         tma_v: TmaDesc = 256,
         fwd: FattnParams = 384,
+        /// A zeroed u32 in device memory from which the blocks of a persistent grid draw
+        /// their next query tile (`atomicAdd`), or null: block b then takes tiles b, b +
+        /// grid, ... (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs says which).
+        tile_counter: u64 = 688,
         /// Explicit tail padding to the 64-byte alignment, so that every byte is initialized.
-        pad_hopper_: [u64; 2] = 688,
+        pad_hopper_: u64 = 696,
     }
 }
 

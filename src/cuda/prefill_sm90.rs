@@ -25,8 +25,19 @@
 //! causal 13.3 against 14.8 (`lab/results/s11-hopper-sg-h100/`). The same move for causal
 //! masks at any grid size (less of the diagonal blocks wasted) lost: (16,16,16,2048,2048,64)
 //! causal 411.6 µs against 403.4 on the 192-row tile (`lab/results/s11-hopper-masked-h100/`).
-//! `FUSED_ATTN_SM90_TILE_RULES=none` (read once; default `small-grid`) turns the rule off,
-//! a diagnostic switch for A/B runs.
+//!
+//! **Persistent grid.** The plain d64 and d128 instances loop over query tiles: a dense
+//! problem with more tiles than SMs runs one block per SM. A block's K/V ring runs on from
+//! one tile into the next and the next tile's Q lands in a second buffer during this one, so
+//! the prologue and the epilogue of a tile overlap other work instead of leaving the SM idle
+//! between blocks. Tiles go in the 1-D order of kernels/common/grid.cuh (a head's query
+//! blocks consecutive, so the blocks in flight share K/V in L2): unmasked, block b takes
+//! tiles b, b + grid, ... (`persistent`); under causal or window masks, whose tiles differ
+//! in cost, each block draws its next tile from a counter zeroed per call (`dynamic`), so
+//! whichever block is free takes the next, heaviest of a head first.
+//!
+//! `FUSED_ATTN_SM90_TILE_RULES` (read once; default `small-grid,persistent,dynamic`) names
+//! the rules that apply (`none`: none of them), a diagnostic switch for A/B runs.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
@@ -83,12 +94,58 @@ fn instance<T: KernelDtype>(p: &Problem, dev: &candle_core::CudaDevice) -> Resul
 }
 
 /// Whether the small-grid rule applies: `FUSED_ATTN_SM90_TILE_RULES` unset or naming
-/// `small-grid` (`none` turns it off).
+/// `small-grid` (`none` turns every rule off).
 fn small_grid_rule() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        std::env::var("FUSED_ATTN_SM90_TILE_RULES").map_or(true, |v| v.split(',').any(|r| r.trim() == "small-grid"))
-    })
+    *ON.get_or_init(|| tile_rule("small-grid"))
+}
+
+/// Whether the persistent grid applies to unmasked problems (`persistent`) and to masked
+/// ones (`dynamic`): `FUSED_ATTN_SM90_TILE_RULES` unset or naming the rule.
+fn persistent_rule(masked: bool) -> bool {
+    static ON: std::sync::OnceLock<[bool; 2]> = std::sync::OnceLock::new();
+    ON.get_or_init(|| [tile_rule("persistent"), tile_rule("dynamic")])[masked as usize]
+}
+
+/// `FUSED_ATTN_SM90_TILE_RULES`: unset, every rule; else the comma-separated rules it names.
+fn tile_rule(name: &str) -> bool {
+    std::env::var("FUSED_ATTN_SM90_TILE_RULES").map_or(true, |v| v.split(',').any(|r| r.trim() == name))
+}
+
+/// How a launch covers its query tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grid {
+    /// One block per tile.
+    PerTile(usize),
+    /// This many blocks (one per SM), block b taking tiles b, b + blocks, ...: every tile
+    /// costs the same.
+    Strided(usize),
+    /// This many blocks, each drawing its next tile from a zeroed counter: tiles of unequal
+    /// cost (causal or window masks).
+    Drawn(usize),
+}
+
+impl Grid {
+    fn blocks(self) -> usize {
+        match self {
+            Grid::PerTile(n) | Grid::Strided(n) | Grid::Drawn(n) => n,
+        }
+    }
+}
+
+/// The grid for `tiles` query tiles of `p` on `inst`: one block per tile, or one per SM where
+/// the instance loops over tiles (dense problems with more tiles than SMs): each block then
+/// keeps its pipeline full from one tile into the next, and the next tile's Q lands while
+/// this one computes (see the module docs).
+fn grid(p: &Problem, inst: &Instance, tiles: usize, sms: usize) -> Grid {
+    let masked = p.window_left >= 0 || p.window_right >= 0;
+    if !inst.loops_over_tiles() || p.packed().is_some() || tiles <= sms || !persistent_rule(masked) {
+        Grid::PerTile(tiles)
+    } else if masked {
+        Grid::Drawn(sms)
+    } else {
+        Grid::Strided(sms)
+    }
 }
 
 /// Rows of one K/V box of a paged cache with pages of `page` keys: a whole key block when a
@@ -159,7 +216,9 @@ pub(super) fn forward<T: KernelDtype>(
     let rows = query_rows(p);
     // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output
     // (packed: (total_q, heads, head_dim)): the grid covers every (batch, head, query block)
-    // up to seq_q (packed: the longest sequence, so every sequence's rows) and each block's
+    // up to seq_q (packed: the longest sequence, so every sequence's rows), one block per
+    // tile or, for instances that loop over tiles (`grid_blocks`), every tile through the
+    // stride loop of its blocks, and each block's
     // consumers store every row below its sequence's length and every column below head_dim
     // (zeros for rows that see no key).
     let mut out = unsafe { dev.alloc::<T>(rows * p.heads * d) }?;
@@ -169,7 +228,15 @@ pub(super) fn forward<T: KernelDtype>(
     let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
 
     let query_blocks = p.seq_q.div_ceil(inst.block_rows as usize);
-    let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
+    let tiles = p.batch * p.heads * query_blocks;
+    // Tile numbers stay i32 in the kernel, up to a persistent grid's last draw (tiles + SMs).
+    to_i32(tiles + heuristics::device_facts(dev)?.sms as usize, "batch · heads · query blocks")?;
+    let grid = grid(p, inst, tiles, heuristics::device_facts(dev)?.sms as usize);
+    // The counter a drawn grid's blocks take their tiles from, zeroed on the stream.
+    let mut counter = match grid {
+        Grid::Drawn(_) => Some(dev.alloc_zeros::<u32>(1)?),
+        _ => None,
+    };
     with_packed(p, &stream, |packed| {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
         if !o_ptr.is_multiple_of(16) {
@@ -182,7 +249,10 @@ pub(super) fn forward<T: KernelDtype>(
             vec_out: 1,
             ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
         });
-        let params = FattnHopperParams { tma_q, tma_k, tma_v, fwd, pad_hopper_: [0; 2] };
+        let counter_ptr = counter.as_mut().map(|c| c.device_ptr_mut(&stream));
+        let tile_counter = counter_ptr.as_ref().map_or(0, |(ptr, _)| *ptr);
+        let params = FattnHopperParams { tma_q, tma_k, tma_v, fwd, tile_counter, pad_hopper_: 0 };
+        let grid_x = grid.blocks() as u32;
         let cfg =
             LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (inst.threads, 1, 1), shared_mem_bytes: smem_bytes };
         let mut builder = stream.launch_builder(&kernel.func);
@@ -193,8 +263,9 @@ pub(super) fn forward<T: KernelDtype>(
         // total_q/total_k rows, or num_blocks pages of page_size rows, as
         // `crate::packed::validate_packed` checked them against the tensors), and TMA never
         // reads outside a map (out-of-bounds boxes are zero-filled). The other pointers are
-        // live allocations held by `q`, `k`, `v`, `out`, `lse`, the alibi storage and the
-        // problem's checked index tensors for the whole call (every cu_seqlens entry within
+        // live allocations held by `q`, `k`, `v`, `out`, `lse`, the tile counter (one zeroed
+        // u32, which the blocks of a drawn grid only increment atomically), the alibi storage
+        // and the problem's checked index tensors for the whole call (every cu_seqlens entry within
         // the rows, every block-table entry a sequence uses below num_blocks). The output is
         // contiguous with head_dim % 8 == 0 and a start checked above to lie on 16 bytes, so
         // its 16-byte stores are aligned.
