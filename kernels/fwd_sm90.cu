@@ -87,7 +87,7 @@ struct HopperConfig {
     static constexpr int kQBufs = kQBufs_;
     // Q full per Q buffer (and empty, when there are two); K and V full/empty per stage.
     static constexpr int kBarriers = (kQBufs == 2 ? 4 : 1) + 4 * kStages;
-    // Persistent: the tile each Q buffer holds (two ints), after the barriers.
+    // Persistent: the next tile (an int, 8 bytes for alignment), after the barriers.
     static constexpr int kTileSlotBytes = kQBufs == 2 ? 8 : 0;
     // 1 KiB of slack aligns the tiles to the swizzle atom; the barriers follow the tiles.
     static constexpr int kSmemBytes =
@@ -147,6 +147,11 @@ struct HopperTraits<256, kMods> : HopperConfig<256, 64, 2, 2, 24, 240> {};
 constexpr int kTailBarrier = 5;
 // Consumer c waits on kTurnBarrier + c for its turn to issue GEMMs (ping-pong).
 constexpr int kTurnBarrier = 6;
+// Persistent: the producer warp and consumer c meet on kSlotFullBarrier + c once the next
+// tile is in the slot, and on kSlotFreeBarrier + c once c has read it (32 + 128 threads).
+constexpr int kSlotFullBarrier = 9;
+constexpr int kSlotFreeBarrier = 12;
+static_assert(kSlotFreeBarrier + 3 <= 16, "16 named barriers");
 
 // kPacked: a packed (varlen) batch (p.cu_seqlens_q set), K/V packed or paged (pages of whole
 // key blocks, or pages of whole 8-row atoms that divide a key block); masks per sequence with its multimodal ranges (mask.cuh). The dense
@@ -173,10 +178,14 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     uint64_t* const full_v = full_k + ST;
     uint64_t* const empty_k = full_v + ST;
     uint64_t* const empty_v = empty_k + ST;
-    // Persistent: the tile of Q buffer b, stored by the producer through the async proxy as
-    // part of bar_q[b]'s transaction, like Q itself (a tile past the last one tells the
-    // consumers to stop).
-    volatile int* const tile_slot = reinterpret_cast<volatile int*>(empty_v + ST);
+    // Persistent with drawn tiles: the next tile, which the producer warp hands to each
+    // consumer warpgroup through named barriers (a tile past the last one tells them to stop).
+    // Written and read with shared-memory atomics: the barriers order the accesses, and
+    // compute-sanitizer's racecheck, which does not take a bar.arrive as a release, does not
+    // count atomic accesses as a race.
+    int* const tile_slot = reinterpret_cast<int*>(empty_v + ST);
+    // Drawn tiles (a counter): block-uniform.
+    const bool drawn = kPersistent && hp.tile_counter != nullptr;
 
     // The current tile: its (batch, head, rows), sequence and key blocks (setup()).
     QueryBlock qb{};
@@ -224,8 +233,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // whose tiles differ in cost: whichever block is free takes the next, in the order of
     // grid.cuh, heaviest of a head first) or a fixed stride (blockIdx.x, + gridDim.x, ...).
     auto next_tile = [&](int tile) {
-        return hp.tile_counter != nullptr ? static_cast<int>(atomicAdd(hp.tile_counter, 1u)) + static_cast<int>(gridDim.x)
-                                          : tile + static_cast<int>(gridDim.x);
+        return drawn ? static_cast<int>(atomicAdd(hp.tile_counter, 1u)) + static_cast<int>(gridDim.x)
+                     : tile + static_cast<int>(gridDim.x);
     };
 
     if (threadIdx.x == 0) {
@@ -251,24 +260,36 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     if (warp_group == 0) {
         // ---- producer ----
         sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
-        if (threadIdx.x != 0) return;
-        sm90::prefetch_tma_desc(&hp.tma_q);
-        sm90::prefetch_tma_desc(&hp.tma_k);
-        sm90::prefetch_tma_desc(&hp.tma_v);
+        // Thread 0 issues every copy; persistent, its whole warp hands the tiles over (named
+        // barriers take whole warps).
+        if (threadIdx.x >= (kPersistent ? 32 : 1)) return;
+        const bool leader = threadIdx.x == 0;
+        if (leader) {
+            sm90::prefetch_tma_desc(&hp.tma_q);
+            sm90::prefetch_tma_desc(&hp.tma_k);
+            sm90::prefetch_tma_desc(&hp.tma_v);
+        }
         // it0: key blocks loaded for earlier tiles (the ring's position); n: tiles so far.
         int it0 = 0;
         for (int tile = first_tile, n = 0;; ++n) {
             if constexpr (kPersistent) {
-                // Buffer n % 2 is free once every consumer warp has staged and stored the
-                // output of the tile before last through it; then it takes the next tile.
-                if (n >= 2) sm90::mbar_wait(&empty_q[n % 2], ((n - 2) / 2) & 1);
-                if (n > 0) tile = next_tile(tile);
-                if (tile >= num_tiles) {
-                    // No Q: the consumers read the slot and stop.
-                    sm90::mbar_arrive_expect_tx(&bar_q[n % 2], 4);
-                    sm90::st_async_u32(const_cast<int*>(&tile_slot[n % 2]), tile, &bar_q[n % 2]);
-                    break;
+                if (n > 0) {
+                    int next = 0;
+                    if (leader) next = next_tile(tile);
+                    tile = __shfl_sync(0xffffffffu, next, 0);
                 }
+                if (drawn) {
+                    // Every consumer warpgroup has read the previous tile from the slot.
+                    if (n > 0) {
+#pragma unroll
+                        for (int c = 0; c < Cfg::kConsumers; ++c) sm90::named_barrier_sync(kSlotFreeBarrier + c, 160);
+                    }
+                    if (leader) atomicExch(tile_slot, tile);
+                    __syncwarp();
+#pragma unroll
+                    for (int c = 0; c < Cfg::kConsumers; ++c) sm90::named_barrier_arrive(kSlotFullBarrier + c, 160);
+                }
+                if (tile >= num_tiles) break;  // the consumers see the end and stop
                 if (n > 0) setup(tile);
             } else {
                 // One tile per CTA: nothing to load when it sees no key (its consumers write
@@ -314,23 +335,29 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             };
             const int b = kPersistent ? n % 2 : 0;
             uint8_t* const sQ = sQ0 + b * Cfg::kQBytes;
-            sm90::mbar_arrive_expect_tx(&bar_q[b], Cfg::kQBytes + (kPersistent ? 4 : 0));
-            if constexpr (kPersistent) sm90::st_async_u32(const_cast<int*>(&tile_slot[b]), tile, &bar_q[b]);
+            if (leader) {
+                // Persistent: buffer b is free once every consumer warp has staged and stored the
+                // output of the tile before last through it.
+                if (kPersistent && n >= 2) sm90::mbar_wait(&empty_q[b], ((n - 2) / 2) & 1);
+                sm90::mbar_arrive_expect_tx(&bar_q[b], Cfg::kQBytes);
 #pragma unroll
-            for (int c = 0; c < Cfg::kPanels; ++c)
-                sm90::tma_load_4d(sQ + c * BM * 128, &hp.tma_q, &bar_q[b], c * 64, q_row, qb.head, q_batch);
-            for (int nb = nb_begin; nb < nb_end; ++nb) {
-                const int it = it0 + nb - nb_begin, st = it % ST;
-                const uint32_t phase = (it / ST) & 1;
-                // A stage is free again once the consumers released its previous use.
-                if (it >= ST) sm90::mbar_wait(&empty_k[st], phase ^ 1);
-                sm90::mbar_arrive_expect_tx(&full_k[st], Cfg::kKVBytes);
-                load_kv(sK + st * Cfg::kKVBytes, &hp.tma_k, &full_k[st], nb);
-                if (it >= ST) sm90::mbar_wait(&empty_v[st], phase ^ 1);
-                sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVBytes);
-                load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb);
+                for (int c = 0; c < Cfg::kPanels; ++c)
+                    sm90::tma_load_4d(sQ + c * BM * 128, &hp.tma_q, &bar_q[b], c * 64, q_row, qb.head, q_batch);
+                for (int nb = nb_begin; nb < nb_end; ++nb) {
+                    const int it = it0 + nb - nb_begin, st = it % ST;
+                    const uint32_t phase = (it / ST) & 1;
+                    // A stage is free again once the consumers released its previous use.
+                    if (it >= ST) sm90::mbar_wait(&empty_k[st], phase ^ 1);
+                    sm90::mbar_arrive_expect_tx(&full_k[st], Cfg::kKVBytes);
+                    load_kv(sK + st * Cfg::kKVBytes, &hp.tma_k, &full_k[st], nb);
+                    if (it >= ST) sm90::mbar_wait(&empty_v[st], phase ^ 1);
+                    sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVBytes);
+                    load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb);
+                }
+                it0 += nb_end - nb_begin;
             }
-            it0 += nb_end - nb_begin;
+            // Persistent: the warp meets again before the next tile's hand-over.
+            if constexpr (kPersistent) __syncwarp();
         }
         return;
     }
@@ -475,14 +502,21 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // Ping-pong: the last consumer's arrival opens the first turn, once per CTA (the turns
     // go on round robin from tile to tile: every consumer takes the same number per tile).
     bool turns_open = false;
-    for (int n = 0;; ++n) {
+    for (int n = 0, tile = first_tile;; ++n) {
         const int b = kPersistent ? n % 2 : 0;
         if constexpr (kPersistent) {
-            // The producer names the tile (or the end) before Q arrives.
-            sm90::mbar_wait(&bar_q[b], (n / 2) & 1);
-            const int tile = tile_slot[b];
+            // The tile (or the end): drawn, the producer warp names it; else the stride.
+            if (drawn) {
+                sm90::named_barrier_sync(kSlotFullBarrier + cw, 160);
+                tile = __shfl_sync(0xffffffffu, lane == 0 ? atomicAdd(tile_slot, 0) : 0, 0);
+                if (tile < num_tiles) sm90::named_barrier_arrive(kSlotFreeBarrier + cw, 160);
+            } else if (n > 0) {
+                tile += static_cast<int>(gridDim.x);
+            }
             if (tile >= num_tiles) break;
             if (n > 0) setup(tile);
+            // Q of this tile in buffer b.
+            sm90::mbar_wait(&bar_q[b], (n / 2) & 1);
         } else if (n > 0) {
             break;
         }

@@ -44,16 +44,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
     } while (!done);
 }
 
-// Stores `value` at `dst` in shared memory through the async proxy, completing 4 bytes of
-// `bar`'s transaction count (st.async): a word the waiters of `bar`'s phase read with the data
-// TMA brings in that phase, ordered by the mbarrier as that data is. Every CTA is the one
-// CTA of its cluster here, so its shared::cta addresses are shared::cluster ones.
-__device__ __forceinline__ void st_async_u32(void* dst, uint32_t value, uint64_t* bar) {
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%0], %1, [%2];\n" ::"r"(smem_addr(dst)),
-                 "r"(value), "r"(smem_addr(bar))
-                 : "memory");
-}
-
 // ---- TMA --------------------------------------------------------------------------------------
 
 __device__ __forceinline__ void prefetch_tma_desc(const TmaDesc* desc) {
