@@ -49,6 +49,19 @@
 // 3); that instance then takes the plain arithmetic (`mods_on` false), so a row's bits do not
 // depend on the instance. (1,8,512,d64) 12.62 µs = 0.98× cuDNN (12.4), causal 13.22 µs, 0.96×
 // (lab/results/s11-hopper-sg-h100/, H100, torch in the same call; 14.3 / 14.8 µs without).
+// Version 5 (session 12): the plain d64 and d128 instances are persistent (two Q tiles): a
+// dense problem with more tiles than SMs runs one block per SM; unmasked, block b takes tiles
+// b, b + grid, ...; under causal/window masks each block draws its next tile from a counter
+// zeroed per call, heaviest of a head first, and the producer warp hands the tile to each
+// consumer warpgroup through two named barriers (shared-memory atomics for the slot, which
+// racecheck then does not count as a race). The K/V ring runs on from tile to tile; the next
+// tile's Q lands in the other buffer during this one; the epilogue stages O in the dead one and
+// fences the async proxy before the producer may load into it again. Measured (H100, bf16,
+// criterion medians, alternating with one block per tile in one call, 3 rounds; lab/results/
+// s12-hopper-final-h100/all-oracle-ab/): (16,16,2048,d128) 971 µs against 999, causal 570
+// against 606 (0.98× cuDNN in the table call); d64 635 against 661, causal 401 against 424
+// (0.89×); (4,32/4,4096,d128) 1853 against 1881, causal 1016 against 1047 (1.01×). ncu, d64
+// persistent: issue slots 55% busy, 128 registers, occupancy 20% (one block of 16 warps).
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
