@@ -281,8 +281,60 @@ pub(super) fn forward<T: KernelDtype>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::instances::{Arch, Family, INSTANCES};
-    use super::kv_box_rows;
+    use super::super::instances::{Arch, Family, Variant, INSTANCES};
+    use super::{grid, kv_box_rows, Grid};
+    use crate::problem::{Problem, SeqLayout};
+
+    fn dense(batch: usize, heads: usize, seq: usize, head_dim: usize, window_right: i64) -> Problem {
+        Problem {
+            batch,
+            seq_q: seq,
+            seq_k: seq,
+            heads,
+            kv_heads: heads,
+            head_dim,
+            scale: 0.1,
+            softcap: 0.0,
+            window_left: -1,
+            window_right,
+            has_alibi: false,
+            layout: SeqLayout::Dense,
+            want_lse: false,
+            mm_ranges: None,
+        }
+    }
+
+    #[test]
+    fn persistent_grids_only_where_blocks_loop_over_tiles() {
+        let hopper = |d: u32, v: Variant| {
+            INSTANCES
+                .iter()
+                .find(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd && i.head_dim == d && i.variant == v)
+                .unwrap()
+        };
+        for inst in INSTANCES.iter().filter(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd) {
+            let expect = inst.variant == Variant::Plain && inst.head_dim <= 128;
+            assert_eq!(inst.loops_over_tiles(), expect, "{}", inst.name);
+        }
+        if std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_some() {
+            println!("SKIPPED: the grid rules are set by FUSED_ATTN_SM90_TILE_RULES");
+            return;
+        }
+        let d128 = hopper(128, Variant::Plain);
+        // (16, 16, 2048, d128): 16 tiles of 128 rows per head, 4096 in all, on 132 SMs.
+        let tiles = 16 * 16 * 16;
+        assert_eq!(grid(&dense(16, 16, 2048, 128, -1), d128, tiles, 132), Grid::Strided(132));
+        // Causal (window_right 0): the blocks draw their tiles.
+        assert_eq!(grid(&dense(16, 16, 2048, 128, 0), d128, tiles, 132), Grid::Drawn(132));
+        // No more tiles than SMs: one block per tile.
+        assert_eq!(grid(&dense(1, 8, 1024, 128, -1), d128, 64, 132), Grid::PerTile(64));
+        assert_eq!(grid(&dense(1, 8, 1024, 128, -1), d128, 132, 132), Grid::PerTile(132));
+        // Instances without a second Q tile: one block per tile, however many.
+        for inst in [hopper(256, Variant::Plain), hopper(128, Variant::Mods), hopper(64, Variant::Mods)] {
+            assert_eq!(grid(&dense(16, 16, 2048, inst.head_dim as usize, -1), inst, tiles, 132), Grid::PerTile(tiles));
+        }
+        assert_eq!(Grid::Drawn(7).blocks(), 7);
+    }
 
     #[test]
     fn paged_boxes_are_whole_blocks_or_whole_pages_of_whole_swizzle_atoms() {
