@@ -36,7 +36,7 @@
 // 11.27 ms = 513 TF/s, 1.53x torch's FA2 varlen (17.27 ms) and 1.53x the sm_80 kernel; causal
 // 6.69 ms, 1.46x FA2.
 //
-// Version 4 (this file): inside a warpgroup, each block's softmax overlaps the previous block's
+// Version 4: inside a warpgroup, each block's softmax overlaps the previous block's
 // P·V wgmma (v2); plain d64 runs three consumers (v3); the consumers take turns issuing their
 // GEMMs (ping-pong, round robin through named barriers), so one's softmax runs under another's
 // GEMMs. No persistent grid. Measured (lab/results/s8-hopper-v4-*, H100, bf16, criterion
@@ -49,7 +49,7 @@
 // 3); that instance then takes the plain arithmetic (`mods_on` false), so a row's bits do not
 // depend on the instance. (1,8,512,d64) 12.62 µs = 0.98× cuDNN (12.4), causal 13.22 µs, 0.96×
 // (lab/results/s11-hopper-sg-h100/, H100, torch in the same call; 14.3 / 14.8 µs without).
-// Version 5 (session 12): the plain d64 and d128 instances are persistent (two Q tiles): a
+// Version 5 (session 12, this file): the plain d64 and d128 instances are persistent (two Q tiles): a
 // dense problem with more tiles than SMs runs one block per SM; unmasked, block b takes tiles
 // b, b + grid, ...; under causal/window masks each block draws its next tile from a counter
 // zeroed per call, heaviest of a head first, and the producer warp hands the tile to each
