@@ -172,9 +172,10 @@ static_assert(kSlotFreeBarrier + 3 <= 16, "16 named barriers");
 template <class Cfg, class E, bool kMods, bool kPacked>
 __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     constexpr int D = Cfg::kHeadDim, BN = Cfg::kBlockN, BM = Cfg::kBlockM, ST = Cfg::kStages;
-    // Dense instances with two Q tiles loop over query tiles (blockIdx.x, + gridDim.x, ...);
-    // the host launches min(tiles, SMs) CTAs where every tile costs the same (no causal or
-    // window mask), one per tile otherwise. The packed entry keeps one tile per CTA.
+    // Dense instances with two Q tiles loop over query tiles: by a fixed stride (blockIdx.x,
+    // + gridDim.x, ...) or drawn from hp.tile_counter; the host launches min(tiles, SMs) CTAs
+    // (src/cuda/prefill_sm90.rs `grid`), and with one CTA per tile the loop runs once. The
+    // packed entry keeps one tile per CTA.
     constexpr bool kPersistent = Cfg::kQBufs == 2 && !kPacked;
     const FattnParams& p = hp.fwd;
     const float kNegInf = -CUDART_INF_F;

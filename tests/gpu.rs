@@ -369,14 +369,15 @@ fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
         .enumerate()
         .map(|(j, &shape)| {
             let mut c = Case::plain(case_seed(seed, first + j), shape);
-            if j == 2 {
-                c.layouts =
-                    [common::InputLayout::HeadsMajor, common::InputLayout::Contiguous, common::InputLayout::HeadsMajor];
-            }
-            if j == 4 {
-                c.softmax_scale = 0.3;
-            }
             match j {
+                2 => {
+                    c.layouts = [
+                        common::InputLayout::HeadsMajor,
+                        common::InputLayout::Contiguous,
+                        common::InputLayout::HeadsMajor,
+                    ]
+                }
+                4 => c.softmax_scale = 0.3,
                 5 => c.causal = true,
                 6 => (c.window_left, c.window_right) = (Some(100), Some(7)),
                 7 => (c.causal, c.window_left) = (true, Some(64)),

@@ -217,10 +217,9 @@ pub(super) fn forward<T: KernelDtype>(
     // SAFETY: the kernel writes every element of the (batch, seq_q, heads, head_dim) output
     // (packed: (total_q, heads, head_dim)): the grid covers every (batch, head, query block)
     // up to seq_q (packed: the longest sequence, so every sequence's rows), one block per
-    // tile or, for instances that loop over tiles (`grid_blocks`), every tile through the
-    // stride loop of its blocks, and each block's
-    // consumers store every row below its sequence's length and every column below head_dim
-    // (zeros for rows that see no key).
+    // tile or, for instances that loop over tiles (`grid`), every tile through its blocks'
+    // loop, and each block's consumers store every row below its sequence's length and every
+    // column below head_dim (zeros for rows that see no key).
     let mut out = unsafe { dev.alloc::<T>(rows * p.heads * d) }?;
     // SAFETY: as `out`: the thread that stores a row also stores its log-sum-exp.
     let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(rows * p.heads) }?) } else { None };
@@ -229,9 +228,10 @@ pub(super) fn forward<T: KernelDtype>(
 
     let query_blocks = p.seq_q.div_ceil(inst.block_rows as usize);
     let tiles = p.batch * p.heads * query_blocks;
+    let sms = heuristics::device_facts(dev)?.sms as usize;
     // Tile numbers stay i32 in the kernel, up to a persistent grid's last draw (tiles + SMs).
-    to_i32(tiles + heuristics::device_facts(dev)?.sms as usize, "batch · heads · query blocks")?;
-    let grid = grid(p, inst, tiles, heuristics::device_facts(dev)?.sms as usize);
+    to_i32(tiles + sms, "batch · heads · query blocks")?;
+    let grid = grid(p, inst, tiles, sms);
     // The counter a drawn grid's blocks take their tiles from, zeroed on the stream.
     let mut counter = match grid {
         Grid::Drawn(_) => Some(dev.alloc_zeros::<u32>(1)?),
