@@ -102,7 +102,10 @@ struct HopperBwdConfig {
     static_assert(kBlockN * 128 < (1 << 18) && kBlockM * 128 < (1 << 18), "panel strides fit the descriptor");
     static_assert(kSmemBytes <= 227 * 1024, "tile does not fit the 227 KiB an H100 block may opt into");
     static_assert(kBlockN <= 128, "key blocks of at most the 128-key workspace padding");
-    static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
+    // setmaxnreg moves registers within the launch allocation (65536 / threads, rounded down to
+    // 8, per thread): an increase the decreases do not cover waits forever.
+    static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= (65536 / kThreads) / 8 * 8 * kThreads,
+                  "setmaxnreg budgets exceed the launch allocation");
     static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg takes multiples of 8");
 };
 

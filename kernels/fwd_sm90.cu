@@ -81,7 +81,7 @@ namespace hopper {
 // ---- tile traits --------------------------------------------------------------------------
 
 template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumers_, int kProducerRegs_, int kConsumerRegs_,
-          int kQBufs_ = 1, bool kPingPong_ = true>
+          int kQBufs_ = 1, bool kPersistent_ = false, bool kPingPong_ = true>
 struct HopperConfig {
     static constexpr int kHeadDim = kHeadDim_;
     static constexpr int kBlockN = kBlockN_;
@@ -94,14 +94,17 @@ struct HopperConfig {
     static constexpr int kPanels = kHeadDim / 64;
     static constexpr int kQBytes = kBlockM * kHeadDim * 2;
     static constexpr int kKVBytes = kBlockN * kHeadDim * 2;  // one K or one V tile
-    // Q tiles: 2 makes the dense kernel persistent (a CTA loops over query tiles; the next
-    // tile's Q lands in the other buffer while this one computes, and the epilogue stages O in
-    // the dead one). 1: one tile per CTA.
+    // Persistent: the dense kernel loops over query tiles (one CTA per SM).
+    static constexpr bool kPersistent = kPersistent_;
+    // Q tiles. Two (persistent): the next tile's Q lands in the other buffer while this one
+    // computes, and the epilogue stages O in the dead one. One, persistent: the consumers
+    // release Q once their last Q·Kᵀ of a tile is done, so the next tile's Q lands under the
+    // last P·V and the epilogue, which then stores O from registers (no staging buffer).
     static constexpr int kQBufs = kQBufs_;
-    // Q full per Q buffer (and empty, when there are two); K and V full/empty per stage.
-    static constexpr int kBarriers = (kQBufs == 2 ? 4 : 1) + 4 * kStages;
+    // Q full (and, persistent, Q empty) per Q buffer; K and V full/empty per stage.
+    static constexpr int kBarriers = (kPersistent ? 2 * kQBufs : 1) + 4 * kStages;
     // Persistent: the next tile (an int, 8 bytes for alignment), after the barriers.
-    static constexpr int kTileSlotBytes = kQBufs == 2 ? 8 : 0;
+    static constexpr int kTileSlotBytes = kPersistent ? 8 : 0;
     // 1 KiB of slack aligns the tiles to the swizzle atom; the barriers follow the tiles.
     static constexpr int kSmemBytes =
         1024 + kQBufs * kQBytes + 2 * kStages * kKVBytes + kBarriers * 8 + kTileSlotBytes;
@@ -120,37 +123,53 @@ struct HopperConfig {
     static_assert((kQBytes % 1024) == 0 && (kKVBytes % 1024) == 0, "every tile starts on a 1 KiB atom");
     static_assert(kBlockN * 128 < (1 << 18), "V's panel stride fits the descriptor's leading byte offset");
     static_assert(kSmemBytes <= 227 * 1024, "tile does not fit the 227 KiB an H100 block may opt into");
-    static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
+    // setmaxnreg moves registers between the warpgroups of the block's launch allocation (the
+    // launch bound's per-thread count, 65536 / threads rounded down to 8, for every thread): an
+    // increase that the decreases do not cover waits forever.
+    static constexpr int kLaunchRegs = (65536 / kThreads) / 8 * 8;
+    static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= kLaunchRegs * kThreads,
+                  "setmaxnreg budgets exceed the launch allocation");
     static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg takes multiples of 8");
     static_assert(kConsumers <= 3, "named barrier ids: 1 + consumer (epilogue) and kTurnBarrier + consumer");
     static_assert(kConsumers >= 2 || !kPingPong, "ping-pong takes turns between two or more consumers");
-    static_assert(kQBufs == 1 || kQBufs == 2, "one Q tile, or two for the persistent loop");
+    static_assert(kQBufs == 1 || (kQBufs == 2 && kPersistent), "one Q tile, or two for the persistent loop");
 };
 
-// Per head-dim instance. Consumer registers per thread: O (kHeadDim/2) + S (kBlockN/2) + P
+// Per head-dim instance (kVariant as src/cuda/instances.rs `Variant::cpp_code`: 0 plain,
+// 1 softcap/ALiBi, 3 wide). Consumer registers per thread: O (kHeadDim/2) + S (kBlockN/2) + P
 // (kBlockN/4) + addressing. d64 runs three consumers (192 rows): its GEMMs are half as long as
 // d128's for the same softmax work, so a third warpgroup's softmax fills the tensor cores'
 // gaps (v2 with two: 0.81-0.83x cuDNN at d64 against 0.92-0.95x at d128). Unsupported head
 // dims have no specialization.
-template <int kHeadDim, bool kMods>
+template <int kHeadDim, int kVariant>
 struct HopperTraits;
 template <>
-struct HopperTraits<64, false> : HopperConfig<64, 128, 3, 3, 32, 160, 2> {};
+struct HopperTraits<64, 0> : HopperConfig<64, 128, 3, 3, 32, 160, 2, true> {};
 // The softcap/ALiBi arithmetic does not fit the 128 registers per thread that 512 threads
 // leave at entry (ptxas allocates for the launch bound; 244 bytes of spills): two consumers.
 template <>
-struct HopperTraits<64, true> : HopperConfig<64, 128, 3, 2, 24, 240> {};
+struct HopperTraits<64, 1> : HopperConfig<64, 128, 3, 2, 24, 240> {};
 template <>
-struct HopperTraits<128, false> : HopperConfig<128, 128, 2, 2, 24, 240, 2> {};
+struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {};
 template <>
-struct HopperTraits<128, true> : HopperConfig<128, 128, 2, 2, 24, 240> {};
+struct HopperTraits<128, 1> : HopperConfig<128, 128, 2, 2, 24, 240> {};
 // d192 and d256: 64-key blocks, so that Q (48 / 64 KiB) and the K/V ring fit the shared
 // memory (3 stages of 24 KiB tiles at d192, 2 of 32 KiB at d256) and O (96 / 128 f32 per
 // thread), S and P fit 240 registers.
-template <bool kMods>
-struct HopperTraits<192, kMods> : HopperConfig<192, 64, 3, 2, 24, 240> {};
-template <bool kMods>
-struct HopperTraits<256, kMods> : HopperConfig<256, 64, 2, 2, 24, 240> {};
+template <int kVariant>
+struct HopperTraits<192, kVariant> : HopperConfig<192, 64, 3, 2, 24, 240> {};
+template <int kVariant>
+struct HopperTraits<256, kVariant> : HopperConfig<256, 64, 2, 2, 24, 240> {};
+// Wide (dense plain problems, src/cuda/prefill_sm90.rs: unmasked at d128, any mask at d256):
+// longer key blocks, as FlashAttention-3 takes them, so that each block's fixed costs (the
+// O rescale, the row max and sum reductions, the barrier waits and arrivals) spread over more
+// keys. The K/V ring then leaves room for one Q tile: persistent with Q released early (see
+// HopperConfig). d128: 176 keys, S 88 + P 44 + O 64 registers; 2 stages of 44 KiB K and V
+// tiles + 32 KiB of Q. d256: 80 keys, 2 stages of 40 KiB tiles + 64 KiB of Q.
+template <>
+struct HopperTraits<128, 3> : HopperConfig<128, 176, 2, 2, 24, 240, 1, true> {};
+template <>
+struct HopperTraits<256, 3> : HopperConfig<256, 80, 2, 2, 24, 240, 1, true> {};
 
 // ---- the kernel ---------------------------------------------------------------------------
 
@@ -172,11 +191,16 @@ static_assert(kSlotFreeBarrier + 3 <= 16, "16 named barriers");
 template <class Cfg, class E, bool kMods, bool kPacked>
 __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     constexpr int D = Cfg::kHeadDim, BN = Cfg::kBlockN, BM = Cfg::kBlockM, ST = Cfg::kStages;
-    // Dense instances with two Q tiles loop over query tiles: by a fixed stride (blockIdx.x,
+    // Persistent dense instances loop over query tiles: by a fixed stride (blockIdx.x,
     // + gridDim.x, ...) or drawn from hp.tile_counter; the host launches min(tiles, SMs) CTAs
     // (src/cuda/prefill_sm90.rs `grid`), and with one CTA per tile the loop runs once. The
     // packed entry keeps one tile per CTA.
-    constexpr bool kPersistent = Cfg::kQBufs == 2 && !kPacked;
+    constexpr bool kPersistent = Cfg::kPersistent && !kPacked;
+    constexpr int QB = Cfg::kQBufs;
+    // O is staged in the tile's Q buffer for 16-byte stores, except in a persistent loop with
+    // one Q buffer: there the consumers release Q after their tile's last Q·Kᵀ (the next
+    // tile's Q lands under the last P·V and the epilogue) and store O from registers.
+    constexpr bool kStageO = !kPersistent || QB == 2;
     const FattnParams& p = hp.fwd;
     const float kNegInf = -CUDART_INF_F;
 
@@ -187,8 +211,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     uint8_t* const sK = sQ0 + Cfg::kQBufs * Cfg::kQBytes;  // stage s at + s · kKVBytes
     uint8_t* const sV = sK + ST * Cfg::kKVBytes;
     uint64_t* const bar_q = reinterpret_cast<uint64_t*>(sV + ST * Cfg::kKVBytes);  // per Q buffer
-    uint64_t* const full_k = bar_q + (Cfg::kQBufs == 2 ? 4 : 1);
-    uint64_t* const empty_q = bar_q + Cfg::kQBufs;  // two Q buffers only
+    uint64_t* const full_k = bar_q + (Cfg::kPersistent ? 2 * QB : 1);
+    uint64_t* const empty_q = bar_q + QB;  // persistent instances only
     uint64_t* const full_v = full_k + ST;
     uint64_t* const empty_k = full_v + ST;
     uint64_t* const empty_v = empty_k + ST;
@@ -253,10 +277,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 
     if (threadIdx.x == 0) {
 #pragma unroll
-        for (int b = 0; b < Cfg::kQBufs; ++b) {
+        for (int b = 0; b < QB; ++b) {
             sm90::mbar_init(&bar_q[b], 1);
-            // Every consumer warp arrives once its epilogue is done with the buffer.
-            if constexpr (Cfg::kQBufs == 2) sm90::mbar_init(&empty_q[b], Cfg::kConsumers * 4);
+            // Every consumer warp arrives once it is done with the buffer (after its epilogue,
+            // or after its tile's last Q·Kᵀ where O is not staged there).
+            if constexpr (Cfg::kPersistent) sm90::mbar_init(&empty_q[b], Cfg::kConsumers * 4);
         }
 #pragma unroll
         for (int s = 0; s < ST; ++s) {
@@ -347,12 +372,13 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     }
                 }
             };
-            const int b = kPersistent ? n % 2 : 0;
+            // Tile n's Q goes to buffer n % QB, its (n / QB)-th use.
+            const int b = kPersistent ? n % QB : 0;
             uint8_t* const sQ = sQ0 + b * Cfg::kQBytes;
             if (leader) {
-                // Persistent: buffer b is free once every consumer warp has staged and stored the
-                // output of the tile before last through it.
-                if (kPersistent && n >= 2) sm90::mbar_wait(&empty_q[b], ((n - 2) / 2) & 1);
+                // Persistent: buffer b is free once every consumer warp is done with its
+                // previous use (tile n - QB).
+                if (kPersistent && n >= QB) sm90::mbar_wait(&empty_q[b], ((n / QB) - 1) & 1);
                 sm90::mbar_arrive_expect_tx(&bar_q[b], Cfg::kQBytes);
 #pragma unroll
                 for (int c = 0; c < Cfg::kPanels; ++c)
@@ -517,7 +543,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // go on round robin from tile to tile: every consumer takes the same number per tile).
     bool turns_open = false;
     for (int n = 0, tile = first_tile;; ++n) {
-        const int b = kPersistent ? n % 2 : 0;
+        const int b = kPersistent ? n % QB : 0;
         if constexpr (kPersistent) {
             // The tile (or the end): drawn, the producer warp names it; else the stride.
             if (drawn) {
@@ -530,7 +556,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             if (tile >= num_tiles) break;
             if (n > 0) setup(tile);
             // Q of this tile in buffer b.
-            sm90::mbar_wait(&bar_q[b], (n / 2) & 1);
+            sm90::mbar_wait(&bar_q[b], (n / QB) & 1);
         } else if (n > 0) {
             break;
         }
@@ -562,6 +588,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::wgmma_wait<0>();
             sm90::fence_regs(s);
             release(&empty_k[st0]);
+            if (!kStageO && nb_begin + 1 == nb_end) release(&empty_q[b]);  // Q's last reader
             softmax(s, nb_begin, corr);  // O is still zero: nothing to rescale
             to_fragments(s, pf);
             for (int nb = nb_begin + 1; nb < nb_end; ++nb) {
@@ -577,6 +604,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 sm90::wgmma_wait<1>();
                 sm90::fence_regs(s);
                 release(&empty_k[st]);
+                if (!kStageO && nb + 1 == nb_end) release(&empty_q[b]);  // Q's last reader
                 softmax(s, nb, corr);
                 sm90::wgmma_wait<0>();
                 sm90::fence_regs(o);
@@ -588,10 +616,6 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const int last = it0 + nb_end - 1 - nb_begin;
             sm90::mbar_wait(&full_v[last % ST], (last / ST) & 1);
             if constexpr (kPacked) {
-                // The last block's rows past the sequence's keys are the next sequence's (packed)
-                // or whatever the page holds (paged): their scores are masked to P = 0, but 0 · NaN
-                // or 0 · inf in P·V would still reach this sequence's rows. The consumers zero them
-                // (as the dense maps' out-of-bounds fill does) before either reads the stage.
                 const int valid = msk.len_k - (nb_end - 1) * BN;
                 if (valid < BN) {
                     uint8_t* const v_tile = sV + (last % ST) * Cfg::kKVBytes;
@@ -602,12 +626,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                         *reinterpret_cast<uint4*>(v_tile + (c / 8) * BN * 128 + r * 128 + (c % 8) * 16) =
                             make_uint4(0u, 0u, 0u, 0u);
                     }
-                    // Generic-proxy writes that wgmma (the async proxy) reads next.
                     sm90::fence_proxy_async();
                     sm90::named_barrier_sync(kTailBarrier, Cfg::kConsumers * 128);
                 }
             }
-            // After the zeroing's barrier, which every consumer reaches without a turn.
             my_turn();
             sm90::wgmma_fence();
             issue_pv(pf, last % ST);
@@ -616,8 +638,33 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::fence_regs(o);
             keep_fragments(pf);
             release(&empty_v[last % ST]);
+        } else if (!kStageO) {
+            release(&empty_q[b]);  // no key: Q is not read
         }
 
+        uint16_t* const og = kPacked ? o_seq_rows<uint16_t>(p, span, qb.head)
+                                     : static_cast<uint16_t*>(p.o) + qb.batch * p.o_batch_stride + qb.head * p.o_head_stride;
+        const int rows = len_q();
+        if constexpr (!kStageO) {
+            // ---- epilogue from registers: normalize; each quad stores its rows' 8-column
+            // chunks (16 bytes, 4 per quad), which L2 merges into whole lines.
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                const float l = quad_sum(row_sum[hf]);
+                const float inv = inv_row_sum(l);
+                const int row = row0 + hf * 8;
+                if (row >= rows) continue;
+                if (p.lse != nullptr && t == 0) *lse_slot(p, qb.batch, qb.head, row) = row_lse(row_max[hf] * exp_scale, l);
+                uint16_t* const orow = og + static_cast<int64_t>(row) * p.o_seq_stride + 2 * t;
+#pragma unroll
+                for (int j = 0; j < D / 8; ++j) {
+                    if (j * 8 >= p.head_dim) break;
+                    *reinterpret_cast<uint32_t*>(orow + 8 * j) = E::pack(o[4 * j + 2 * hf] * inv, o[4 * j + 2 * hf + 1] * inv);
+                }
+            }
+            tile_it0 += nb_end - nb_begin;
+            continue;
+        }
         // ---- epilogue: normalize, stage in this warpgroup's rows of the Q tile, 16-byte stores.
         // The barrier orders every warp's last wgmma read of Q before the writes.
         sm90::named_barrier_sync(1 + cw, 128);
@@ -626,7 +673,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const float l = quad_sum(row_sum[hf]);
             const float inv = inv_row_sum(l);
             const int row = row0 + hf * 8;
-            if (p.lse != nullptr && t == 0 && row < len_q()) {
+            if (p.lse != nullptr && t == 0 && row < rows) {
                 float* slot = kPacked ? lse_slot_packed(p, span, qb.head, row) : lse_slot(p, qb.batch, qb.head, row);
                 *slot = row_lse(row_max[hf] * exp_scale, l);
             }
@@ -639,9 +686,6 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             }
         }
         sm90::named_barrier_sync(1 + cw, 128);
-        uint16_t* og = kPacked ? o_seq_rows<uint16_t>(p, span, qb.head)
-                               : static_cast<uint16_t*>(p.o) + qb.batch * p.o_batch_stride + qb.head * p.o_head_stride;
-        const int rows = len_q();
         constexpr int kChunks = D / 8;  // 16-byte chunks of a row
 #pragma unroll
         for (int i = 0; i < 64 * kChunks / 128; ++i) {
@@ -674,20 +718,36 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 // kernel, and NAME_varlen, the packed one (packed K/V, or paged with whole key blocks per
 // page), so that the packed path's registers never change the dense kernel's.
 
+namespace fattn {
+namespace hopper {
+// The packed entry of an instance: the wide instances serve dense problems only (their
+// `_varlen` entry is never launched, src/cuda/prefill_sm90.rs; it traps rather than compile
+// the packed loop a second time).
+template <int D, int kVariant, class E>
+__device__ __forceinline__ void fwd_hopper_varlen(const FattnHopperParams& p) {
+    if constexpr (kVariant == 3) {
+        __trap();
+    } else {
+        fwd_hopper<HopperTraits<D, kVariant>, E, kVariant == 1, true>(p);
+    }
+}
+}  // namespace hopper
+}  // namespace fattn
+
 #define FATTN_INSTANCE_FWD(DTYPE, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                         \
-    static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a Hopper instance is plain or _mods");                        \
-    static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kHeadDim == D, #NAME ": head dim");                                  \
-    static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kThreads == THREADS, #NAME ": threads differ from instances.rs");    \
-    static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kBlockM == ROWS, #NAME ": block rows differ from instances.rs");     \
-    static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kBlockN == KEYS, #NAME ": key block differs from instances.rs");     \
-    static_assert(fattn::hopper::HopperTraits<D, VARIANT == 1>::kSmemBytes == SMEM, #NAME ": smem bytes differ from instances.rs"); \
-    static_assert((fattn::hopper::HopperTraits<D, VARIANT == 1>::kQBufs == 2) == (VARIANT == 0 && D <= 128),            \
+    static_assert(VARIANT == 0 || VARIANT == 1 || VARIANT == 3, #NAME ": a Hopper instance is plain, _mods or _wide"); \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kHeadDim == D, #NAME ": head dim");                         \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kThreads == THREADS, #NAME ": threads differ from instances.rs"); \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kBlockM == ROWS, #NAME ": block rows differ from instances.rs");  \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kBlockN == KEYS, #NAME ": key block differs from instances.rs");  \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kSmemBytes == SMEM, #NAME ": smem bytes differ from instances.rs"); \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kPersistent == ((VARIANT == 0 && D <= 128) || VARIANT == 3), \
                   #NAME ": loops over query tiles exactly when Instance::loops_over_tiles says so");              \
-    extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT == 1>::kThreads, 1)                          \
+    extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT>::kThreads, 1)               \
         NAME(const __grid_constant__ FattnHopperParams p) {                                                            \
-        fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT == 1>, fattn::DTYPE, VARIANT == 1, false>(p);               \
+        fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT>, fattn::DTYPE, VARIANT == 1, false>(p);      \
     }                                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT == 1>::kThreads, 1)                          \
+    extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT>::kThreads, 1)               \
         NAME##_varlen(const __grid_constant__ FattnHopperParams p) {                                                   \
-        fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT == 1>, fattn::DTYPE, VARIANT == 1, true>(p);                \
+        fattn::hopper::fwd_hopper_varlen<D, VARIANT, fattn::DTYPE>(p);                                                 \
     }

@@ -346,23 +346,29 @@ fn gpu_hopper_prefill() {
 }
 
 /// Problems with more query tiles than an H100 or H200 has SMs (132), so that the plain
-/// d64/d128 Hopper instances run a persistent grid in which each block takes two or more
-/// tiles (src/cuda/prefill_sm90.rs), by a fixed stride (unmasked) or drawn from a counter
-/// (causal, windows): tiles of 192 (d64) and 128 rows, partial last
-/// tiles, uneven tiles per block, GQA 8:1 and MQA, a head dim padded up, and head-major
-/// inputs that the tensor maps read through their strides. The random cases above rarely
-/// have that many tiles.
+/// d64/d128 and the wide d128/d256 Hopper instances run a persistent grid in which each block
+/// takes two or more tiles (src/cuda/prefill_sm90.rs), by a fixed stride (unmasked) or drawn
+/// from a counter (causal, windows): tiles of 192 (d64) and 128 rows, partial last tiles and
+/// key blocks (176 keys unmasked at d128, 80 at d256), uneven tiles per block, GQA 8:1 and
+/// MQA, head dims padded up, and head-major inputs that the tensor maps read through their
+/// strides; and small wide grids (one block per tile, fewer keys than one block). The random
+/// cases above rarely have that many tiles.
 fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
     let shapes = [
         // (batch, heads, kv_heads, seq_q, seq_k, head_dim): tiles
-        (2, 16, 2, 1000, 777, 64),  // 6 · 32 = 192 tiles of 192 rows
-        (3, 12, 12, 900, 513, 128), // 8 · 36 = 288
-        (1, 32, 4, 1100, 300, 96),  // 9 · 32 = 288, d96 padded to the d128 instance
-        (4, 12, 1, 530, 1031, 64),  // 3 · 48 = 144: 12 blocks take two tiles, 120 one
-        (5, 10, 1, 531, 260, 128),  // 5 · 50 = 250, MQA
-        (2, 16, 2, 1000, 1200, 64), // causal: blocks draw tiles of unequal cost
-        (3, 12, 12, 900, 513, 128), // a window of 100 keys left and 7 right
-        (4, 12, 4, 700, 700, 128),  // causal with a left window
+        (2, 16, 2, 1000, 777, 64),   // 6 · 32 = 192 tiles of 192 rows
+        (3, 12, 12, 900, 513, 128),  // 8 · 36 = 288
+        (1, 32, 4, 1100, 300, 96),   // 9 · 32 = 288, d96 padded to the d128 instance
+        (4, 12, 1, 530, 1031, 64),   // 3 · 48 = 144: 12 blocks take two tiles, 120 one
+        (5, 10, 1, 531, 260, 128),   // 5 · 50 = 250, MQA
+        (2, 16, 2, 1000, 1200, 64),  // causal: blocks draw tiles of unequal cost
+        (3, 12, 12, 900, 513, 128),  // a window of 100 keys left and 7 right
+        (4, 12, 4, 700, 700, 128),   // causal with a left window
+        (2, 16, 16, 1100, 900, 256), // wide d256: 9 · 32 = 288 tiles, 80-key blocks
+        (3, 16, 2, 900, 1300, 256),  // wide d256 causal: drawn tiles
+        (2, 32, 8, 800, 800, 200),   // wide d256 (d200 padded), a window of 50 left and 20 right
+        (6, 24, 8, 257, 1400, 120),  // wide d128 (d120 padded): 3 · 144 = 432 tiles
+        (1, 8, 8, 300, 170, 128),    // wide d128, 24 tiles (one block each), keys < one block
     ];
     shapes
         .iter()
@@ -381,6 +387,15 @@ fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
                 5 => c.causal = true,
                 6 => (c.window_left, c.window_right) = (Some(100), Some(7)),
                 7 => (c.causal, c.window_left) = (true, Some(64)),
+                9 => c.causal = true,
+                10 => (c.window_left, c.window_right) = (Some(50), Some(20)),
+                11 => {
+                    c.layouts = [
+                        common::InputLayout::Contiguous,
+                        common::InputLayout::HeadsMajor,
+                        common::InputLayout::HeadsMajor,
+                    ]
+                }
                 _ => {}
             }
             (if j % 2 == 0 { DType::BF16 } else { DType::F16 }, c)

@@ -154,6 +154,10 @@ pub enum Variant {
     Mods,
     /// One kernel for both.
     Both,
+    /// Hopper prefill only (`_wide`): plain arithmetic on longer key blocks, for dense problems
+    /// that src/cuda/prefill_sm90.rs picks by name (unmasked at d128, any mask at d256); never
+    /// found by a [`KernelKey`] lookup.
+    Wide,
 }
 
 impl Variant {
@@ -164,16 +168,18 @@ impl Variant {
             Variant::Plain => !mods,
             Variant::Mods => mods,
             Variant::Both => true,
+            Variant::Wide => false,
         }
     }
 
-    /// The number the generated C++ passes (0 plain, 1 mods, 2 both). Read by build.rs.
+    /// The number the generated C++ passes (0 plain, 1 mods, 2 both, 3 wide). Read by build.rs.
     #[allow(dead_code)]
     pub const fn cpp_code(self) -> u32 {
         match self {
             Variant::Plain => 0,
             Variant::Mods => 1,
             Variant::Both => 2,
+            Variant::Wide => 3,
         }
     }
 }
@@ -224,14 +230,14 @@ impl Instance {
 
     /// Whether the instance's dense entry loops over query tiles, so that a grid of fewer
     /// blocks than tiles computes them all (block b takes tiles b, b + grid, ...): the plain
-    /// Hopper prefill instances up to d128, whose `HopperTraits` hold two Q tiles
-    /// (kernels/fwd_sm90.cu asserts the same of every instance). Their `_varlen` entry
-    /// takes one tile per block.
+    /// Hopper prefill instances up to d128 and the wide ones, whose `HopperTraits` are
+    /// persistent (kernels/fwd_sm90.cu asserts the same of every instance). Their `_varlen`
+    /// entry takes one tile per block.
     pub const fn loops_over_tiles(&self) -> bool {
         matches!(self.arch, Arch::Sm90a)
             && matches!(self.family, Family::Fwd)
-            && matches!(self.variant, Variant::Plain)
-            && self.head_dim <= 128
+            && (matches!(self.variant, Variant::Wide)
+                || (matches!(self.variant, Variant::Plain) && self.head_dim <= 128))
     }
 }
 
@@ -313,9 +319,10 @@ macro_rules! fwd_tc {
     };
 }
 
-/// Hopper prefill instances, `HopperTraits<D>` in kernels/fwd_sm90.cu: a producer warpgroup and
-/// `rows / 64` consumer warpgroups (threads = 128 · (1 + rows / 64)), block_n keys; shared
-/// memory 1024 (alignment slack) + rows·D·2 + stages·2·block_n·D·2 + (1 + 4·stages)·8 bytes.
+/// Hopper prefill instances, `HopperTraits<D, variant>` in kernels/fwd_sm90.cu: a producer
+/// warpgroup and `rows / 64` consumer warpgroups (threads = 128 · (1 + rows / 64)), block_n keys;
+/// shared memory 1024 (alignment slack) + Q buffers·rows·D·2 + stages·2·block_n·D·2 + barriers
+/// (one per Q buffer, two when persistent, four per stage)·8 + 8 (persistent: the tile slot) bytes.
 macro_rules! fwd_sm90 {
     ($name:literal, $dtype:ident, $d:literal, $variant:ident, $threads:literal, $rows:literal, $keys:literal, $smem:literal) => {
         Instance {
@@ -476,6 +483,10 @@ pub const INSTANCES: &[Instance] = &[
     fwd_sm90!("fattn_fwd_bf16_d192_mods_sm90", BF16, 192, Mods, 384, 128, 64, 197736),
     fwd_sm90!("fattn_fwd_bf16_d256_sm90", BF16, 256, Plain, 384, 128, 64, 197704),
     fwd_sm90!("fattn_fwd_bf16_d256_mods_sm90", BF16, 256, Mods, 384, 128, 64, 197704),
+    fwd_sm90!("fattn_fwd_f16_d128_wide_sm90", F16, 128, Wide, 384, 128, 176, 214104),
+    fwd_sm90!("fattn_fwd_bf16_d128_wide_sm90", BF16, 128, Wide, 384, 128, 176, 214104),
+    fwd_sm90!("fattn_fwd_f16_d256_wide_sm90", F16, 256, Wide, 384, 128, 80, 230488),
+    fwd_sm90!("fattn_fwd_bf16_d256_wide_sm90", BF16, 256, Wide, 384, 128, 80, 230488),
     // kernels/fwd_sm80.cu
     bwd_sm90!("fattn_bwd_f16_d64_sm90", F16, 64, Plain, 128, 166952),
     bwd_sm90!("fattn_bwd_f16_d64_mods_sm90", F16, 64, Mods, 128, 166952),
@@ -639,7 +650,11 @@ mod tests {
                     "fattn_fwd_{}_d{}{}{}",
                     dtype_name(d),
                     inst.head_dim,
-                    if v == Variant::Mods { "_mods" } else { "" },
+                    match v {
+                        Variant::Mods => "_mods",
+                        Variant::Wide => "_wide",
+                        _ => "",
+                    },
                     if inst.arch == Arch::Sm90a { "_sm90" } else { "" }
                 ),
                 (Family::Decode, d, v) => format!(

@@ -36,14 +36,21 @@
 //! in cost, each block draws its next tile from a counter zeroed per call (`dynamic`), so
 //! whichever block is free takes the next, heaviest of a head first.
 //!
-//! `FUSED_ATTN_SM90_TILE_RULES` (read once; default `small-grid,persistent,dynamic`) names
+//! **Wide key blocks.** Dense plain problems at d128 without a mask and at d256 with any run on
+//! a `_wide` instance: 176-key blocks at d128 and 80-key blocks at d256 (against 128 and 64),
+//! as FlashAttention-3 takes them, so that each key block's fixed costs (the O rescale, the
+//! row reductions, the barriers) spread over more keys. Their K/V ring leaves room for one Q
+//! tile: the block loops over tiles like the plain d128 one, releasing Q after its last Q·Kᵀ
+//! so the next tile's Q loads under the last P·V, and stores O from registers.
+//!
+//! `FUSED_ATTN_SM90_TILE_RULES` (read once; default `small-grid,persistent,dynamic,wide`) names
 //! the rules that apply (`none`: none of them), a diagnostic switch for A/B runs.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
 use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
-use super::instances::{Arch, Dtype, Family, Instance, KernelKey, SOURCES};
+use super::instances::{Arch, Dtype, Family, Instance, KernelKey, Variant, INSTANCES, SOURCES};
 use super::params::{FattnHopperParams, FattnParams};
 use super::tma::tensor_map;
 use super::{
@@ -85,12 +92,48 @@ fn instance<T: KernelDtype>(p: &Problem, dev: &candle_core::CudaDevice) -> Resul
             }
         }
     }
+    if let Some(wide) = wide_instance(p, inst) {
+        inst = wide;
+    }
     if let Some(pages) = p.packed().and_then(|pk| pk.pages.as_ref()) {
         if kv_box_rows(pages.page_size, inst).is_none() {
             return Ok(None);
         }
     }
     Ok(Some(inst))
+}
+
+/// The wide instance (longer key blocks, see the module docs) of `inst`'s head dim and dtype
+/// for a dense plain problem `inst` would run: unmasked at d128, any mask at d256, where its
+/// key blocks cover seq_k with at most [`WIDE_PADDING`] more keys than `inst`'s (a partial
+/// last block costs as much as a whole one); `None` where there is none, for packed
+/// problems, or when the `wide` rule is off.
+fn wide_instance(p: &Problem, inst: &Instance) -> Option<&'static Instance> {
+    let masked = p.window_left >= 0 || p.window_right >= 0;
+    if inst.variant != Variant::Plain || p.packed().is_some() || (masked && inst.head_dim <= 128) || !wide_rule() {
+        return None;
+    }
+    let wide = INSTANCES.iter().find(|i| {
+        i.variant == Variant::Wide
+            && i.family == inst.family
+            && i.arch == inst.arch
+            && i.dtype == inst.dtype
+            && i.head_dim == inst.head_dim
+    })?;
+    let padded = |i: &Instance| p.seq_k.div_ceil(i.key_block as usize) * i.key_block as usize;
+    (padded(wide) as f64 <= padded(inst) as f64 * WIDE_PADDING).then_some(wide)
+}
+
+/// How many more keys (a ratio) the wide instance's blocks may cover than the plain one's:
+/// 176-key blocks ran 4% faster per key than 128-key ones on an H100 (16k keys: 7175-7229 µs
+/// against 7365-7492, 1% of padding), and lost at 2048 and 4096 keys, which 176 covers with
+/// 3.1% of padding (982 against 971 µs; lab/results/s13-hopper-wide-h100/).
+const WIDE_PADDING: f64 = 1.02;
+
+/// Whether the wide instances apply: `FUSED_ATTN_SM90_TILE_RULES` unset or naming `wide`.
+fn wide_rule() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| tile_rule("wide"))
 }
 
 /// Whether the small-grid rule applies: `FUSED_ATTN_SM90_TILE_RULES` unset or naming
@@ -281,8 +324,9 @@ pub(super) fn forward<T: KernelDtype>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::instances::Instance;
     use super::super::instances::{Arch, Family, Variant, INSTANCES};
-    use super::{grid, kv_box_rows, Grid};
+    use super::{grid, kv_box_rows, wide_instance, Grid};
     use crate::problem::{Problem, SeqLayout};
 
     fn dense(batch: usize, heads: usize, seq: usize, head_dim: usize, window_right: i64) -> Problem {
@@ -313,7 +357,7 @@ mod tests {
                 .unwrap()
         };
         for inst in INSTANCES.iter().filter(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd) {
-            let expect = inst.variant == Variant::Plain && inst.head_dim <= 128;
+            let expect = (inst.variant == Variant::Plain && inst.head_dim <= 128) || inst.variant == Variant::Wide;
             assert_eq!(inst.loops_over_tiles(), expect, "{}", inst.name);
         }
         if std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_some() {
@@ -337,8 +381,48 @@ mod tests {
     }
 
     #[test]
+    fn wide_key_blocks_for_dense_plain_problems_unmasked_at_d128_any_mask_at_d256() {
+        if std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_some() {
+            println!("SKIPPED: the tile rules are set by FUSED_ATTN_SM90_TILE_RULES");
+            return;
+        }
+        let find = |d: u32, v: Variant| {
+            INSTANCES
+                .iter()
+                .find(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd && i.head_dim == d && i.variant == v)
+                .unwrap()
+        };
+        let (d128, d256) = (find(128, Variant::Plain), find(256, Variant::Plain));
+        let wide = |p: &Problem, inst: &Instance| wide_instance(p, inst).map(|i| (i.name, i.key_block));
+        let d128_wide = Some((find(128, Variant::Wide).name, 176));
+        let d256_wide = Some((find(256, Variant::Wide).name, 80));
+        assert_eq!(wide(&dense(1, 32, 16384, 128, -1), d128), d128_wide);
+        assert_eq!(wide(&dense(1, 32, 16384, 128, 0), d128), None, "causal d128 keeps 128-key blocks");
+        // 2048 keys: 12 blocks of 176 cover 2112 (3.1% more than 16 of 128).
+        assert_eq!(wide(&dense(16, 16, 2048, 128, -1), d128), None);
+        assert_eq!(wide(&dense(2, 16, 1400, 128, -1), d128), d128_wide, "1408 keys either way");
+        assert_eq!(wide(&dense(16, 16, 2048, 256, -1), d256), d256_wide);
+        assert_eq!(wide(&dense(16, 16, 2048, 256, 0), d256), d256_wide);
+        // Mods instances, d64 and d192 have none.
+        assert_eq!(wide(&dense(16, 16, 2048, 128, -1), find(128, Variant::Mods)), None);
+        assert_eq!(wide(&dense(16, 16, 2048, 64, -1), find(64, Variant::Plain)), None);
+        assert_eq!(wide(&dense(16, 16, 2048, 192, -1), find(192, Variant::Plain)), None);
+        // Every wide instance's dtype and head dim has a plain one.
+        for w in INSTANCES.iter().filter(|i| i.variant == Variant::Wide) {
+            assert!(INSTANCES.iter().any(|i| i.variant == Variant::Plain
+                && i.arch == w.arch
+                && i.family == w.family
+                && i.dtype == w.dtype
+                && i.head_dim == w.head_dim));
+            assert!(w.key_block > find(w.head_dim, Variant::Plain).key_block, "{}", w.name);
+        }
+    }
+
+    #[test]
     fn paged_boxes_are_whole_blocks_or_whole_pages_of_whole_swizzle_atoms() {
-        for inst in INSTANCES.iter().filter(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd) {
+        // The wide instances run dense problems only (`wide_instance`).
+        let packed = |i: &&Instance| i.arch == Arch::Sm90a && i.family == Family::Fwd && i.variant != Variant::Wide;
+        for inst in INSTANCES.iter().filter(packed) {
             let block = inst.key_block as usize;
             // 128-key blocks up to d128, 64 above (HopperTraits in kernels/fwd_sm90.cu).
             assert_eq!(block, if inst.head_dim <= 128 { 128 } else { 64 }, "{}: key block", inst.name);
