@@ -49,7 +49,7 @@
 // 3); that instance then takes the plain arithmetic (`mods_on` false), so a row's bits do not
 // depend on the instance. (1,8,512,d64) 12.62 µs = 0.98× cuDNN (12.4), causal 13.22 µs, 0.96×
 // (lab/results/s11-hopper-sg-h100/, H100, torch in the same call; 14.3 / 14.8 µs without).
-// Version 5 (session 12, this file): the plain d64 and d128 instances are persistent (two Q tiles): a
+// Version 5 (session 12): the plain d64 and d128 instances are persistent (two Q tiles): a
 // dense problem with more tiles than SMs runs one block per SM; unmasked, block b takes tiles
 // b, b + grid, ...; under causal/window masks each block draws its next tile from a counter
 // zeroed per call, heaviest of a head first, and the producer warp hands the tile to each
@@ -62,6 +62,15 @@
 // against 606 (0.98× cuDNN in the table call); d64 635 against 661, causal 401 against 424
 // (0.89×); (4,32/4,4096,d128) 1853 against 1881, causal 1016 against 1047 (1.01×). ncu, d64
 // persistent: issue slots 55% busy, 128 registers, occupancy 20% (one block of 16 warps).
+// Version 6 (session 13, this file): `_wide` instances (HopperTraits<D, 3>) with FA3's longer
+// key blocks for dense plain problems: 176 keys at d128 (unmasked, where they pad at most 2%
+// more keys than 128 do) and 80 at d256 (any mask). The ring of 176/80-key tiles leaves room
+// for one Q tile: persistent with that one buffer, the consumers release Q after their tile's
+// last Q·Kᵀ (the next Q lands under the last P·V and the epilogue) and store O from registers.
+// Measured (H100, bf16, criterion medians, alternating with the wide rule off, 3 rounds;
+// lab/results/s13-hopper-wide-h100/): (1,32,16384,d128) 7175-7229 µs against 7365-7492
+// (610 TF/s, 1.08x cuDNN in the table call), (16,16,2048,d256) 1923-1948 against 1975-1984;
+// at 2048/4096 keys 176 pads 3.1% and lost (982 against 971 µs), hence the padding rule.
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
