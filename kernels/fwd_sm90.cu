@@ -625,6 +625,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const int last = it0 + nb_end - 1 - nb_begin;
             sm90::mbar_wait(&full_v[last % ST], (last / ST) & 1);
             if constexpr (kPacked) {
+                // The last block's rows past the sequence's keys are the next sequence's (packed)
+                // or whatever the page holds (paged): their scores are masked to P = 0, but 0 · NaN
+                // or 0 · inf in P·V would still reach this sequence's rows. The consumers zero them
+                // (as the dense maps' out-of-bounds fill does) before either reads the stage.
                 const int valid = msk.len_k - (nb_end - 1) * BN;
                 if (valid < BN) {
                     uint8_t* const v_tile = sV + (last % ST) * Cfg::kKVBytes;
@@ -635,10 +639,12 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                         *reinterpret_cast<uint4*>(v_tile + (c / 8) * BN * 128 + r * 128 + (c % 8) * 16) =
                             make_uint4(0u, 0u, 0u, 0u);
                     }
+                    // Generic-proxy writes that wgmma (the async proxy) reads next.
                     sm90::fence_proxy_async();
                     sm90::named_barrier_sync(kTailBarrier, Cfg::kConsumers * 128);
                 }
             }
+            // After the zeroing's barrier, which every consumer reaches without a turn.
             my_turn();
             sm90::wgmma_fence();
             issue_pv(pf, last % ST);
@@ -655,8 +661,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                                      : static_cast<uint16_t*>(p.o) + qb.batch * p.o_batch_stride + qb.head * p.o_head_stride;
         const int rows = len_q();
         if constexpr (!kStageO) {
-            // ---- epilogue from registers: normalize; each quad stores its rows' 8-column
-            // chunks (16 bytes, 4 per quad), which L2 merges into whole lines.
+            // ---- epilogue from registers: normalize; each thread stores 4 bytes of every 8-column
+            // chunk of its two rows, so a quad's stores fill the chunk's 16 bytes (L2 merges
+            // them into whole lines).
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
                 const float l = quad_sum(row_sum[hf]);
