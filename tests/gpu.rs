@@ -224,6 +224,8 @@ struct HopperTally {
     test: &'static str,
     failures: Vec<String>,
     hopper_runs: usize,
+    /// The prefill kernels the default (`Auto`) runs took.
+    ran: std::collections::BTreeSet<&'static str>,
     worst: (f64, String),
     start: std::time::Instant,
 }
@@ -234,6 +236,7 @@ impl HopperTally {
             test,
             failures: Vec::new(),
             hopper_runs: 0,
+            ran: std::collections::BTreeSet::new(),
             worst: (0.0, String::new()),
             start: std::time::Instant::now(),
         }
@@ -248,6 +251,9 @@ impl HopperTally {
             let r =
                 with_cuda_kernels(kernels, &check).unwrap_or_else(|e| panic!("{test}: {what} {kernels:?}: error {e}"));
             let ran = take_last_prefill_kernel().unwrap_or("no prefill kernel");
+            if kernels == CudaKernels::Auto {
+                self.ran.insert(ran);
+            }
             let what = format!("{what} {kernels:?} ran {ran}");
             if kernels == CudaKernels::Sm80 && is_hopper(ran) {
                 self.failures.push(format!("{what}: forced sm80 but ran the Hopper kernel"));
@@ -330,6 +336,14 @@ fn gpu_hopper_prefill() {
         .chain(persistent_cases(seed, n))
         .collect();
     let mut tally = HopperTally::new(test);
+    // The persistent cases send dense plain problems to each wide instance (src/cuda/
+    // prefill_sm90.rs `wide_instance`): the test fails if the default kernels never took one.
+    let wide = [
+        "fattn_fwd_bf16_d128_wide_sm90",
+        "fattn_fwd_f16_d128_wide_sm90",
+        "fattn_fwd_bf16_d256_wide_sm90",
+        "fattn_fwd_f16_d256_wide_sm90",
+    ];
     for chunk in cases.chunks(PREPARE_AHEAD) {
         let prepared: Vec<_> = chunk.par_iter().map(|(dtype, case)| prepare(case, *dtype)).collect();
         for ((dtype, case), prep) in chunk.iter().zip(prepared) {
@@ -341,6 +355,13 @@ fn gpu_hopper_prefill() {
             let what = format!("{dtype:?} {} (case seed {})", describe(case), case.seed);
             tally.run(&what, describable, || check(&dev, *dtype, &prep, false));
         }
+    }
+    if std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_none() {
+        for name in wide {
+            assert!(tally.ran.contains(name), "{test}: no case ran {name} (ran: {:?})", tally.ran);
+        }
+    } else {
+        println!("{test}: wide-instance coverage not checked: FUSED_ATTN_SM90_TILE_RULES is set");
     }
     tally.finish(cases.len());
 }

@@ -233,6 +233,10 @@ pub(super) fn forward<T: KernelDtype>(
 ) -> Result<Option<(CudaStorage, Option<CudaStorage>)>> {
     let dev = &q.device;
     let Some(inst) = instance::<T>(p, dev)? else { return Ok(None) };
+    if inst.variant == Variant::Wide && p.packed().is_some() {
+        // `wide_instance` never picks one for a packed batch; its `_varlen` entry traps.
+        bail!("fused-attn cuda internal: {} has no packed entry", inst.name)
+    }
     let stream = dev.cuda_stream();
     let [qt, kt, vt] = dev_qkv::<T>(p, (q, ql), k, v, &stream)?;
     let d = p.head_dim;
