@@ -8,10 +8,11 @@
 //! inlined into the per-path instances of `cpu/mod.rs`, which compile it for their
 //! instruction set.
 
-use candle_core::{CpuStorage, Result};
+use candle_core::{bail, Result};
 use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 use std::f32::consts::LOG2_E;
+use std::mem::MaybeUninit;
 use std::sync::Mutex;
 
 use super::pack::{kv_tile, padded_stride, Element, Input, SharedKv, KEYS_PER_TILE, KT_LD, S_LD};
@@ -268,12 +269,15 @@ struct Partial {
     acc: Vec<f32>,
 }
 
-/// The forward over `seqs`, all with the same heads, kv heads and head dim, into one
-/// `(rows, heads, d)` output and, when asked, one LSE of `heads × rows` values (every
-/// sequence's rows and LSE entries lie where its [`SeqIn`] says, disjoint from the
+/// The forward over `seqs`, all with the same heads, kv heads and head dim, into `out`,
+/// the call's `(rows, heads, d)` output, and, when asked, one LSE of `heads × rows` values
+/// (every sequence's rows and LSE entries lie where its [`SeqIn`] says, disjoint from the
 /// others'). `batch` is how many sequences the per-call decisions (split-KV) see: the
 /// batch of a dense call, 1 for a packed call, whose sequences are each decided as a
 /// dense call on that sequence alone would be.
+///
+/// Writes every element of `out`, whatever it held: rows that no item writes (sequences
+/// without keys) are zeros. Stores only initialized values.
 ///
 /// The items run in waves of consecutive sequences ([`run_items`]), each wave with enough
 /// items to keep the threads busy whatever the mix of lengths; each item computes exactly
@@ -281,22 +285,28 @@ struct Partial {
 /// does.
 pub(super) fn run<T: Element>(
     seqs: Vec<SeqIn<'_, T>>,
+    out: &mut [MaybeUninit<T>],
     rows: usize,
     batch: usize,
     want_lse: bool,
     (h, hkv, d): (usize, usize, usize),
-) -> Result<(CpuStorage, Option<Vec<f32>>)> {
+) -> Result<Option<Vec<f32>>> {
     let n_out = rows * h * d;
+    if out.len() != n_out {
+        bail!("fused-attn internal: an output of {} elements for {rows} rows × {h} heads × {d}", out.len())
+    }
     // Each row's natural-log log-sum-exp, when asked for; -inf for rows no item writes.
     let mut lse = want_lse.then(|| vec![f32::NEG_INFINITY; h * rows]);
-    if n_out == 0 || hkv == 0 {
-        return Ok((T::to_cpu_storage_owned(vec![T::zero(); n_out]), lse));
-    }
     // The items write every row of a sequence with queries and keys (sequences own
     // disjoint rows): when those cover the output, it is not zeroed first (a serial
     // 512 KiB fill at (1,8,8,512,512,64) bf16, before the threads start).
     let written: usize = seqs.iter().filter(|s| s.p.seq_q > 0 && s.p.seq_k > 0).map(|s| s.p.seq_q).sum();
-    let mut out: Vec<T> = super::pack::output_buffer(n_out, written != rows);
+    if n_out == 0 || hkv == 0 || written != rows {
+        out.fill(MaybeUninit::new(T::zero()));
+    }
+    if n_out == 0 || hkv == 0 {
+        return Ok(lse);
+    }
     let g = h / hkv;
     let threads = rayon::current_num_threads();
     // The per-sequence decisions: query blocks, whether its keys are packed, key splits.
@@ -325,19 +335,16 @@ pub(super) fn run<T: Element>(
         });
         plans.push((q_block, n_qblocks, n_splits, slot, heads));
     }
-    let out_ptr = SendPtr(out.as_mut_ptr());
+    // The items (or the merges of their splits) write every element not zeroed above:
+    // `written` covers the rows, and each item writes all heads of its rows.
+    let out_ptr = SendPtr(out.as_mut_ptr().cast::<T>());
     let lse_ptr = lse.as_mut().map(|l| SendPtr(l.as_mut_ptr()));
     // The packing, the items and the merge in one entry into the pool: called from outside
     // it, each parallel loop would wake the workers and put the caller to sleep until they
     // finish, and the caller's wake-up between the packing and the items would idle both
     // cores.
     rayon::scope(|_| run_items(seqs, plans, (slots, pairs), (h, hkv, d), out_ptr, lse_ptr));
-    if out.is_empty() {
-        // SAFETY: the items (or the merges of their splits) wrote every element: `written`
-        // covers the rows, and each item writes all heads of its rows.
-        unsafe { out.set_len(n_out) };
-    }
-    Ok((T::to_cpu_storage_owned(out), lse))
+    Ok(lse)
 }
 
 /// The items of one sequence in a dense call's order: (kv heads, query block, split).
@@ -376,7 +383,7 @@ const WAVE_ITEMS_PER_THREAD: usize = 64;
 /// is a wave of its own, and short ones share one). A wave packs the keys of its sequences
 /// that share them (`slots`), runs its items in one parallel loop and merges its key splits,
 /// writing the output and LSE behind `out` and `lse` (each `(rows, heads, d)` and `heads ×
-/// rows`, sized by [`run`]).
+/// rows`, checked by [`run`]).
 ///
 /// Waves, not one loop over every item of the call: a packed batch then runs each long
 /// sequence as a dense call on it does, with its keys packed right before its items and
@@ -512,7 +519,7 @@ fn row_lse(m: f32, l: f32) -> f32 {
 ///
 /// # Safety
 /// No other thread writes the group's rows of `out` and `lse` meanwhile; both buffers are
-/// those [`run`] sized for the call.
+/// the call's, of the sizes [`run`] checked.
 unsafe fn merge_splits<T: Element>(
     ctx: &Ctx<'_, T>,
     it: &Item,

@@ -97,6 +97,7 @@
 
 use std::cell::Cell;
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::str::FromStr;
 
 use candle_core::{backend::BackendStorage, bail, CpuStorage, Layout, Result};
@@ -125,6 +126,8 @@ pub fn release_cpu_buffers() -> usize {
 }
 use pack::{Element, Input, PageMap};
 
+/// The forward into a fresh output of q's shape: `(out, lse)`, the LSE when
+/// `p.want_lse`.
 pub(crate) fn forward(
     p: &Problem,
     (q, ql): (&CpuStorage, &Layout),
@@ -132,17 +135,16 @@ pub(crate) fn forward(
     (v, vl): (&CpuStorage, &Layout),
     alibi: Option<&[f32]>,
 ) -> Result<(CpuStorage, Option<Vec<f32>>)> {
-    if let Some(a) = alibi {
-        if a.len() != p.batch * p.heads {
-            bail!("fused-attn cpu: expected {} alibi slopes (batch × heads), got {}", p.batch * p.heads, a.len())
-        }
-    }
-    pack::keep_limit_bytes()?;
+    check_call(p, alibi)?;
     match (q, k, v) {
-        (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => run::<f32>(p, (q, ql), (k, kl), (v, vl), alibi),
-        (CpuStorage::F16(q), CpuStorage::F16(k), CpuStorage::F16(v)) => run::<f16>(p, (q, ql), (k, kl), (v, vl), alibi),
+        (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => {
+            fresh::<f32>(p, (q, ql), (k, kl), (v, vl), alibi)
+        }
+        (CpuStorage::F16(q), CpuStorage::F16(k), CpuStorage::F16(v)) => {
+            fresh::<f16>(p, (q, ql), (k, kl), (v, vl), alibi)
+        }
         (CpuStorage::BF16(q), CpuStorage::BF16(k), CpuStorage::BF16(v)) => {
-            run::<bf16>(p, (q, ql), (k, kl), (v, vl), alibi)
+            fresh::<bf16>(p, (q, ql), (k, kl), (v, vl), alibi)
         }
         _ => bail!(
             "fused-attn cpu: q, k and v must share one of f32, f16, bf16; got {:?}, {:?}, {:?}",
@@ -153,15 +155,44 @@ pub(crate) fn forward(
     }
 }
 
-/// The forward of one dtype: the call cut into its sequences ([`forward::SeqIn`]), each
-/// with its own path, all run by [`forward::run`] in one parallel loop.
-fn run<T: Element>(
+/// What every forward checks before it reads anything.
+fn check_call(p: &Problem, alibi: Option<&[f32]>) -> Result<()> {
+    if let Some(a) = alibi {
+        if a.len() != p.batch * p.heads {
+            bail!("fused-attn cpu: expected {} alibi slopes (batch × heads), got {}", p.batch * p.heads, a.len())
+        }
+    }
+    pack::keep_limit_bytes()?;
+    Ok(())
+}
+
+/// [`write`] into a fresh buffer ([`pack::output_buffer`]).
+fn fresh<T: Element>(
+    p: &Problem,
+    q: (&[T], &Layout),
+    k: (&[T], &Layout),
+    v: (&[T], &Layout),
+    alibi: Option<&[f32]>,
+) -> Result<(CpuStorage, Option<Vec<f32>>)> {
+    let n = q.1.shape().elem_count();
+    let mut out: Vec<T> = pack::output_buffer(n);
+    let lse = write(p, q, k, v, alibi, &mut out.spare_capacity_mut()[..n])?;
+    // SAFETY: `write` returned Ok, so it initialized all `n` elements (`forward::run`).
+    unsafe { out.set_len(n) };
+    Ok((T::to_cpu_storage_owned(out), lse))
+}
+
+/// The forward of one dtype into `out` (q's element count; every element written): the
+/// call cut into its sequences ([`forward::SeqIn`]), each with its own path, all run by
+/// [`forward::run`].
+fn write<T: Element>(
     p: &Problem,
     (q, ql): (&[T], &Layout),
     (k, kl): (&[T], &Layout),
     (v, vl): (&[T], &Layout),
     alibi: Option<&[f32]>,
-) -> Result<(CpuStorage, Option<Vec<f32>>)> {
+    out: &mut [MaybeUninit<T>],
+) -> Result<Option<Vec<f32>>> {
     let (h, hkv, d) = (p.heads, p.kv_heads, p.head_dim);
     let slopes = |b: usize| alibi.map(|a| &a[b * h..][..h]);
     let dims = (h, hkv, d);
@@ -169,7 +200,7 @@ fn run<T: Element>(
         let (qs, ks, vs) = (Strides::from_layout(ql)?, Strides::from_layout(kl)?, Strides::from_layout(vl)?);
         let (b, sq, sk) = (p.batch, p.seq_q, p.seq_k);
         if b * sq * h * d == 0 || sk == 0 || hkv == 0 {
-            return forward::run::<T>(Vec::new(), b * sq, b, p.want_lse, dims);
+            return forward::run::<T>(Vec::new(), out, b * sq, b, p.want_lse, dims);
         }
         let (qi, ki, vi) = (
             Input::new((q, qs), (b, sq, h), d, "q")?,
@@ -193,12 +224,12 @@ fn run<T: Element>(
                 pairs,
             })
             .collect();
-        return forward::run::<T>(seqs, b * sq, b, p.want_lse, dims);
+        return forward::run::<T>(seqs, out, b * sq, b, p.want_lse, dims);
     };
     let total_q = packed.total_q();
     let qs = packed_strides(ql, "q")?;
     if total_q * h * d == 0 || hkv == 0 {
-        return forward::run::<T>(Vec::new(), total_q, 1, p.want_lse, dims);
+        return forward::run::<T>(Vec::new(), out, total_q, 1, p.want_lse, dims);
     }
     let qi = Input::new((q, qs), (1, total_q, h), d, "q")?;
     let (ks, vs) = (packed_strides(kl, "k")?, packed_strides(vl, "v")?);
@@ -244,7 +275,7 @@ fn run<T: Element>(
             pairs,
         });
     }
-    forward::run::<T>(seqs, total_q, 1, p.want_lse, dims)
+    forward::run::<T>(seqs, out, total_q, 1, p.want_lse, dims)
 }
 
 /// The strides of a packed input as `(batch, seq, heads, d)` strides: rank 3 `(rows,

@@ -276,8 +276,8 @@ pub(super) fn release_kv_buffers() -> usize {
     POOL.release()
 }
 
-/// An output buffer of `n` elements for a call's results, zeroed or not (`zeroed = false`:
-/// capacity `n`, length 0, for callers that write every element before `set_len`).
+/// An output buffer for a call's `n` results: capacity `n`, length 0, for a caller that
+/// writes every element before `set_len` ([`super::forward`]).
 ///
 /// Outputs above glibc's largest mmap threshold (32 MiB) come as fresh pages from the
 /// kernel on every call, and the first write of each 4 KiB page faults: a packed batch's
@@ -287,12 +287,9 @@ pub(super) fn release_kv_buffers() -> usize {
 /// Linux) over their 2 MiB-aligned interior before anything touches them; measured on
 /// that batch (`bench_cpu --varlen`), 933 faults per call and 2-4% less time. Where the
 /// kernel refuses or has THP off, nothing changes.
-pub(super) fn output_buffer<T: WithDType>(n: usize, zeroed: bool) -> Vec<T> {
+pub(super) fn output_buffer<T: WithDType>(n: usize) -> Vec<T> {
     let mut v: Vec<T> = Vec::with_capacity(n);
     advise_huge_pages(v.as_mut_ptr().cast(), n * size_of::<T>());
-    if zeroed {
-        v.resize(n, T::zero());
-    }
     v
 }
 
