@@ -1,7 +1,8 @@
 //! The general entries: [`attention`] (dense), [`attention_varlen`] (packed and paged), the
-//! same with the log-sum-exp, and [`attention_backward`]. Each validates, then applies the
-//! op, which is differentiable (see `op.rs`). The candle-flash-attn drop-ins in `dropin.rs`
-//! wrap them.
+//! same with the log-sum-exp, [`attention_varlen_into`] (a caller-owned output) and
+//! [`attention_backward`]. Each validates, then applies the op, which is differentiable
+//! (see `op.rs`), except [`attention_varlen_into`]'s in-place one, which refuses inputs
+//! that track gradients. The candle-flash-attn drop-ins in `dropin.rs` wrap them.
 
 use candle_core::{bail, Result, Tensor};
 
@@ -155,6 +156,99 @@ pub fn attention_backward(
 /// ```
 pub fn attention_varlen(q: &Tensor, k: &Tensor, v: &Tensor, varlen: &Varlen, params: &AttnParams) -> Result<Tensor> {
     Ok(run_packed(q, k, v, varlen, params, false)?.0)
+}
+
+/// [`attention_varlen`] written into a caller-owned output, as FlashAttention's `out=`
+/// argument: `out` gets the packed result, every element of it, whatever it held.
+///
+/// A server that keeps one output buffer between calls pays no page faults for a fresh one:
+/// glibc maps buffers over 32 MiB afresh on every call, and a packed batch's output often is
+/// one (41 MiB at 10,130 rows × 16 heads × d64 in f32).
+///
+/// `out` must have q's shape `(total_q, heads, head_dim)`, dtype and device, be contiguous
+/// (a narrow of a larger buffer along its first dim is), and share no storage with q, k or
+/// v. Everything [`attention_varlen`] takes works here too (paged caches, windows, ALiBi,
+/// prefix ranges), with the same bits on the CPU. Errors, naming the values, on a bad
+/// `out`; on inputs that track gradients (`out` is written in place, which carries no
+/// gradient graph: use [`attention_varlen`] for training); and on a CUDA `out`: the
+/// caller-owned output is CPU-only for now.
+///
+/// ```
+/// use candle_core::{DType, Device, Tensor};
+/// use candle_fused_attn::{attention_varlen, attention_varlen_into, AttnParams, Varlen};
+/// # fn main() -> candle_core::Result<()> {
+/// let dev = Device::Cpu;
+/// let q = Tensor::randn(0f32, 1., (8, 4, 16), &dev)?;
+/// let kv = Tensor::randn(0f32, 1., (8, 2, 16), &dev)?;
+/// let cu = Tensor::new(&[0u32, 3, 8], &dev)?;
+/// let (vl, p) = (Varlen::new(&cu, &cu, 5, 5), AttnParams::new(0.25).causal(true));
+/// let out = Tensor::zeros((8, 4, 16), DType::F32, &dev)?; // allocated once, reused per call
+/// attention_varlen_into(&out, &q, &kv, &kv, &vl, &p)?;
+/// let want = attention_varlen(&q, &kv, &kv, &vl, &p)?;
+/// assert_eq!(out.flatten_all()?.to_vec1::<f32>()?, want.flatten_all()?.to_vec1::<f32>()?);
+/// # Ok(()) }
+/// ```
+pub fn attention_varlen_into(
+    out: &Tensor,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    varlen: &Varlen,
+    params: &AttnParams,
+) -> Result<()> {
+    let problem = validate_packed(q, k, v, varlen, params)?;
+    if q.track_op() || k.track_op() || v.track_op() {
+        bail!(
+            "fused-attn: attention_varlen_into writes out in place, which carries no gradient graph, but q, k or v tracks gradients; use attention_varlen for training (or detach the inputs)"
+        )
+    }
+    check_into_output(out, q, k, v)?;
+    if !q.device().is_cpu() {
+        bail!(
+            "fused-attn: attention_varlen_into: the caller-owned output is CPU-only for now; use attention_varlen on CUDA (q and out are on {:?})",
+            q.device().location()
+        )
+    }
+    let packed = problem.packed().cloned().expect("validate_packed returns a packed problem");
+    if packed.total_q() * problem.heads * problem.head_dim == 0 {
+        return Ok(()); // out has no elements
+    }
+    // Read to the host before any storage is locked (the slopes may share one with out).
+    let alibi = match &params.alibi_slopes {
+        None => None,
+        Some(s) => Some(s.broadcast_as((problem.batch, problem.heads))?.flatten_all()?.to_vec1::<f32>()?),
+    };
+    let (q, k, v) = (head_dim_contiguous(q)?, head_dim_contiguous(k)?, head_dim_contiguous(v)?);
+    crate::op::forward_into(problem, alibi, &q, &k, &v, out)
+}
+
+/// The checks [`attention_varlen_into`] makes on its `out`.
+fn check_into_output(out: &Tensor, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<()> {
+    if out.dims() != q.dims() {
+        bail!("fused-attn: out must have q's shape {:?} (total_q, heads, head_dim), got {:?}", q.dims(), out.dims())
+    }
+    if out.dtype() != q.dtype() {
+        bail!("fused-attn: out must have q's dtype {:?}, got {:?}", q.dtype(), out.dtype())
+    }
+    if !out.device().same_device(q.device()) {
+        bail!("fused-attn: out is on {:?} but q is on {:?}", out.device().location(), q.device().location())
+    }
+    if out.layout().contiguous_offsets().is_none() {
+        bail!(
+            "fused-attn: out must be contiguous (row-major, or a narrow of such a buffer along its first dim), got shape {:?} with strides {:?}",
+            out.dims(),
+            out.stride()
+        )
+    }
+    let out_id = crate::op::storage_id(out);
+    for (name, t) in [("q", q), ("k", k), ("v", v)] {
+        if crate::op::storage_id(t) == out_id {
+            bail!(
+                "fused-attn: out shares its storage with {name}; attention_varlen_into reads q, k and v while it writes out, so out must be a buffer of its own"
+            )
+        }
+    }
+    Ok(())
 }
 
 /// [`attention_varlen`] that also returns the per-row log-sum-exp, `(heads, total_q)` f32

@@ -66,8 +66,8 @@ mod problem;
 mod reference;
 
 pub use api::{
-    attention, attention_backward, attention_varlen, attention_varlen_backward, attention_varlen_with_lse,
-    attention_with_lse,
+    attention, attention_backward, attention_varlen, attention_varlen_backward, attention_varlen_into,
+    attention_varlen_with_lse, attention_with_lse,
 };
 pub use dropin::{
     flash_attn, flash_attn_alibi, flash_attn_alibi_windowed, flash_attn_alibi_windowed_softcap, flash_attn_varlen,

@@ -12,11 +12,15 @@
 //! gradient dO, and calls the back end's FlashAttention-2 backward with the kept LSE. It
 //! returns dq, dk and dv in the input dtype, dk/dv summed over each kv head's group of q
 //! heads (GQA). ALiBi slopes are constants: they get no gradient.
+//!
+//! **Into a caller's output.** [`forward_into`] applies [`FusedAttentionInto`], an
+//! [`InplaceOp1`] on the caller's `out`, for `attention_varlen_into`: the same CPU forward,
+//! writing into `out`'s storage instead of a fresh one. In-place ops have no backward.
 
 use std::sync::{Arc, Mutex};
 
 use candle_core::op::BackpropOp;
-use candle_core::{bail, CpuStorage, Layout, Result, Shape, Storage, Tensor};
+use candle_core::{bail, CpuStorage, InplaceOp1, Layout, Result, Shape, Storage, Tensor};
 
 use crate::cpu;
 #[cfg(feature = "cuda")]
@@ -114,6 +118,72 @@ impl candle_core::CustomOp3 for FusedAttention {
         let (dq, dk, dv) = backward(&self.problem, self.alibi.as_ref(), q, k, v, out, grad_out, &lse)?;
         Ok((Some(dq), Some(dk), Some(dv)))
     }
+}
+
+/// The fused attention written into a caller's tensor ([`forward_into`]): q, k and v are
+/// storages that the caller holds read-locked for the call; candle write-locks the output's
+/// storage around [`InplaceOp1::cpu_fwd`]. CPU only.
+struct FusedAttentionInto<'a> {
+    problem: Problem,
+    /// `(batch, heads)` slopes, read before any lock is taken.
+    alibi: Option<Vec<f32>>,
+    q: (&'a CpuStorage, &'a Layout),
+    k: (&'a CpuStorage, &'a Layout),
+    v: (&'a CpuStorage, &'a Layout),
+}
+
+impl InplaceOp1 for FusedAttentionInto<'_> {
+    fn name(&self) -> &'static str {
+        "fused-attention-into"
+    }
+
+    fn cpu_fwd(&self, out: &mut CpuStorage, layout: &Layout) -> Result<()> {
+        cpu::forward_into(&self.problem, self.q, self.k, self.v, self.alibi.as_deref(), (out, layout))
+    }
+}
+
+/// Which storage a tensor's data lives in: equal for tensors that share one (views of one
+/// buffer), as candle's own (crate-private) `same_storage` compares them. Takes and drops
+/// a read lock on it.
+pub(crate) fn storage_id(t: &Tensor) -> usize {
+    let (s, _) = t.storage_and_layout();
+    std::ptr::from_ref::<Storage>(&s) as usize
+}
+
+/// Runs the CPU forward of `problem` (without the LSE) into `out`, which the caller checked:
+/// q's shape and dtype, contiguous, on the CPU, sharing no storage with q, k or v.
+///
+/// Locks: each distinct storage of q, k and v is read-locked once (they may be views of one
+/// fused QKV buffer, and a second read lock on one storage from one thread can deadlock
+/// behind a waiting writer), then candle write-locks `out`'s, which is none of them.
+pub(crate) fn forward_into(
+    problem: Problem,
+    alibi: Option<Vec<f32>>,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    out: &Tensor,
+) -> Result<()> {
+    let [iq, ik, iv] = [storage_id(q), storage_id(k), storage_id(v)];
+    let out_id = storage_id(out);
+    if out_id == iq || out_id == ik || out_id == iv {
+        bail!("fused-attn internal: out shares a storage with q, k or v")
+    }
+    let gq = q.storage_and_layout().0;
+    let gk = (ik != iq).then(|| k.storage_and_layout().0);
+    let gv = (iv != iq && iv != ik).then(|| v.storage_and_layout().0);
+    let sq: &Storage = &gq;
+    let sk: &Storage = gk.as_deref().unwrap_or(sq);
+    let sv: &Storage = match gv.as_deref() {
+        Some(s) => s,
+        None if iv == ik => sk,
+        None => sq,
+    };
+    let (Storage::Cpu(qs), Storage::Cpu(ks), Storage::Cpu(vs)) = (sq, sk, sv) else {
+        bail!("fused-attn: a forward into a caller's output runs on the CPU only, got q on {:?}", q.device().location())
+    };
+    let op = FusedAttentionInto { problem, alibi, q: (qs, q.layout()), k: (ks, k.layout()), v: (vs, v.layout()) };
+    out.inplace_op1(&op)
 }
 
 /// The back ends' backward on tensors: dq, dk, dv (input dtype, contiguous, no gradient

@@ -8,14 +8,16 @@
 //! * head dims up to 512 against the f64 oracle, with the tolerance of `tests/common`
 //!   (2 × the naive path's error in the same dtype + a derived floor); the backward's at
 //!   those head dims is checked in `src/cpu/backward.rs`'s unit tests (its derived floors),
-//!   and packed gradients here are bit for bit the dense ones.
+//!   and packed gradients here are bit for bit the dense ones;
+//! * `attention_varlen_into` writes, into a reused buffer made NaN before each call, the
+//!   bits `attention_varlen` returns.
 
 mod common;
 
 use candle_core::{DType, Device, Result, Tensor, Var, D};
 use candle_fused_attn::{
-    attention, attention_ref_varlen, attention_varlen, attention_varlen_with_lse, attention_with_lse, cpu_paths,
-    with_cpu_path, AttnParams, CpuPath, Varlen,
+    attention, attention_ref_varlen, attention_varlen, attention_varlen_into, attention_varlen_with_lse,
+    attention_with_lse, cpu_paths, with_cpu_path, AttnParams, CpuPath, Varlen,
 };
 use common::{measure_with, FloorInputs};
 use rand::{rngs::StdRng, seq::SliceRandom, Rng, SeedableRng};
@@ -406,5 +408,89 @@ fn empty_and_degenerate_batches() -> Result<()> {
     assert!(out.flatten_all()?.to_vec1::<f32>()?.iter().all(|&x| x == 0.0));
     assert!(lse.flatten_all()?.to_vec1::<f32>()?.iter().all(|&x| x == f32::NEG_INFINITY));
     let _ = D::Minus1;
+    Ok(())
+}
+
+/// Makes `out`, an output buffer kept between calls, NaN in place (and checks that it is),
+/// so that the next call must write every element of it.
+fn dirty(out: &Tensor) -> Result<()> {
+    let nan = Tensor::full(f32::NAN, out.shape(), &Device::Cpu)?.to_dtype(out.dtype())?;
+    out.slice_set(&nan, 0, 0)?;
+    let all_nan = out.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?.iter().all(|x| x.is_nan());
+    assert!(all_nan, "the buffer was not made NaN");
+    Ok(())
+}
+
+/// `attention_varlen_into` gives `attention_varlen`'s bits in one buffer reused for every
+/// call and made NaN before each: every path and dtype, GQA, MQA and MHA, lengths 0, 1 and
+/// odd, sequences without keys and causal rows that see no key (zeros), every params
+/// variant; `out` is a narrow of a larger buffer, whose other rows stay untouched.
+#[test]
+fn into_a_reused_buffer_gives_the_bits_of_attention_varlen() -> Result<()> {
+    for path in cpu_paths() {
+        for (n, dtype) in DTYPES.into_iter().enumerate() {
+            for (hh, hkv, d) in [(4, 2, 64), (3, 1, 40), (2, 2, 13)] {
+                let batch = mixed(hh, hkv, d);
+                let [q, k, v, _] = batch.inputs(90 + n as u64, dtype)?;
+                let vl = batch.varlen()?;
+                let total_q = batch.total(false);
+                let buf = Tensor::zeros((total_q + 5, hh, d), dtype, &Device::Cpu)?;
+                let out = buf.narrow(0, 3, total_q)?; // a start offset of 3 rows
+                for (i, p) in params_variants(&batch, 7).iter().enumerate() {
+                    let want = forced(path, || attention_varlen(&q, &k, &v, &vl, p))?;
+                    dirty(&out)?;
+                    forced(path, || attention_varlen_into(&out, &q, &k, &v, &vl, p))?;
+                    assert_same(&out, &want, &format!("{path} {dtype:?} h{hh}/{hkv} d{d} params #{i}: into"));
+                }
+                let zero = |t: Tensor| bits(&t).iter().all(|&b| b == 0);
+                assert!(zero(buf.narrow(0, 0, 3)?) && zero(buf.narrow(0, 3 + total_q, 2)?), "rows outside out written");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `attention_varlen_into` on a paged cache, on q, k and v that are views of one fused QKV
+/// buffer (one storage, read-locked once), on k = v, and on batches with nothing to compute.
+#[test]
+fn into_paged_fused_qkv_and_empty_batches() -> Result<()> {
+    let dev = Device::Cpu;
+    for (n, dtype) in DTYPES.into_iter().enumerate() {
+        let batch = mixed(4, 2, 32);
+        let [q, k, v, _] = batch.inputs(95 + n as u64, dtype)?;
+        let p = AttnParams::new(0.2).causal(true);
+        let out = Tensor::zeros(q.shape(), dtype, &dev)?;
+        let want = attention_varlen(&q, &k, &v, &batch.varlen()?, &p)?;
+        for (page, rank4) in [(16, true), (7, false)] {
+            let (kc, vc, table) = paginate(&batch, &k, &v, page, rank4, page as u64)?;
+            dirty(&out)?;
+            attention_varlen_into(&out, &q, &kc, &vc, &batch.varlen()?.paged(&table, page), &p)?;
+            assert_same(&out, &want, &format!("{dtype:?}: paged, page {page}"));
+        }
+
+        // Self-attention with q, k and v as head slices of one (total, h + 2·hkv, d) buffer.
+        let selfb = Batch { lens: vec![(5, 5), (1, 1), (0, 0), (33, 33)], h: 4, hkv: 2, d: 16 };
+        let total = selfb.total(false);
+        let qkv = Tensor::randn(0f32, 1., (total, 8, 16), &dev)?.to_dtype(dtype)?;
+        let (q, k, v) = (qkv.narrow(1, 0, 4)?, qkv.narrow(1, 4, 2)?, qkv.narrow(1, 6, 2)?);
+        let out = Tensor::zeros((total, 4, 16), dtype, &dev)?;
+        for (what, k, v) in [("fused qkv", &k, &v), ("k = v", &k, &k)] {
+            let want = attention_varlen(&q, k, v, &selfb.varlen()?, &p)?;
+            dirty(&out)?;
+            attention_varlen_into(&out, &q, k, v, &selfb.varlen()?, &p)?;
+            assert_same(&out, &want, &format!("{dtype:?}: {what}"));
+        }
+
+        // Only sequences without queries or keys: zeros; no query rows at all: nothing.
+        let empty = Batch { lens: vec![(0, 4), (3, 0), (0, 0)], h: 2, hkv: 1, d: 8 };
+        let [q, k, v, _] = empty.inputs(96, dtype)?;
+        let out = Tensor::zeros((3, 2, 8), dtype, &dev)?;
+        dirty(&out)?;
+        attention_varlen_into(&out, &q, &k, &v, &empty.varlen()?, &p)?;
+        assert!(bits(&out).iter().all(|&b| b == 0), "{dtype:?}: rows without keys are zeros");
+        let none = Batch { lens: vec![(0, 4)], h: 2, hkv: 1, d: 8 };
+        let [q, k, v, _] = none.inputs(97, dtype)?;
+        attention_varlen_into(&Tensor::zeros((0, 2, 8), dtype, &dev)?, &q, &k, &v, &none.varlen()?, &p)?;
+    }
     Ok(())
 }

@@ -11,7 +11,8 @@
 //!   dims the Hopper kernel covers, each run on the default kernels (which must be the Hopper
 //!   kernel where a tensor map describes the inputs) and forced onto the sm_80 kernel.
 //! * `gpu_decode`: sq 1..16 against sk up to 32k, GQA 1, 4, 8 and MQA, every mask kind.
-//! * `gpu_errors`: bad input on CUDA returns an `Error` naming the problem.
+//! * `gpu_errors`: bad input on CUDA returns an `Error` naming the problem (also
+//!   `attention_varlen_into`, CPU-only, on a CUDA output).
 //! * `gpu_output_poisoned`: every element written, fully masked rows exactly zero, two runs
 //!   bit-identical. `gpu_poison_reaches_allocations` checks the poisoning itself.
 //! * `gpu_nan_*`: NaN confinement, as the crate documents it.
@@ -496,6 +497,13 @@ fn gpu_errors() -> Result<()> {
     expect_error("3 q heads over 2 kv heads", attention(&q3, &k, &k, &p), "must divide");
     let v_short = t((1, 7, 2, 64), DType::BF16, &dev)?;
     expect_error("k and v lengths differ", attention(&q, &k, &v_short, &p), "sequence lengths differ");
+    // The caller-owned packed output is CPU-only: an error on CUDA, never a silent no-op.
+    let (qp, kp) = (q.squeeze(0)?, k.squeeze(0)?);
+    let vl = candle_fused_attn::Varlen::new(&Tensor::new(&[0u32, 4], &cpu)?, &Tensor::new(&[0u32, 8], &cpu)?, 4, 8);
+    let into =
+        |out: &Tensor| candle_fused_attn::attention_varlen_into(out, &qp, &kp, &kp, &vl, &p).map(|()| out.clone());
+    expect_error("attention_varlen_into on CUDA", into(&qp.zeros_like()?), "CPU-only for now");
+    expect_error("attention_varlen_into, out on the CPU", into(&qp.to_device(&cpu)?), "out is on Cpu");
     Ok(())
 }
 

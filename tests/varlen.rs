@@ -1,11 +1,14 @@
 //! Packed (varlen) and paged calls on the CPU: random sweeps against the f64 oracle in every
-//! dtype, gradients of packed batches, the log-sum-exp, and every validation error.
+//! dtype, gradients of packed batches, the log-sum-exp, and every validation error (also
+//! `attention_varlen_into`'s).
 //! The GPU binary (`tests/gpu.rs`) runs the same sweeps on CUDA.
 
 mod common;
 
 use candle_core::{DType, Device, Result, Tensor, Var};
-use candle_fused_attn::{attention_ref_varlen_lse, attention_varlen, attention_varlen_with_lse, AttnParams, Varlen};
+use candle_fused_attn::{
+    attention_ref_varlen_lse, attention_varlen, attention_varlen_into, attention_varlen_with_lse, AttnParams, Varlen,
+};
 use common::varlen::{run_varlen_grad_sweep, run_varlen_sweep, VarlenCase, VarlenLimits};
 use common::{case_seed, to_f64_vec};
 
@@ -212,5 +215,53 @@ fn paged_calls_refuse_gradients() -> Result<()> {
         .paged(&Tensor::new(&[[1u32, 0]], &dev)?, 4);
     let msg = err_of(attention_varlen(q.as_tensor(), &cache, &cache, &vl, &AttnParams::new(0.3)));
     assert!(msg.contains("paged KV cache has no backward"), "{msg}");
+    Ok(())
+}
+
+/// Every check `attention_varlen_into` makes on its output, and on gradients, returns an
+/// error that names the values; so do `attention_varlen`'s own checks through it.
+#[test]
+fn into_validation_errors_name_the_values() -> Result<()> {
+    let dev = Device::Cpu;
+    let q = Tensor::zeros((7, 4, 16), DType::F32, &dev)?;
+    let kv = Tensor::zeros((9, 2, 16), DType::F32, &dev)?;
+    let cu = |v: &[u32]| Tensor::new(v, &dev).unwrap();
+    let vl = Varlen::new(&cu(&[0, 3, 7]), &cu(&[0, 3, 9]), 4, 6);
+    let p = AttnParams::new(0.25);
+    let out = Tensor::zeros((7, 4, 16), DType::F32, &dev)?;
+    attention_varlen_into(&out, &q, &kv, &kv, &vl, &p)?; // the valid call
+    let err = |r: Result<()>| match r {
+        Ok(()) => panic!("expected an error, got Ok"),
+        Err(e) => e.to_string(),
+    };
+    let into = |out: &Tensor, q: &Tensor, k: &Tensor, v: &Tensor| err(attention_varlen_into(out, q, k, v, &vl, &p));
+    // out and k as views of one flat buffer, on disjoint elements.
+    let flat = Tensor::zeros(7 * 4 * 16 + 9 * 2 * 16, DType::F32, &dev)?;
+    let (out_in_flat, k_in_flat) =
+        (flat.narrow(0, 0, 448)?.reshape((7, 4, 16))?, flat.narrow(0, 448, 288)?.reshape((9, 2, 16))?);
+    let q_var = Var::from_tensor(&q)?;
+    let cases: Vec<(String, &str)> = vec![
+        (
+            into(&Tensor::zeros((7, 4, 8), DType::F32, &dev)?, &q, &kv, &kv),
+            "out must have q's shape [7, 4, 16] (total_q, heads, head_dim), got [7, 4, 8]",
+        ),
+        (into(&Tensor::zeros((7, 4, 16), DType::F16, &dev)?, &q, &kv, &kv), "out must have q's dtype F32, got F16"),
+        (
+            into(&Tensor::zeros((4, 7, 16), DType::F32, &dev)?.transpose(0, 1)?, &q, &kv, &kv),
+            "out must be contiguous (row-major, or a narrow of such a buffer along its first dim), got shape [7, 4, 16] with strides [16, 112, 1]",
+        ),
+        (into(&q, &q, &kv, &kv), "out shares its storage with q"),
+        (into(&out_in_flat, &q, &k_in_flat, &kv), "out shares its storage with k"),
+        (into(&out_in_flat, &q, &kv, &k_in_flat), "out shares its storage with v"),
+        (into(&out, q_var.as_tensor(), &kv, &kv), "use attention_varlen for training"),
+        (into(&out, &q, &kv.narrow(2, 0, 8)?, &kv.narrow(2, 0, 8)?), "head_dim differs between q (16) and k/v (8)"),
+        (
+            err(attention_varlen_into(&out, &q, &kv, &kv, &Varlen::new(&cu(&[0, 5, 3, 7]), &cu(&[0, 3, 6, 9]), 5, 3), &p)),
+            "non-decreasing",
+        ),
+    ];
+    for (msg, want) in cases {
+        assert!(msg.contains(want), "error {msg:?} should contain {want:?}");
+    }
     Ok(())
 }

@@ -276,8 +276,9 @@ struct Partial {
 /// batch of a dense call, 1 for a packed call, whose sequences are each decided as a
 /// dense call on that sequence alone would be.
 ///
-/// Writes every element of `out`, whatever it held: rows that no item writes (sequences
-/// without keys) are zeros. Stores only initialized values.
+/// Writes every element of `out`, whatever it held (a fresh buffer, or a caller's reused
+/// one: `attention_varlen_into`): rows that no item writes (sequences without keys) are
+/// zeros. Stores only initialized values.
 ///
 /// The items run in waves of consecutive sequences ([`run_items`]), each wave with enough
 /// items to keep the threads busy whatever the mix of lengths; each item computes exactly

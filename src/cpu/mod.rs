@@ -11,8 +11,9 @@
 //! as the GPU path does) with f32 sums.
 //!
 //! **Files.**
-//! - `mod.rs` (here): the entry [`forward()`], the kernel paths ([`CpuPath`]) and the
-//!   dispatch table ([`kernel`]).
+//! - `mod.rs` (here): the entries [`forward()`] (a fresh output) and [`forward_into`] (the
+//!   caller's, `attention_varlen_into`), both through one [`write`], the kernel paths
+//!   ([`CpuPath`]) and the dispatch table ([`kernel`]).
 //! - `forward.rs`: work items on rayon; per item the loop over key tiles (scores, online
 //!   softmax step, `P V`) in one of four product strategies; the merge of key splits.
 //! - `pack.rs`: the element types and strided input rows; K transposed and V, packed once
@@ -155,6 +156,50 @@ pub(crate) fn forward(
     }
 }
 
+/// The forward into the caller's `out` (q's shape and dtype, contiguous from its layout's
+/// start offset): every element is written, whatever it held. No LSE (`p.want_lse` must
+/// be false).
+pub(crate) fn forward_into(
+    p: &Problem,
+    (q, ql): (&CpuStorage, &Layout),
+    (k, kl): (&CpuStorage, &Layout),
+    (v, vl): (&CpuStorage, &Layout),
+    alibi: Option<&[f32]>,
+    (out, ol): (&mut CpuStorage, &Layout),
+) -> Result<()> {
+    check_call(p, alibi)?;
+    if p.want_lse {
+        bail!("fused-attn internal: a forward into a caller's output keeps no log-sum-exp")
+    }
+    let n = ql.shape().elem_count();
+    let (start, end) = match ol.contiguous_offsets() {
+        Some((s, e)) if ol.dims() == ql.dims() && e - s == n => (s, e),
+        _ => bail!(
+            "fused-attn internal: the output (shape {:?}, strides {:?}) is not a contiguous tensor of q's shape {:?}",
+            ol.dims(),
+            ol.stride(),
+            ql.dims()
+        ),
+    };
+    let (dq, dout) = (q.dtype(), out.dtype());
+    match (q, k, v, out) {
+        (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v), CpuStorage::F32(o)) => {
+            into::<f32>(p, (q, ql), (k, kl), (v, vl), alibi, &mut o[start..end])
+        }
+        (CpuStorage::F16(q), CpuStorage::F16(k), CpuStorage::F16(v), CpuStorage::F16(o)) => {
+            into::<f16>(p, (q, ql), (k, kl), (v, vl), alibi, &mut o[start..end])
+        }
+        (CpuStorage::BF16(q), CpuStorage::BF16(k), CpuStorage::BF16(v), CpuStorage::BF16(o)) => {
+            into::<bf16>(p, (q, ql), (k, kl), (v, vl), alibi, &mut o[start..end])
+        }
+        _ => bail!(
+            "fused-attn cpu: q, k, v and out must share one of f32, f16, bf16; got {dq:?}, {:?}, {:?}, {dout:?}",
+            k.dtype(),
+            v.dtype()
+        ),
+    }
+}
+
 /// What every forward checks before it reads anything.
 fn check_call(p: &Problem, alibi: Option<&[f32]>) -> Result<()> {
     if let Some(a) = alibi {
@@ -180,6 +225,21 @@ fn fresh<T: Element>(
     // SAFETY: `write` returned Ok, so it initialized all `n` elements (`forward::run`).
     unsafe { out.set_len(n) };
     Ok((T::to_cpu_storage_owned(out), lse))
+}
+
+/// [`write`] into the caller's initialized `out`.
+fn into<T: Element>(
+    p: &Problem,
+    q: (&[T], &Layout),
+    k: (&[T], &Layout),
+    v: (&[T], &Layout),
+    alibi: Option<&[f32]>,
+    out: &mut [T],
+) -> Result<()> {
+    // SAFETY: `MaybeUninit<T>` has `T`'s size, alignment and layout, and `write` stores only
+    // initialized values through the view (`forward::run`), so `out` stays initialized.
+    let out = unsafe { &mut *(std::ptr::from_mut::<[T]>(out) as *mut [MaybeUninit<T>]) };
+    write(p, q, k, v, alibi, out).map(drop)
 }
 
 /// The forward of one dtype into `out` (q's element count; every element written): the
