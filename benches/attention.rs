@@ -288,14 +288,16 @@ fn cuda_varlen_lengths() -> Vec<usize> {
         .collect()
 }
 
-/// `cpu_varlen_{what}_{dtype}`: the packed batch through `attention_varlen` against (a) the
+/// `cpu_varlen_{what}_{dtype}`: the packed batch through `attention_varlen` (`packed`; and
+/// `packed_into`: `attention_varlen_into` into one output buffer allocated before the timing,
+/// as a server reuses one) against (a) the
 /// same sequences padded to the longest as one dense call, (b) a loop of dense calls, one
 /// per sequence (`loop`: eight outputs; `loop_cat`: then concatenated into the packed
 /// call's one output), and candle-nn 0.11.1's `flash_attn_varlen_cpu` and
 /// `flash_attn_varlen_unfused` (which take per-sequence u32 lengths). Throughput: the
 /// packed batch's attention FLOPs.
 fn bench_varlen(c: &mut Criterion) {
-    use candle_fused_attn::{attention_varlen, Varlen};
+    use candle_fused_attn::{attention_varlen, attention_varlen_into, Varlen};
     let dev = Device::Cpu;
     let lens = cpu_varlen_lengths();
     let (h, hkv, d) = (16, 4, 64);
@@ -337,6 +339,7 @@ fn bench_varlen(c: &mut Criterion) {
             Tensor::stack(&rows, 0).unwrap().reshape((lens.len(), max, heads, d)).unwrap()
         };
         let (qp, kp, vp) = (pad(&q, h), pad(&k, hkv), pad(&v, hkv));
+        let out = Tensor::zeros(q.shape(), dtype, &dev).unwrap();
         for causal in [false, true] {
             let scale = 1.0 / (d as f32).sqrt();
             let params = AttnParams::new(scale).causal(causal);
@@ -344,6 +347,10 @@ fn bench_varlen(c: &mut Criterion) {
             type Run<'a> = Box<dyn Fn() -> candle_core::Result<Tensor> + 'a>;
             let mut runs: Vec<(&str, Run)> = vec![
                 ("packed", Box::new(|| attention_varlen(&q, &k, &v, &varlen, &params))),
+                (
+                    "packed_into",
+                    Box::new(|| attention_varlen_into(&out, &q, &k, &v, &varlen, &params).map(|()| out.clone())),
+                ),
                 ("padded", Box::new(|| attention(&qp, &kp, &vp, &params))),
                 (
                     "loop",

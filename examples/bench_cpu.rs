@@ -15,10 +15,12 @@
 //! 64–2000 tokens of the `cpu_varlen` criterion groups, h16/hkv4, d64, causal and not)
 //! against a loop of dense calls, one per sequence, and the same sequences padded into one
 //! dense call, and the loop followed by the `Tensor::cat` that gives the packed call's one
-//! `(total, h, d)` output (`loop_cat`), interleaved call by call (packed, loop, padded,
-//! loop_cat, packed, …) so that a drift of the machine's load falls on all alike. It prints
+//! `(total, h, d)` output (`loop_cat`), and the packed call into one output buffer allocated
+//! once before the timing and reused by every call (`packed_into`, `attention_varlen_into`),
+//! interleaved call by call (packed, loop, padded, loop_cat, packed_into, packed, …) so that
+//! a drift of the machine's load falls on all alike. It prints
 //! each one's median ms and minor page faults per call, and the median of the per-round
-//! ratios of each to packed.
+//! ratios of each to packed (`over_packed`) and to packed_into (`over_packed_into`).
 //! `--only packed,loop,…` runs those of them (one for a profiler; no ratios then but its
 //! own), `--mask causal|none` one mask, `--lens L1,L2,…` other sequence lengths.
 //!
@@ -152,7 +154,7 @@ fn varlen_ab(
     masks: &[bool],
     lens: Vec<usize>,
 ) -> candle_core::Result<()> {
-    use candle_fused_attn::{attention_varlen, Varlen};
+    use candle_fused_attn::{attention_varlen, attention_varlen_into, Varlen};
     let dtype = match dtype {
         "f32" => DType::F32,
         "f16" => DType::F16,
@@ -187,11 +189,13 @@ fn varlen_ab(
         off += l;
     }
     let (qp, kp, vp) = (Tensor::stack(&qp, 0)?, Tensor::stack(&kp, 0)?, Tensor::stack(&vp, 0)?);
+    // `packed_into`'s output, allocated once: a server's reused buffer.
+    let out = Tensor::zeros(q.shape(), dtype, &dev)?;
     let threads = rayon::current_num_threads();
     for &causal in masks {
         let params = AttnParams::new(1.0 / (d as f32).sqrt()).causal(causal);
         type Run<'a> = Box<dyn Fn() -> candle_core::Result<()> + 'a>;
-        let runs: [(&str, Run<'_>); 4] = [
+        let runs: [(&str, Run<'_>); 5] = [
             ("packed", Box::new(|| attention_varlen(&q, &k, &v, &varlen, &params).map(drop))),
             (
                 "loop",
@@ -213,6 +217,7 @@ fn varlen_ab(
                     Tensor::cat(&outs, 0).map(drop)
                 }),
             ),
+            ("packed_into", Box::new(|| attention_varlen_into(&out, &q, &k, &v, &varlen, &params))),
         ];
         let mut ms = vec![Vec::new(); runs.len()];
         let mut faults = vec![Vec::new(); runs.len()];
@@ -236,10 +241,12 @@ fn varlen_ab(
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
         };
-        let ratio = |i: usize| match ms[0].is_empty() {
+        // The median of the per-round ratios of run `i` to run `base` (where both ran).
+        let ratio = |i: usize, base: usize| match ms[base].is_empty() || ms[i].is_empty() {
             true => "null".to_string(),
-            false => format!("{:.4}", median(&ms[i].iter().zip(&ms[0]).map(|(a, p)| a / p).collect::<Vec<_>>())),
+            false => format!("{:.4}", median(&ms[i].iter().zip(&ms[base]).map(|(a, p)| a / p).collect::<Vec<_>>())),
         };
+        let into = runs.iter().position(|(w, _)| *w == "packed_into").expect("a packed_into run");
         let flops: usize = lens.iter().map(|&l| 4 * h * l * l * d / if causal { 2 } else { 1 }).sum();
         for (i, (what, _)) in runs.iter().enumerate() {
             if ms[i].is_empty() {
@@ -247,11 +254,12 @@ fn varlen_ab(
             }
             let m = median(&ms[i]);
             println!(
-                "{{\"varlen\": \"{what}\", \"lens\": {lens:?}, \"heads\": [{h}, {hkv}, {d}], \"causal\": {causal}, \"dtype\": \"{}\", \"threads\": {threads}, \"reps\": {reps}, \"median_ms\": {m:.3}, \"gflops\": {:.1}, \"faults_per_call\": {}, \"over_packed\": {}}}",
+                "{{\"varlen\": \"{what}\", \"lens\": {lens:?}, \"heads\": [{h}, {hkv}, {d}], \"causal\": {causal}, \"dtype\": \"{}\", \"threads\": {threads}, \"reps\": {reps}, \"median_ms\": {m:.3}, \"gflops\": {:.1}, \"faults_per_call\": {}, \"over_packed\": {}, \"over_packed_into\": {}}}",
                 format!("{dtype:?}").to_lowercase(),
                 flops as f64 / m / 1e6,
                 median(&faults[i]),
-                ratio(i),
+                ratio(i, 0),
+                ratio(i, into),
             );
         }
     }
