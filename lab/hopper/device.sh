@@ -8,7 +8,8 @@
 # batches (the `_varlen` entry): hvarlen (its tests), vmemcheck vracecheck vsynccheck, vbench
 # (criterion cuda_varlen/cuda_paged on both generations, then torch's FA2 varlen); sgbench
 # (the query-tile rules by value, alternating: SG_VARIANTS, SG_FILTER picks the rows);
-# dsbench (decode split counts, alternating: DS_VARIANTS, DS_FILTER); torchd (torch's decode rows).
+# dsbench (decode split counts, alternating: DS_VARIANTS, DS_FILTER); torchd (torch's decode rows);
+# ncusrc (per-instruction stall samples of the launches NCU_SRC picks).
 # The pack: scripts/device-pack.sh output without the train/llama/bench_cpu binaries.
 set -uo pipefail
 LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,6 +35,20 @@ for s in "${steps[@]}"; do
              "cuda_fused_attn_bf16/$2" --bench --warm-up-time 1 --measurement-time 1 --sample-size 10 --noplot
          done > "$R/ncu.log" 2>&1
          grep -E "fattn_fwd|Duration|Throughput|Pipe|Issue Slots|Stall|Warp Cycles|Registers|Achieved Occ|Eligible" "$R/ncu.log" | head -90 ;;
+    ncusrc) # Per-instruction stall samples (SASS, --set full) of the launches NCU_SRC picks: entries
+      # "TAG KERNEL_REGEX SKIP ROW" separated by ';'. SKIP counts earlier launches of that kernel:
+      # the bench makes one untimed call per row, in table order, before its filter applies.
+      # Summaries: python3 lab/decode/sass_stalls.py r/sass_TAG.csv
+      IFS=';' read -ra picks <<< "${NCU_SRC:-d128_2048 ^fattn_fwd_bf16_d128_sm90$ 0 b16_h16_kv16_q2048_k2048_d128$}"
+      for pick in "${picks[@]}"; do
+        set -- $pick
+        timeout 200 ncu --set full --import-source no -k "regex:$2" --launch-skip "$3" -c 1 -f -o "$W/src_$1" bin/bench \
+          "cuda_fused_attn_bf16/$4" --bench --warm-up-time 0.1 --measurement-time 0.3 --sample-size 10 --noplot \
+          > "$R/ncusrc_run_$1.log" 2>&1
+        ncu -i "$W/src_$1.ncu-rep" --page details > "$R/ncusrc_$1.txt" 2>&1
+        ncu -i "$W/src_$1.ncu-rep" --page source --csv --print-source sass > "$R/sass_$1.csv" 2>&1
+        grep -E "^  fattn|Duration|Warp Cycles Per Issued|Registers Per|Issue Slots Busy" "$R/ncusrc_$1.txt" | sed "s/^/$1: /" | head -8
+      done ;;
     oracle) timeout 300 python3 scripts/torch_oracle.py --out "$W/oracle" > "$R/oracle.log" 2>&1
             FUSED_ATTN_ORACLE_DIR="$W/oracle" timeout 200 bin/gpu gpu_torch_oracle --exact --nocapture >> "$R/oracle.log" 2>&1
             grep -E "cases|test result|SKIPPED|panicked" "$R/oracle.log" | head ;;
