@@ -71,6 +71,11 @@
 // lab/results/s13-hopper-wide-h100/): (1,32,16384,d128) 7175-7229 µs against 7365-7492
 // (610 TF/s, 1.08x cuDNN in the table call), (16,16,2048,d256) 1923-1948 against 1975-1984;
 // at 2048/4096 keys 176 pads 3.1% and lost (982 against 971 µs), hence the padding rule.
+// Session 14: the staged epilogue's 16-byte stores (d64/d128) advance by constants from pass to
+// pass (a thread keeps its chunk and moves down whole swizzle atoms): 0.3-1% faster on the
+// 2048/4096 rows in a same-call A/B (3 rounds; (16,16,2048,d128) 977-990 -> 971-977 µs, d64
+// 638-641 -> 631-636), d64's spills 16 -> 4 bytes. Chained tiles, an earlier next-Q load and a
+// third d128 stage were slower (lab/README.md, fourteenth session).
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
@@ -703,14 +708,33 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         }
         sm90::named_barrier_sync(1 + cw, 128);
         constexpr int kChunks = D / 8;  // 16-byte chunks of a row
+        if constexpr (128 % kChunks == 0 && (128 / kChunks) % 8 == 0) {
+            // d64 / d128: a thread keeps its chunk c from pass to pass and moves down by a whole
+            // number of 8-row swizzle atoms, so its shared and global addresses advance by
+            // constants (no per-pass division, swizzle or 64-bit multiply).
+            constexpr int kPassRows = 128 / kChunks;
+            const int c = tid % kChunks, r0 = cw * 64 + tid / kChunks;
+            const uint8_t* const src = sQ + (c / 8) * BM * 128 + r0 * 128 + (((c % 8) ^ (r0 % 8)) * 16);
+            uint16_t* const dst = og + static_cast<int64_t>(qb.m0 + r0) * p.o_seq_stride + c * 8;
+            const int64_t dst_step = static_cast<int64_t>(kPassRows) * p.o_seq_stride;
+            const int left = c * 8 < p.head_dim ? rows - (qb.m0 + r0) : 0;  // rows this thread may write
 #pragma unroll
-        for (int i = 0; i < 64 * kChunks / 128; ++i) {
-            const int chunk = tid + i * 128;
-            const int r = cw * 64 + chunk / kChunks, c = chunk % kChunks;
-            const int row = qb.m0 + r;
-            if (row >= rows || c * 8 >= p.head_dim) continue;
-            const uint4 val = *reinterpret_cast<const uint4*>(sQ + (c / 8) * BM * 128 + r * 128 + (((c % 8) ^ (r % 8)) * 16));
-            *reinterpret_cast<uint4*>(og + static_cast<int64_t>(row) * p.o_seq_stride + c * 8) = val;
+            for (int i = 0; i < 64 / kPassRows; ++i) {
+                if (i * kPassRows < left)
+                    *reinterpret_cast<uint4*>(dst + i * dst_step) =
+                        *reinterpret_cast<const uint4*>(src + i * kPassRows * 128);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < 64 * kChunks / 128; ++i) {
+                const int chunk = tid + i * 128;
+                const int r = cw * 64 + chunk / kChunks, c = chunk % kChunks;
+                const int row = qb.m0 + r;
+                if (row >= rows || c * 8 >= p.head_dim) continue;
+                const uint4 val =
+                    *reinterpret_cast<const uint4*>(sQ + (c / 8) * BM * 128 + r * 128 + (((c % 8) ^ (r % 8)) * 16));
+                *reinterpret_cast<uint4*>(og + static_cast<int64_t>(row) * p.o_seq_stride + c * 8) = val;
+            }
         }
         // Persistent: this warp is done with the Q buffer and its tile slot; the producer may
         // load a later tile's Q there (async-proxy writes after this warp's generic reads and
