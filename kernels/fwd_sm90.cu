@@ -71,6 +71,11 @@
 // lab/results/s13-hopper-wide-h100/): (1,32,16384,d128) 7175-7229 µs against 7365-7492
 // (610 TF/s, 1.08x cuDNN in the table call), (16,16,2048,d256) 1923-1948 against 1975-1984;
 // at 2048/4096 keys 176 pads 3.1% and lost (982 against 971 µs), hence the padding rule.
+// Session 15: the wide d256 instance takes one tile per CTA (no persistent loop, no spills):
+// (16,16,2048,d256) 1859-1878 µs against 1902-1934, causal 1084-1092 against 1139-1142
+// (same-call A/B, lab/results/s15-hopper-ab1-h100/). Rotating each tile's first key block by
+// its query block (so that the CTAs in flight read different K/V blocks) was 1.7-4.1% slower
+// on every row: CTAs reading the same blocks together hit in L2.
 // Session 14: the staged epilogue's 16-byte stores (d64/d128) advance by constants from pass to
 // pass (a thread keeps its chunk and moves down whole swizzle atoms): 0.3-1% faster on the
 // 2048/4096 rows in a same-call A/B (3 rounds; (16,16,2048,d128) 977-990 -> 971-977 µs, d64
@@ -177,13 +182,15 @@ struct HopperTraits<256, kVariant> : HopperConfig<256, 64, 2, 2, 24, 240> {};
 // Wide (dense plain problems, src/cuda/prefill_sm90.rs: unmasked at d128, any mask at d256):
 // longer key blocks, as FlashAttention-3 takes them, so that each block's fixed costs (the
 // O rescale, the row max and sum reductions, the barrier waits and arrivals) spread over more
-// keys. The K/V ring then leaves room for one Q tile: persistent with Q released early (see
-// HopperConfig). d128: 176 keys, S 88 + P 44 + O 64 registers; 2 stages of 44 KiB K and V
-// tiles + 32 KiB of Q. d256: 80 keys, 2 stages of 40 KiB tiles + 64 KiB of Q.
+// keys. The K/V ring then leaves room for one Q tile: at d128 persistent with Q released early
+// (see HopperConfig). d128: 176 keys, S 88 + P 44 + O 64 registers; 2 stages of 44 KiB K and V
+// tiles + 32 KiB of Q. d256: 80 keys, 2 stages of 40 KiB tiles + 64 KiB of Q, one tile per
+// CTA: in the persistent loop its consumers spilled 68/116 bytes (O 128 + S 40 + P 20 of
+// 240 registers), without it none, 3.2% faster unmasked and 4.6% causal (session 15).
 template <>
 struct HopperTraits<128, 3> : HopperConfig<128, 176, 2, 2, 24, 240, 1, true> {};
 template <>
-struct HopperTraits<256, 3> : HopperConfig<256, 80, 2, 2, 24, 240, 1, true> {};
+struct HopperTraits<256, 3> : HopperConfig<256, 80, 2, 2, 24, 240, 1, false> {};
 
 // ---- the kernel ---------------------------------------------------------------------------
 
@@ -781,7 +788,7 @@ __device__ __forceinline__ void fwd_hopper_varlen(const FattnHopperParams& p) {
     static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kBlockM == ROWS, #NAME ": block rows differ from instances.rs");  \
     static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kBlockN == KEYS, #NAME ": key block differs from instances.rs");  \
     static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kSmemBytes == SMEM, #NAME ": smem bytes differ from instances.rs"); \
-    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kPersistent == ((VARIANT == 0 && D <= 128) || VARIANT == 3), \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kPersistent == (D <= 128 && (VARIANT == 0 || VARIANT == 3)), \
                   #NAME ": loops over query tiles exactly when Instance::loops_over_tiles says so");              \
     extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT>::kThreads, 1)               \
         NAME(const __grid_constant__ FattnHopperParams p) {                                                            \

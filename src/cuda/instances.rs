@@ -230,14 +230,14 @@ impl Instance {
 
     /// Whether the instance's dense entry loops over query tiles, so that a grid of fewer
     /// blocks than tiles computes them all (block b takes tiles b, b + grid, ...): the plain
-    /// Hopper prefill instances up to d128 and the wide ones, whose `HopperTraits` are
+    /// and wide Hopper prefill instances up to d128 (not the wide d256), whose `HopperTraits` are
     /// persistent (kernels/fwd_sm90.cu asserts the same of every instance). Their `_varlen`
     /// entry takes one tile per block.
     pub const fn loops_over_tiles(&self) -> bool {
         matches!(self.arch, Arch::Sm90a)
             && matches!(self.family, Family::Fwd)
-            && (matches!(self.variant, Variant::Wide)
-                || (matches!(self.variant, Variant::Plain) && self.head_dim <= 128))
+            && matches!(self.variant, Variant::Wide | Variant::Plain)
+            && self.head_dim <= 128
     }
 }
 
@@ -485,8 +485,8 @@ pub const INSTANCES: &[Instance] = &[
     fwd_sm90!("fattn_fwd_bf16_d256_mods_sm90", BF16, 256, Mods, 384, 128, 64, 197704),
     fwd_sm90!("fattn_fwd_f16_d128_wide_sm90", F16, 128, Wide, 384, 128, 176, 214104),
     fwd_sm90!("fattn_fwd_bf16_d128_wide_sm90", BF16, 128, Wide, 384, 128, 176, 214104),
-    fwd_sm90!("fattn_fwd_f16_d256_wide_sm90", F16, 256, Wide, 384, 128, 80, 230488),
-    fwd_sm90!("fattn_fwd_bf16_d256_wide_sm90", BF16, 256, Wide, 384, 128, 80, 230488),
+    fwd_sm90!("fattn_fwd_f16_d256_wide_sm90", F16, 256, Wide, 384, 128, 80, 230472),
+    fwd_sm90!("fattn_fwd_bf16_d256_wide_sm90", BF16, 256, Wide, 384, 128, 80, 230472),
     // kernels/fwd_sm80.cu
     bwd_sm90!("fattn_bwd_f16_d64_sm90", F16, 64, Plain, 128, 166952),
     bwd_sm90!("fattn_bwd_f16_d64_mods_sm90", F16, 64, Mods, 128, 166952),
