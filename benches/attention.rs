@@ -552,6 +552,19 @@ fn benches(c: &mut Criterion) {
     match Device::new_cuda(0) {
         // The naive (16,16,16,2048,2048) row needs 4 GiB of scores; the 16k row would need 32 GiB.
         Ok(dev) => {
+            // FUSED_ATTN_BENCH_EVENT_TRACKING=off: tensors made from here on carry no cudarc
+            // use events (candle's device runs its own stream, which puts cudarc in
+            // multi-stream mode: each device pointer taken waits on the buffer's last write
+            // event and records a use event). A diagnostic switch, to measure what those
+            // stream operations add to a call.
+            if std::env::var("FUSED_ATTN_BENCH_EVENT_TRACKING").as_deref() == Ok("off") {
+                if let Device::Cuda(cuda) = &dev {
+                    // SAFETY: the bench runs every tensor of this device on its one stream, so
+                    // no use needs an event to order it against another stream.
+                    unsafe { cuda.disable_event_tracking() };
+                    eprintln!("cuda event tracking off");
+                }
+            }
             bench_device(c, &dev, &[DType::BF16], CUDA_SHAPES, 1 << 30);
             bench_cuda_varlen(c, &dev).expect("varlen benches");
             // Naive autograd keeps several f32 copies of the scores: bound it lower.

@@ -368,7 +368,8 @@ fn gpu_hopper_prefill() {
 }
 
 /// Problems with more query tiles than an H100 or H200 has SMs (132), so that the plain
-/// d64/d128 and the wide d128/d256 Hopper instances run a persistent grid in which each block
+/// d64/d128 and the wide d128 Hopper instances run a persistent grid (the wide d256 one
+/// takes one block per tile, on many tiles) in which each block
 /// takes two or more tiles (src/cuda/prefill_sm90.rs), by a fixed stride (unmasked) or drawn
 /// from a counter (causal, windows): tiles of 192 (d64) and 128 rows, partial last tiles and
 /// key blocks (176 keys unmasked at d128, 80 at d256), uneven tiles per block, GQA 8:1 and
@@ -391,6 +392,10 @@ fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
         (2, 32, 8, 800, 800, 200),   // wide d256 (d200 padded), a window of 50 left and 20 right
         (6, 24, 8, 257, 1400, 120),  // wide d128 (d120 padded): 3 · 144 = 432 tiles
         (1, 8, 8, 300, 170, 128),    // wide d128, 24 tiles (one block each), keys < one block
+        (2, 16, 4, 1500, 900, 56),   // d64 (d56 padded), causal with sq > sk: 8 · 32 tiles, the
+        //                              top 600 rows see no key
+        (3, 12, 12, 777, 1333, 64),  // d64: a window of 200 left and 60 right
+        (2, 16, 2, 1000, 1000, 64),  // d64: causal with a left window of 300
     ];
     shapes
         .iter()
@@ -411,6 +416,9 @@ fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
                 7 => (c.causal, c.window_left) = (true, Some(64)),
                 9 => c.causal = true,
                 10 => (c.window_left, c.window_right) = (Some(50), Some(20)),
+                13 => c.causal = true,
+                14 => (c.window_left, c.window_right) = (Some(200), Some(60)),
+                15 => (c.causal, c.window_left) = (true, Some(300)),
                 11 => {
                     c.layouts = [
                         common::InputLayout::Contiguous,
