@@ -392,8 +392,7 @@ fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
         (2, 32, 8, 800, 800, 200),   // wide d256 (d200 padded), a window of 50 left and 20 right
         (6, 24, 8, 257, 1400, 120),  // wide d128 (d120 padded): 3 · 144 = 432 tiles
         (1, 8, 8, 300, 170, 128),    // wide d128, 24 tiles (one block each), keys < one block
-        (2, 16, 4, 1500, 900, 56),   // d64 (d56 padded), causal with sq > sk: 8 · 32 tiles, the
-        //                              top 600 rows see no key
+        (2, 16, 4, 1500, 900, 56),   // d64 (d56 padded), causal, sq > sk: the top 600 rows see no key
         (3, 12, 12, 777, 1333, 64),  // d64: a window of 200 left and 60 right
         (2, 16, 2, 1000, 1000, 64),  // d64: causal with a left window of 300
     ];
