@@ -81,6 +81,10 @@
 // 2048/4096 rows in a same-call A/B (3 rounds; (16,16,2048,d128) 977-990 -> 971-977 µs, d64
 // 638-641 -> 631-636), d64's spills 16 -> 4 bytes. Chained tiles, an earlier next-Q load and a
 // third d128 stage were slower (lab/README.md, fourteenth session).
+// Session 16: under a right-bounded mask (causal, windows) every tile moves up by m_shift rows
+// so that a sequence's one partial tile is the top one, which sees the fewest keys (its rows
+// above 0 are TMA's zero fill, never stored): (16,16,16,2048,2048,64) causal 383-384 µs against
+// 394-395 (-2.8%, same-call A/B, 3 rounds; lab/results/s16-shift-h100/), unmasked unchanged.
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
@@ -274,7 +278,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         }
     };
     auto setup = [&](int tile) {
-        qb = query_block(p, BM, tile);
+        qb = query_block(p, BM, tile, kPacked ? 0 : hp.m_shift);
         span = seq_span<kPacked>(p, qb.batch);
         msk = kPacked ? packed_mask(p, qb.batch, span.len_q, span.len_k) : dense_mask(p);
         const int m_last = min(qb.m0 + BM, len_q()) - 1;
@@ -681,7 +685,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 const float l = quad_sum(row_sum[hf]);
                 const float inv = inv_row_sum(l);
                 const int row = row0 + hf * 8;
-                if (row >= rows) continue;
+                if (row >= rows || row < 0) continue;  // rows above 0: a shifted top tile's fill
                 if (p.lse != nullptr && t == 0) *lse_slot(p, qb.batch, qb.head, row) = row_lse(row_max[hf] * exp_scale, l);
                 uint16_t* const orow = og + static_cast<int64_t>(row) * p.o_seq_stride + 2 * t;
 #pragma unroll
@@ -701,7 +705,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const float l = quad_sum(row_sum[hf]);
             const float inv = inv_row_sum(l);
             const int row = row0 + hf * 8;
-            if (p.lse != nullptr && t == 0 && row < rows) {
+            if (p.lse != nullptr && t == 0 && row < rows && row >= 0) {
                 float* slot = kPacked ? lse_slot_packed(p, span, qb.head, row) : lse_slot(p, qb.batch, qb.head, row);
                 *slot = row_lse(row_max[hf] * exp_scale, l);
             }
@@ -725,9 +729,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             uint16_t* const dst = og + static_cast<int64_t>(qb.m0 + r0) * p.o_seq_stride + c * 8;
             const int64_t dst_step = static_cast<int64_t>(kPassRows) * p.o_seq_stride;
             const int left = c * 8 < p.head_dim ? rows - (qb.m0 + r0) : 0;  // rows this thread may write
+            const int above = -(qb.m0 + r0);  // passes below this many rows are above row 0
 #pragma unroll
             for (int i = 0; i < 64 / kPassRows; ++i) {
-                if (i * kPassRows < left)
+                if (i * kPassRows < left && i * kPassRows >= above)
                     *reinterpret_cast<uint4*>(dst + i * dst_step) =
                         *reinterpret_cast<const uint4*>(src + i * kPassRows * 128);
             }
@@ -737,7 +742,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 const int chunk = tid + i * 128;
                 const int r = cw * 64 + chunk / kChunks, c = chunk % kChunks;
                 const int row = qb.m0 + r;
-                if (row >= rows || c * 8 >= p.head_dim) continue;
+                if (row >= rows || row < 0 || c * 8 >= p.head_dim) continue;
                 const uint4 val =
                     *reinterpret_cast<const uint4*>(sQ + (c / 8) * BM * 128 + r * 128 + (((c % 8) ^ (r % 8)) * 16));
                 *reinterpret_cast<uint4*>(og + static_cast<int64_t>(row) * p.o_seq_stride + c * 8) = val;

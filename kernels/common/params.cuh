@@ -153,7 +153,13 @@ struct FattnHopperParams {
     // Persistent grids: the zeroed counter the blocks draw their next tile from, or null
     // (a fixed stride); see kernels/fwd_sm90.cu.
     uint32_t* tile_counter;
-    uint64_t pad_hopper_;
+    // Dense: how far every query tile is moved up, in rows (0 <= m_shift < the tile's rows):
+    // tile m covers rows [m · kBlockM - m_shift, (m + 1) · kBlockM - m_shift), so that under a
+    // causal mask the one partial tile is the top one, which sees the fewest keys, rather than
+    // the bottom one, which sees them all (src/cuda/prefill_sm90.rs `query_shift`). Rows
+    // above 0 are TMA's zero fill: they see no key and are not stored. 0 when packed.
+    int32_t m_shift;
+    int32_t pad_hopper_;
 };
 
 // The Hopper backward's parameters (kernels/bwd_sm90.cu): 4-D tensor maps (head_dim, seq,
