@@ -836,6 +836,15 @@ fn gpu_lse() {
             }
         }
     }
+    // Persistent grids' shapes: on the Hopper kernel, strided and drawn tiles, and causal
+    // tiles moved up by the partial tile's padding (whose rows above 0 write no LSE).
+    for (dtype, case) in persistent_cases(seed, 300) {
+        let (err, allowed) = common::grad::check_lse_case(&case, &dev, dtype).expect("lse case ran");
+        if err > allowed {
+            failures += 1;
+            println!("FAIL gpu lse (persistent shape) {dtype:?}: error {err:.3e} > allowed {allowed:.3e}: {case:?}");
+        }
+    }
     assert_eq!(failures, 0, "{failures} LSE cases failed (printed above; seed {seed})");
 }
 
