@@ -81,7 +81,7 @@
 // 2048/4096 rows in a same-call A/B (3 rounds; (16,16,2048,d128) 977-990 -> 971-977 µs, d64
 // 638-641 -> 631-636), d64's spills 16 -> 4 bytes. Chained tiles, an earlier next-Q load and a
 // third d128 stage were slower (lab/README.md, fourteenth session).
-// Session 16: under a right-bounded mask (causal, windows) every tile moves up by m_shift rows
+// Session 16: under a right-bounded mask (causal, windows) every tile moves up by its padding
 // so that a sequence's one partial tile is the top one, which sees the fewest keys (its rows
 // above 0 are TMA's zero fill, never stored): (16,16,16,2048,2048,64) causal 383-384 µs against
 // 394-395 (-2.8%, same-call A/B, 3 rounds; lab/results/s16-shift-h100/), unmasked unchanged.
@@ -278,8 +278,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         }
     };
     auto setup = [&](int tile) {
-        qb = query_block(p, BM, tile, kPacked ? 0 : hp.m_shift);
+        qb = query_block(p, BM, tile);
         span = seq_span<kPacked>(p, qb.batch);
+        // The sequence's partial tile at the top (FattnHopperParams::partial_tile_top).
+        if (hp.partial_tile_top != 0) qb.m0 -= (BM - span.len_q % BM) % BM;
         msk = kPacked ? packed_mask(p, qb.batch, span.len_q, span.len_k) : dense_mask(p);
         const int m_last = min(qb.m0 + BM, len_q()) - 1;
         const KeyRange keys = KeyRange{row_keys(qb.m0).lo, row_keys(m_last).hi};

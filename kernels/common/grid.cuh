@@ -8,8 +8,8 @@ namespace fattn {
 
 // This CTA's (batch, head, first query row). The 1-D grid is (batch·head)-major with the
 // query blocks of one head consecutive, last (heaviest under a causal mask) first. With a
-// shift (the Hopper kernel's m_shift, 0 <= shift < block_m), every block starts `shift` rows
-// higher: the first block's m0 is then negative and its rows above 0 are not real.
+// shift (the Hopper kernel's partial_tile_top, 0 <= shift < block_m), every block starts
+// `shift` rows higher: the first block's m0 is then negative and its rows above 0 are not real.
 struct QueryBlock {
     int batch, head, m0;
 };

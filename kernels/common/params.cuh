@@ -153,12 +153,14 @@ struct FattnHopperParams {
     // Persistent grids: the zeroed counter the blocks draw their next tile from, or null
     // (a fixed stride); see kernels/fwd_sm90.cu.
     uint32_t* tile_counter;
-    // Dense: how far every query tile is moved up, in rows (0 <= m_shift < the tile's rows):
-    // tile m covers rows [m · kBlockM - m_shift, (m + 1) · kBlockM - m_shift), so that under a
-    // causal mask the one partial tile is the top one, which sees the fewest keys, rather than
-    // the bottom one, which sees them all (src/cuda/prefill_sm90.rs `query_shift`). Rows
-    // above 0 are TMA's zero fill: they see no key and are not stored. 0 when packed.
-    int32_t m_shift;
+    // 1: every sequence's query tiles move up by the padding of its last one (shift =
+    // tiles · kBlockM - len_q, tile m covers rows [m · kBlockM - shift, (m + 1) · kBlockM -
+    // shift)), so that under a causal mask the one partial tile is the top one, which sees
+    // the fewest keys, rather than the bottom one, which sees them all (src/cuda/
+    // prefill_sm90.rs `partial_tile_top`). Rows above 0 are not stored (dense: TMA's zero
+    // fill; packed: the previous sequence's rows). Dense and packed tile alike, so a
+    // sequence's rows take the same key blocks either way (the same bits). 0: no shift.
+    int32_t partial_tile_top;
     int32_t pad_hopper_;
 };
 

@@ -212,10 +212,10 @@ ffi_struct! {
         /// their next query tile (`atomicAdd`), or null: block b then takes tiles b, b +
         /// grid, ... (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs says which).
         tile_counter: u64 = 688,
-        /// Dense: how many rows every query tile moves up (`0 <= m_shift < block rows`), so
-        /// that a causal problem's one partial tile is its cheapest, the top one
-        /// (src/cuda/prefill_sm90.rs `query_shift`); 0 when packed.
-        m_shift: i32 = 696,
+        /// 1: every sequence's query tiles move up by its last tile's padding, so that a
+        /// causal problem's one partial tile is its cheapest, the top one
+        /// (src/cuda/prefill_sm90.rs `partial_tile_top`); 0: no shift.
+        partial_tile_top: i32 = 696,
         /// Explicit tail padding to the 64-byte alignment, so that every byte is initialized.
         pad_hopper_: i32 = 700,
     }

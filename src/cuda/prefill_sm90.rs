@@ -48,8 +48,8 @@
 //! 1140, same-call A/B on an H100, `lab/results/s15-hopper-ab1-h100/`).
 //!
 //! **The partial tile at the top.** Under a mask with a right bound (causal, windows), a
-//! dense problem whose sequence is not a whole number of query tiles moves every tile up so
-//! that its one partial tile is the top one, which sees the fewest keys (`query_shift`).
+//! sequence (dense or packed) that is not a whole number of query tiles moves every tile up so
+//! that its one partial tile is the top one, which sees the fewest keys (`partial_tile_top`).
 //!
 //! `FUSED_ATTN_SM90_TILE_RULES` (read once; default `small-grid,persistent,dynamic,wide,shift`) names
 //! the rules that apply (`none`: none of them), a diagnostic switch for A/B runs.
@@ -158,21 +158,19 @@ fn persistent_rule(masked: bool) -> bool {
     ON.get_or_init(|| [tile_rule("persistent"), tile_rule("dynamic")])[masked as usize]
 }
 
-/// How many rows every query tile of `p` moves up (`FattnHopperParams::m_shift`): under a
-/// mask with a right bound (causal, windows), the rows at the top see the fewest keys, so a
-/// sequence that is not a whole number of tiles leaves its one partial tile at the top, where
-/// it costs the fewest key blocks, instead of at the bottom, where it costs as many as a full
-/// one. (16,16,16,2048,2048,64) causal on the 192-row tile: 101 tile × key-block steps per
-/// head become 96. Dense only (packed tiles start at their sequence's first row); rule
-/// `shift`.
-fn query_shift(p: &Problem, block_rows: usize) -> usize {
-    if p.packed().is_some() || p.window_right < 0 || !shift_rule() {
-        return 0;
-    }
-    p.seq_q.div_ceil(block_rows) * block_rows - p.seq_q
+/// Whether every sequence's query tiles move up by its last tile's padding
+/// (`FattnHopperParams::partial_tile_top`): under a mask with a right bound (causal,
+/// windows), the rows at the top see the fewest keys, so a sequence that is not a whole
+/// number of tiles leaves its one partial tile at the top, where it costs the fewest key
+/// blocks, instead of at the bottom, where it costs as many as a full one.
+/// (16,16,16,2048,2048,64) causal on the 192-row tile: 101 tile × key-block steps per head
+/// become 96. Packed sequences tile the same way as dense ones (so a sequence's rows see the
+/// same key blocks, and give the same bits, either way); rule `shift`.
+fn partial_tile_top(p: &Problem) -> bool {
+    p.window_right >= 0 && shift_rule()
 }
 
-/// Whether the partial tile moves to the top (`query_shift`): `FUSED_ATTN_SM90_TILE_RULES`
+/// Whether the partial tile moves to the top (`partial_tile_top`): `FUSED_ATTN_SM90_TILE_RULES`
 /// unset or naming `shift`.
 fn shift_rule() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -327,8 +325,8 @@ pub(super) fn forward<T: KernelDtype>(
         });
         let counter_ptr = counter.as_mut().map(|c| c.device_ptr_mut(&stream));
         let tile_counter = counter_ptr.as_ref().map_or(0, |(ptr, _)| *ptr);
-        let m_shift = to_i32(query_shift(p, inst.block_rows as usize), "query shift")?;
-        let params = FattnHopperParams { tma_q, tma_k, tma_v, fwd, tile_counter, m_shift, pad_hopper_: 0 };
+        let partial_tile_top = partial_tile_top(p) as i32;
+        let params = FattnHopperParams { tma_q, tma_k, tma_v, fwd, tile_counter, partial_tile_top, pad_hopper_: 0 };
         let grid_x = grid.blocks() as u32;
         let cfg =
             LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (inst.threads, 1, 1), shared_mem_bytes: smem_bytes };
