@@ -81,9 +81,10 @@
 // 2048/4096 rows in a same-call A/B (3 rounds; (16,16,2048,d128) 977-990 -> 971-977 µs, d64
 // 638-641 -> 631-636), d64's spills 16 -> 4 bytes. Chained tiles, an earlier next-Q load and a
 // third d128 stage were slower (lab/README.md, fourteenth session).
-// Session 16: under a right-bounded mask (causal, windows) every tile moves up by its padding
-// so that a sequence's one partial tile is the top one, which sees the fewest keys (its rows
-// above 0 are TMA's zero fill, never stored): (16,16,16,2048,2048,64) causal 383-384 µs against
+// Session 16: under a right-bounded mask (causal, windows) every sequence's tiles move up by
+// its last tile's padding so that its one partial tile is the top one, which sees the fewest
+// keys (rows above the sequence's first are computed, never stored: dense, TMA's zero fill;
+// packed, the previous sequence's rows): (16,16,16,2048,2048,64) causal 383-384 µs against
 // 394-395 (-2.8%, same-call A/B, 3 rounds; lab/results/s16-shift-h100/), unmasked unchanged.
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
