@@ -86,6 +86,11 @@
 // keys (rows above the sequence's first are computed, never stored: dense, TMA's zero fill;
 // packed, the previous sequence's rows): (16,16,16,2048,2048,64) causal 383-384 µs against
 // 394-395 (-2.8%, same-call A/B, 3 rounds; lab/results/s16-shift-h100/), unmasked unchanged.
+// Session 17: each GEMM's k-steps add constant offsets to one descriptor per operand (d64,
+// d256 and the wide d128 instance; HopperConfig::kStepDescriptors): same-call A/B, 3 rounds
+// (lab/results/s17-desc2-h100/): (16,16,2048,d256) 1773-1782 µs against 1827-1836, causal
+// 1055-1061 against 1077-1087; d64 613-620 against 618-622, causal 378-382 against 379-384;
+// (1,8,512,d64) 12.5-12.8 against 12.7-13.0.
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
@@ -138,6 +143,14 @@ struct HopperConfig {
     // The consumers take turns issuing their GEMMs (round robin through named barriers), so
     // that one's softmax runs while the tensor cores work through another's QKᵀ and P·V.
     static constexpr bool kPingPong = kPingPong_;
+    // The GEMMs' k-steps add their offsets to one shared-memory descriptor per operand
+    // (fewer uniform-datapath instructions between a turn's barrier and its first wgmma)
+    // instead of building each step's descriptor. Session 17 (same-call A/Bs, H100, 3 rounds,
+    // lab/results/s17-desc*-h100/): d64 -0.5 to -1.1% (2048, unmasked and causal), its small
+    // grid (`_mods` instance) -1.4 / -1.6%, d256 -2.6 to -3.1%, the wide d128 instance -0.4%
+    // (16k unmasked); the plain d128 instance +1.5 / +0.6% slower, so it and d128's `_mods`
+    // instance (not measured) build each step's.
+    static constexpr bool kStepDescriptors = kHeadDim_ != 128;
 
     static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "a wgmma n of 16..256 in steps of 16");
@@ -193,7 +206,9 @@ struct HopperTraits<256, kVariant> : HopperConfig<256, 64, 2, 2, 24, 240> {};
 // CTA: in the persistent loop its consumers spilled 68/116 bytes (O 128 + S 40 + P 20 of
 // 240 registers), without it none, 3.2% faster unmasked and 4.6% causal (session 15).
 template <>
-struct HopperTraits<128, 3> : HopperConfig<128, 176, 2, 2, 24, 240, 1, true> {};
+struct HopperTraits<128, 3> : HopperConfig<128, 176, 2, 2, 24, 240, 1, true> {
+    static constexpr bool kStepDescriptors = true;
+};
 template <>
 struct HopperTraits<256, 3> : HopperConfig<256, 80, 2, 2, 24, 240, 1, false> {};
 
@@ -455,10 +470,16 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // is 32 bytes into the 128-byte rows of a panel.
     auto issue_qk = [&](float(&s)[BN / 2], int st) {
         const uint32_t k_tile = smem_addr(sK) + st * Cfg::kKVBytes;
+        // kStepDescriptors: one descriptor per operand; a k-step adds its byte offset / 16 to
+        // the address field (the tiles lie below 256 KiB, so the 14-bit field does not carry).
+        const uint64_t a0 = sm90::desc_sw128(q_tile, 16, 1024), b0 = sm90::desc_sw128(k_tile, 16, 1024);
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
-            const uint64_t a = sm90::desc_sw128(q_tile + (kk / 4) * BM * 128 + (kk % 4) * 32, 16, 1024);
-            const uint64_t b = sm90::desc_sw128(k_tile + (kk / 4) * BN * 128 + (kk % 4) * 32, 16, 1024);
+            const int a_off = (kk / 4) * BM * 128 + (kk % 4) * 32, b_off = (kk / 4) * BN * 128 + (kk % 4) * 32;
+            const uint64_t a = Cfg::kStepDescriptors ? a0 + static_cast<uint64_t>(a_off >> 4)
+                                                     : sm90::desc_sw128(q_tile + a_off, 16, 1024);
+            const uint64_t b = Cfg::kStepDescriptors ? b0 + static_cast<uint64_t>(b_off >> 4)
+                                                     : sm90::desc_sw128(k_tile + b_off, 16, 1024);
             sm90::Wgmma<E, BN>::ss(s, a, b, kk > 0 ? 1 : 0);
         }
         sm90::wgmma_commit();
@@ -468,9 +489,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // BN · 128 bytes apart (lbo).
     auto issue_pv = [&](const uint32_t(&pf)[BN / 16][4], int st) {
         const uint32_t v_tile = smem_addr(sV) + st * Cfg::kKVBytes;
+        const uint64_t b0 = sm90::desc_sw128(v_tile, BN * 128, 1024);
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
-            const uint64_t b = sm90::desc_sw128(v_tile + kk * 16 * 128, BN * 128, 1024);
+            const uint64_t b = Cfg::kStepDescriptors ? b0 + static_cast<uint64_t>((kk * 16 * 128) >> 4)
+                                                     : sm90::desc_sw128(v_tile + kk * 16 * 128, BN * 128, 1024);
             sm90::Wgmma<E, D>::rs(o, pf[kk], b, 1);
         }
         sm90::wgmma_commit();
