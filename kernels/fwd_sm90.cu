@@ -151,6 +151,13 @@ struct HopperConfig {
     // (16k unmasked); the plain d128 instance +1.5 / +0.6% slower, so it and d128's `_mods`
     // instance (not measured) build each step's.
     static constexpr bool kStepDescriptors = kHeadDim_ != 128;
+    // A strided grid shares its last tiles out by key blocks (stream-K; FattnHopperParams::
+    // sk_tail). Session 17 (same-call A/B, H100, 3 rounds, lab/results/s17-streamk-h100/):
+    // d64 (16,16,2048) 606-611 µs against 611-616 (-0.9%), its causal control (drawn grid)
+    // equal; the plain d128 instance 4096 -0.9%, GQA -0.4%, but 2048 +1.5% (its code, with the
+    // rule off, +0.8%); wide d128 16k -0.5% (rule on/off, same binary). On for plain d64 only
+    // (HopperTraits<64, 0>; src/cuda/instances.rs `shares_tail` names the same instances).
+    static constexpr bool kStreamK = false;
 
     static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "a wgmma n of 16..256 in steps of 16");
@@ -181,7 +188,9 @@ struct HopperConfig {
 template <int kHeadDim, int kVariant>
 struct HopperTraits;
 template <>
-struct HopperTraits<64, 0> : HopperConfig<64, 128, 3, 3, 32, 160, 2, true> {};
+struct HopperTraits<64, 0> : HopperConfig<64, 128, 3, 3, 32, 160, 2, true> {
+    static constexpr bool kStreamK = true;
+};
 // The softcap/ALiBi arithmetic does not fit the 128 registers per thread that 512 threads
 // leave at entry (ptxas allocates for the launch bound; 244 bytes of spills): two consumers.
 template <>
@@ -317,6 +326,35 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         return drawn ? static_cast<int>(atomicAdd(hp.tile_counter, 1u)) + static_cast<int>(gridDim.x)
                      : tile + static_cast<int>(gridDim.x);
     };
+    // Stream-K tail (strided grids, hp.sk_tail > 0; dense and unmasked, so every tile sees key
+    // blocks [0, nb_all)): block b takes whole tiles b, b + grid, ... up to the last sk_tail
+    // tiles, whose key blocks (sk_tail · nb_all units) the blocks then share in equal
+    // contiguous ranges: instead of a last round of (tiles mod grid) whole tiles with the other
+    // SMs idle, every block ends within a unit of the others. A range is at least one tile
+    // long, so a tile splits into at most two pieces: its first key blocks, the last piece of
+    // block c (slot 2c + 1), and the rest, the first piece of block c + 1 (slot 2c + 2); both
+    // leave an unnormalized partial and the second to arrive merges them (the epilogue).
+    // Everything below is recomputed from the parameters per item, so that none of it stays
+    // live through the key loop (registers: the d64 consumers spilled inside it otherwise).
+    // The host keeps sk_tail · nb_all · grid within i32.
+    const bool sk = Cfg::kStreamK && kPersistent && !drawn && hp.sk_tail > 0;  // block-uniform
+    auto nb_all = [&]() { return (p.seq_k + BN - 1) / BN; };
+    // Item n of a strided grid: its tile (num_tiles: none), and [piece_lo, piece_hi) of its
+    // key blocks (the whole [0, nb_all) unless it is a piece of a split tile).
+    auto strided_item = [&](int n, int& piece_lo, int& piece_hi) {
+        const int grid = static_cast<int>(gridDim.x), bx = static_cast<int>(blockIdx.x), nb = nb_all();
+        piece_lo = 0;
+        piece_hi = nb;
+        const int head_rounds = sk ? (num_tiles - hp.sk_tail) / grid : 0;
+        if (!sk || n < head_rounds) return first_tile + n * grid;
+        const int units = hp.sk_tail * nb, u0 = bx * units / grid, u1 = (bx + 1) * units / grid;
+        // The first piece starts at u0; the later ones at whole tiles.
+        const int m = n - head_rounds, start = m == 0 ? u0 : (u0 / nb + m) * nb;
+        if (start >= u1) return num_tiles;
+        piece_lo = start % nb;
+        piece_hi = min(nb, piece_lo + (u1 - start));
+        return num_tiles - hp.sk_tail + start / nb;
+    };
 
     if (threadIdx.x == 0) {
 #pragma unroll
@@ -354,8 +392,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         // it0: key blocks loaded for earlier tiles (the ring's position); n: tiles so far.
         int it0 = 0;
         for (int tile = first_tile, n = 0;; ++n) {
+            int piece_lo = 0, piece_hi = 0;
             if constexpr (kPersistent) {
-                if (n > 0) {
+                if (Cfg::kStreamK && !drawn) {
+                    tile = strided_item(n, piece_lo, piece_hi);
+                } else if (n > 0) {
                     int next = 0;
                     if (leader) next = next_tile(tile);
                     tile = __shfl_sync(0xffffffffu, next, 0);
@@ -372,7 +413,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     for (int c = 0; c < Cfg::kConsumers; ++c) sm90::named_barrier_arrive(kSlotFullBarrier + c, 160);
                 }
                 if (tile >= num_tiles) break;  // the consumers see the end and stop
-                if (n > 0) setup(tile);
+                if (n > 0 || sk) setup(tile);
+                if (sk) nb_begin = piece_lo, nb_end = piece_hi;
             } else {
                 // One tile per CTA: nothing to load when it sees no key (its consumers write
                 // zeros without waiting).
@@ -601,11 +643,17 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 sm90::named_barrier_sync(kSlotFullBarrier + cw, 160);
                 tile = __shfl_sync(0xffffffffu, lane == 0 ? atomicAdd(tile_slot, 0) : 0, 0);
                 if (tile < num_tiles) sm90::named_barrier_arrive(kSlotFreeBarrier + cw, 160);
+            } else if constexpr (Cfg::kStreamK) {
+                int piece_lo, piece_hi;
+                tile = strided_item(n, piece_lo, piece_hi);
+                if (tile >= num_tiles) break;
+                if (n > 0 || sk) setup(tile);
+                if (sk) nb_begin = piece_lo, nb_end = piece_hi;
             } else if (n > 0) {
                 tile += static_cast<int>(gridDim.x);
             }
             if (tile >= num_tiles) break;
-            if (n > 0) setup(tile);
+            if ((drawn || !Cfg::kStreamK) && n > 0) setup(tile);
             // Q of this tile in buffer b.
             sm90::mbar_wait(&bar_q[b], (n / QB) & 1);
         } else if (n > 0) {
@@ -699,6 +747,80 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             release(&empty_q[b]);  // no key: Q is not read
         }
 
+        // False for the first-in piece of a split tile (stream-K): the other piece stores it.
+        // Only stores depend on it, never the loop's control flow, so that the loop's ring
+        // and descriptor arithmetic stays on the uniform datapath (session 16's first version
+        // `continue`d here and every key loop got 5-8% slower).
+        bool store_tile = true;
+        if constexpr (kPersistent) {
+            // A strided grid's item covers [nb_begin, nb_end) of [0, nb_all) (unmasked).
+            if (sk && (nb_begin > 0 || nb_end < nb_all())) {
+                // A piece of a split tile (the stream-K tail above): this warpgroup's partial
+                // (O unnormalized, thread-fragment order, float4-coalesced; each row's max and
+                // sum) goes to its slot; the warpgroup that brings the tile's count to two
+                // merges the two pieces in a fixed order (the head piece's terms first), so
+                // that the bits do not depend on which arrived first, and stores the tile.
+                constexpr int kSlotFloats = 64 * D + 128;
+                const int bx = static_cast<int>(blockIdx.x);
+                const bool tail_piece = nb_begin > 0;  // the tile's later key blocks
+                const int mine = tail_piece ? 2 * bx : 2 * bx + 1;
+                const int other = tail_piece ? 2 * bx - 1 : 2 * bx + 2;
+                const int split = tail_piece ? bx - 1 : bx;
+                float* const part = hp.sk_partial + static_cast<int64_t>(mine * Cfg::kConsumers + cw) * kSlotFloats;
+                float l[2];
+#pragma unroll
+                for (int hf = 0; hf < 2; ++hf) l[hf] = quad_sum(row_sum[hf]);
+#pragma unroll
+                for (int j = 0; j < D / 8; ++j)
+                    reinterpret_cast<float4*>(part)[j * 128 + tid] = make_float4(o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3]);
+                if (t == 0) {
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf)
+                        reinterpret_cast<float2*>(part + 64 * D)[warp * 16 + g + 8 * hf] = make_float2(row_max[hf], l[hf]);
+                }
+                __shared__ unsigned sk_arrived[Cfg::kConsumers];
+                __threadfence();  // this thread's partial is visible on the device...
+                sm90::named_barrier_sync(1 + cw, 128);  // ...for every thread of the warpgroup
+                if (tid == 0) {
+                    unsigned* const flag = hp.sk_flags + split * Cfg::kConsumers + cw;
+                    const unsigned arrived = atomicAdd(flag, 1u);
+                    if (arrived == 1u) *flag = 0u;  // both pieces in: zero for the next launch
+                    sk_arrived[cw] = arrived;
+                }
+                sm90::named_barrier_sync(1 + cw, 128);
+                // Lane 0's read, broadcast: warp-uniform.
+                store_tile = __shfl_sync(0xffffffffu, sk_arrived[cw], 0) != 0u;
+                if (store_tile) {
+                    __threadfence();  // the other piece's partial, published before its arrival
+                    const float* const op =
+                        hp.sk_partial + static_cast<int64_t>(other * Cfg::kConsumers + cw) * kSlotFloats;
+                    float fh[2], ft[2];
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) {
+                        const float2 ml = __ldcg(reinterpret_cast<const float2*>(op + 64 * D) + warp * 16 + g + 8 * hf);
+                        const float m_head = tail_piece ? ml.x : row_max[hf], m_tail = tail_piece ? row_max[hf] : ml.x;
+                        const float l_head = tail_piece ? ml.y : l[hf], l_tail = tail_piece ? l[hf] : ml.y;
+                        const float mx = fmaxf(m_head, m_tail);
+                        const float base = mx == kNegInf ? 0.f : mx * exp_scale;
+                        fh[hf] = exp2f(fmaf(m_head, exp_scale, -base));
+                        ft[hf] = exp2f(fmaf(m_tail, exp_scale, -base));
+                        row_max[hf] = mx;
+                        // The epilogue's quad sum adds three zeros.
+                        row_sum[hf] = t == 0 ? __fmaf_rn(l_head, fh[hf], __fmul_rn(l_tail, ft[hf])) : 0.f;
+                    }
+#pragma unroll
+                    for (int j = 0; j < D / 8; ++j) {
+                        const float4 x = __ldcg(reinterpret_cast<const float4*>(op) + j * 128 + tid);
+                        const float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            const float head = tail_piece ? xs[e] : o[4 * j + e], tail = tail_piece ? o[4 * j + e] : xs[e];
+                            o[4 * j + e] = __fmaf_rn(head, fh[e / 2], __fmul_rn(tail, ft[e / 2]));
+                        }
+                    }
+                }
+            }
+        }
         uint16_t* const og = kPacked ? o_seq_rows<uint16_t>(p, span, qb.head)
                                      : static_cast<uint16_t*>(p.o) + qb.batch * p.o_batch_stride + qb.head * p.o_head_stride;
         const int rows = len_q();
@@ -711,7 +833,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 const float l = quad_sum(row_sum[hf]);
                 const float inv = inv_row_sum(l);
                 const int row = row0 + hf * 8;
-                if (row >= rows || row < 0) continue;  // rows above 0: a shifted top tile's fill
+                if (row >= rows || row < 0 || !store_tile) continue;  // rows above 0: a shifted top tile's fill
                 if (p.lse != nullptr && t == 0) *lse_slot(p, qb.batch, qb.head, row) = row_lse(row_max[hf] * exp_scale, l);
                 uint16_t* const orow = og + static_cast<int64_t>(row) * p.o_seq_stride + 2 * t;
 #pragma unroll
@@ -731,7 +853,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const float l = quad_sum(row_sum[hf]);
             const float inv = inv_row_sum(l);
             const int row = row0 + hf * 8;
-            if (p.lse != nullptr && t == 0 && row < rows && row >= 0) {
+            if (p.lse != nullptr && t == 0 && row < rows && row >= 0 && store_tile) {
                 float* slot = kPacked ? lse_slot_packed(p, span, qb.head, row) : lse_slot(p, qb.batch, qb.head, row);
                 *slot = row_lse(row_max[hf] * exp_scale, l);
             }
@@ -754,7 +876,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const uint8_t* const src = sQ + (c / 8) * BM * 128 + r0 * 128 + (((c % 8) ^ (r0 % 8)) * 16);
             uint16_t* const dst = og + static_cast<int64_t>(qb.m0 + r0) * p.o_seq_stride + c * 8;
             const int64_t dst_step = static_cast<int64_t>(kPassRows) * p.o_seq_stride;
-            const int left = c * 8 < p.head_dim ? rows - (qb.m0 + r0) : 0;  // rows this thread may write
+            const int left = c * 8 < p.head_dim && store_tile ? rows - (qb.m0 + r0) : 0;  // rows this thread may write
             const int above = -(qb.m0 + r0);  // passes below this many rows are above row 0
 #pragma unroll
             for (int i = 0; i < 64 / kPassRows; ++i) {
@@ -768,7 +890,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 const int chunk = tid + i * 128;
                 const int r = cw * 64 + chunk / kChunks, c = chunk % kChunks;
                 const int row = qb.m0 + r;
-                if (row >= rows || row < 0 || c * 8 >= p.head_dim) continue;
+                if (row >= rows || row < 0 || c * 8 >= p.head_dim || !store_tile) continue;
                 const uint4 val =
                     *reinterpret_cast<const uint4*>(sQ + (c / 8) * BM * 128 + r * 128 + (((c % 8) ^ (r % 8)) * 16));
                 *reinterpret_cast<uint4*>(og + static_cast<int64_t>(row) * p.o_seq_stride + c * 8) = val;
@@ -821,6 +943,8 @@ __device__ __forceinline__ void fwd_hopper_varlen(const FattnHopperParams& p) {
     static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kSmemBytes == SMEM, #NAME ": smem bytes differ from instances.rs"); \
     static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kPersistent == (D <= 128 && (VARIANT == 0 || VARIANT == 3)), \
                   #NAME ": loops over query tiles exactly when Instance::loops_over_tiles says so");              \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kStreamK == (D == 64 && VARIANT == 0),                      \
+                  #NAME ": shares its tail out exactly when Instance::shares_tail says so");                    \
     extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT>::kThreads, 1)               \
         NAME(const __grid_constant__ FattnHopperParams p) {                                                            \
         fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT>, fattn::DTYPE, VARIANT == 1, false>(p);      \

@@ -161,7 +161,14 @@ struct FattnHopperParams {
     // fill; packed: the previous sequence's rows). Dense and packed tile alike, so a
     // sequence's rows take the same key blocks either way (the same bits). 0: no shift.
     int32_t partial_tile_top;
-    int32_t pad_hopper_;
+    // Strided persistent grids: the last sk_tail tiles are shared out by key blocks (stream-K,
+    // kernels/fwd_sm90.cu); 0: none. Their pieces' partials go to sk_partial, [2 · grid][
+    // consumers][64 · head_dim + 128] f32, and sk_flags, [grid][consumers] u32 zeroed before
+    // the launch (and left zero), count each split tile's pieces in.
+    int32_t sk_tail;
+    float* sk_partial;
+    uint32_t* sk_flags;
+    uint64_t pad_hopper_[6];
 };
 
 // The Hopper backward's parameters (kernels/bwd_sm90.cu): 4-D tensor maps (head_dim, seq,

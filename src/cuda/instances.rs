@@ -239,6 +239,14 @@ impl Instance {
             && matches!(self.variant, Variant::Wide | Variant::Plain)
             && self.head_dim <= 128
     }
+
+    /// Whether a strided grid of this instance shares its last tiles out by key blocks
+    /// (stream-K, src/cuda/prefill_sm90.rs `stream_k_tail`): the plain d64 Hopper prefill
+    /// instance, whose `HopperTraits::kStreamK` is set (kernels/fwd_sm90.cu asserts the same
+    /// of every instance); measured a loss on the others (session 17).
+    pub const fn shares_tail(&self) -> bool {
+        self.loops_over_tiles() && matches!(self.variant, Variant::Plain) && self.head_dim == 64
+    }
 }
 
 /// A kernel file, the families it holds and the architecture it is built for. build.rs

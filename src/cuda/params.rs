@@ -203,7 +203,7 @@ ffi_struct! {
     /// `(head_dim, seq, heads, batch)` (innermost first) from the real strides, boxes of 64
     /// columns by the instance's rows (q) or keys (k, v) with the 128-byte swizzle; then the
     /// forward's parameters, whose fields keep their meaning.
-    pub struct FattnHopperParams, size 704 {
+    pub struct FattnHopperParams, size 768 {
         tma_q: TmaDesc = 0,
         tma_k: TmaDesc = 128,
         tma_v: TmaDesc = 256,
@@ -216,8 +216,17 @@ ffi_struct! {
         /// causal problem's one partial tile is its cheapest, the top one
         /// (src/cuda/prefill_sm90.rs `partial_tile_top`); 0: no shift.
         partial_tile_top: i32 = 696,
+        /// Strided persistent grids: how many of the last tiles the blocks share out by key
+        /// blocks (stream-K, kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs `stream_k_tail`),
+        /// or 0.
+        sk_tail: i32 = 700,
+        /// `[2 · grid][consumers][64 · head_dim + 128]` f32: the split tiles' partials.
+        sk_partial: u64 = 704,
+        /// `[grid][consumers]` u32, zero before the launch (and after it): each split tile's
+        /// arrivals.
+        sk_flags: u64 = 712,
         /// Explicit tail padding to the 64-byte alignment, so that every byte is initialized.
-        pad_hopper_: i32 = 700,
+        pad_hopper_: [u64; 6] = 720,
     }
 }
 

@@ -51,7 +51,11 @@
 //! sequence (dense or packed) that is not a whole number of query tiles moves every tile up so
 //! that its one partial tile is the top one, which sees the fewest keys (`partial_tile_top`).
 //!
-//! `FUSED_ATTN_SM90_TILE_RULES` (read once; default `small-grid,persistent,dynamic,wide,shift`) names
+//! **Stream-K tail.** A strided grid whose tiles are not a whole number of rounds shares its
+//! last tiles out by key blocks, so that every block ends at about the same time
+//! (`stream_k_tail`).
+//!
+//! `FUSED_ATTN_SM90_TILE_RULES` (read once; default `small-grid,persistent,dynamic,wide,shift,streamk`) names
 //! the rules that apply (`none`: none of them), a diagnostic switch for A/B runs.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
@@ -168,6 +172,42 @@ fn persistent_rule(masked: bool) -> bool {
 /// same key blocks, and give the same bits, either way); rule `shift`.
 fn partial_tile_top(p: &Problem) -> bool {
     p.window_right >= 0 && shift_rule()
+}
+
+/// How many of a strided grid's last tiles its blocks share out by key blocks (stream-K,
+/// kernels/fwd_sm90.cu; `FattnHopperParams::sk_tail`), or 0. With `tiles` a whole number of
+/// rounds of `blocks` there is nothing to share; otherwise the last round would run
+/// `tiles % blocks` whole tiles while the other SMs wait (the bench's 4096-tile rows: 31.03
+/// rounds of 132 take 32), so the last `blocks + tiles % blocks` tiles are cut into equal
+/// ranges of key blocks, one per block (each at least a tile long, so a tile splits in at most
+/// two pieces), on the instances that do (`Instance::shares_tail`). A strided grid is unmasked (`grid`): every tile sees all `key_blocks`. The
+/// kernel splits the tail in i32 units (tail tiles × key blocks × blocks): longer key ranges
+/// keep whole tiles, as do problems without keys. Rule `streamk`.
+fn stream_k_tail(inst: &Instance, grid: Grid, tiles: usize, key_blocks: usize) -> usize {
+    match grid {
+        Grid::Strided(blocks)
+            if inst.shares_tail()
+                && tiles > blocks
+                && !tiles.is_multiple_of(blocks)
+                && key_blocks > 0
+                && stream_k_rule() =>
+        {
+            let tail = blocks + tiles % blocks;
+            if tail.saturating_mul(key_blocks).saturating_mul(blocks + 1) > i32::MAX as usize {
+                0
+            } else {
+                tail
+            }
+        }
+        _ => 0,
+    }
+}
+
+/// Whether strided grids share out their last tiles (`stream_k_tail`):
+/// `FUSED_ATTN_SM90_TILE_RULES` unset or naming `streamk`.
+fn stream_k_rule() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| tile_rule("streamk"))
 }
 
 /// Whether the partial tile moves to the top (`partial_tile_top`): `FUSED_ATTN_SM90_TILE_RULES`
@@ -311,6 +351,19 @@ pub(super) fn forward<T: KernelDtype>(
         Grid::Drawn(_) => Some(dev.alloc_zeros::<u32>(1)?),
         _ => None,
     };
+    // Stream-K: the pieces' partials (f32, per block two slots of every consumer warpgroup's
+    // 64 rows × the instance's head dim, then their (max, sum)) and the split tiles' arrival
+    // counts, zeroed on the stream.
+    let sk_tail = stream_k_tail(inst, grid, tiles, p.seq_k.div_ceil(inst.key_block as usize));
+    let consumers = inst.block_rows as usize / 64;
+    let (mut sk_partial, mut sk_flags) = if sk_tail > 0 {
+        let floats = 2 * grid.blocks() * consumers * (64 * inst.head_dim as usize + 128);
+        // SAFETY: f32 scratch; the kernel reads a slot only after the piece that wrote it
+        // counted itself in (`sk_flags`), so no element is read before it is written.
+        (Some(unsafe { dev.alloc::<f32>(floats) }?), Some(dev.alloc_zeros::<u32>(grid.blocks() * consumers)?))
+    } else {
+        (None, None)
+    };
     with_packed(p, &stream, |packed| {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
         if !o_ptr.is_multiple_of(16) {
@@ -326,7 +379,20 @@ pub(super) fn forward<T: KernelDtype>(
         let counter_ptr = counter.as_mut().map(|c| c.device_ptr_mut(&stream));
         let tile_counter = counter_ptr.as_ref().map_or(0, |(ptr, _)| *ptr);
         let partial_tile_top = partial_tile_top(p) as i32;
-        let params = FattnHopperParams { tma_q, tma_k, tma_v, fwd, tile_counter, partial_tile_top, pad_hopper_: 0 };
+        let sk_partial_ptr = sk_partial.as_mut().map(|w| w.device_ptr_mut(&stream));
+        let sk_flags_ptr = sk_flags.as_mut().map(|w| w.device_ptr_mut(&stream));
+        let params = FattnHopperParams {
+            tma_q,
+            tma_k,
+            tma_v,
+            fwd,
+            tile_counter,
+            partial_tile_top,
+            sk_tail: to_i32(sk_tail, "stream-K tail tiles")?,
+            sk_partial: sk_partial_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
+            sk_flags: sk_flags_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
+            pad_hopper_: [0; 6],
+        };
         let grid_x = grid.blocks() as u32;
         let cfg =
             LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (inst.threads, 1, 1), shared_mem_bytes: smem_bytes };
@@ -339,7 +405,8 @@ pub(super) fn forward<T: KernelDtype>(
         // `crate::packed::validate_packed` checked them against the tensors), and TMA never
         // reads outside a map (out-of-bounds boxes are zero-filled). The other pointers are
         // live allocations held by `q`, `k`, `v`, `out`, `lse`, the tile counter (one zeroed
-        // u32, which the blocks of a drawn grid only increment atomically), the alibi storage
+        // u32, which the blocks of a drawn grid only increment atomically), the stream-K partials and
+        // flags (sized for the grid's blocks and the instance's consumers and head dim), the alibi storage
         // and the problem's checked index tensors for the whole call (every cu_seqlens entry within
         // the rows, every block-table entry a sequence uses below num_blocks). The output is
         // contiguous with head_dim % 8 == 0 and a start checked above to lie on 16 bytes, so
