@@ -90,7 +90,13 @@
 // d256 and the wide d128 instance; HopperConfig::kStepDescriptors): same-call A/B, 3 rounds
 // (lab/results/s17-desc2-h100/): (16,16,2048,d256) 1773-1782 µs against 1827-1836, causal
 // 1055-1061 against 1077-1087; d64 613-620 against 618-622, causal 378-382 against 379-384;
-// (1,8,512,d64) 12.5-12.8 against 12.7-13.0.
+// (1,8,512,d64) 12.5-12.8 against 12.7-13.0. And a stream-K tail for the plain d64 instance's
+// strided grids (the last tiles shared out by key blocks, two pieces per split tile merged in
+// a fixed order; HopperConfig::kStreamK): (16,16,2048,d64) 606-611 µs against 611-616
+// (lab/results/s17-streamk-h100/). Final call (lab/results/s17-final-h100/table.md, torch in
+// the same call): d64 2048 611 µs = 450 TF/s, 1.02x cuDNN, causal 379 µs, 0.95x; d128 2048
+// 959 / 566 µs, 0.99 / 1.01x; (4,32,4096,d128) 1887 / 1017 µs, 1.02 / 1.03x; (1,32,16384,d128)
+// 7250 / 3663 µs, 0.99 / 1.02x; d256 1786 / 1060 µs, 0.96 / 0.93x.
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
