@@ -180,9 +180,10 @@ fn partial_tile_top(p: &Problem) -> bool {
 /// `tiles % blocks` whole tiles while the other SMs wait (the bench's 4096-tile rows: 31.03
 /// rounds of 132 take 32), so the last `blocks + tiles % blocks` tiles are cut into equal
 /// ranges of key blocks, one per block (each at least a tile long, so a tile splits in at most
-/// two pieces), on the instances that do (`Instance::shares_tail`). A strided grid is unmasked (`grid`): every tile sees all `key_blocks`. The
-/// kernel splits the tail in i32 units (tail tiles × key blocks × blocks): longer key ranges
-/// keep whole tiles, as do problems without keys. Rule `streamk`.
+/// two pieces), on the instances that do (`Instance::shares_tail`). A strided grid is
+/// unmasked (`grid`): every tile sees all `key_blocks`. The kernel splits the tail in i32
+/// units (tail tiles × key blocks × blocks): longer key ranges keep whole tiles, as do
+/// problems without keys. Rule `streamk`.
 fn stream_k_tail(inst: &Instance, grid: Grid, tiles: usize, key_blocks: usize) -> usize {
     match grid {
         Grid::Strided(blocks)
@@ -405,10 +406,11 @@ pub(super) fn forward<T: KernelDtype>(
         // `crate::packed::validate_packed` checked them against the tensors), and TMA never
         // reads outside a map (out-of-bounds boxes are zero-filled). The other pointers are
         // live allocations held by `q`, `k`, `v`, `out`, `lse`, the tile counter (one zeroed
-        // u32, which the blocks of a drawn grid only increment atomically), the stream-K partials and
-        // flags (sized for the grid's blocks and the instance's consumers and head dim), the alibi storage
-        // and the problem's checked index tensors for the whole call (every cu_seqlens entry within
-        // the rows, every block-table entry a sequence uses below num_blocks). The output is
+        // u32, which the blocks of a drawn grid only increment atomically), the stream-K
+        // partials and flags (sized for the grid's blocks and the instance's consumers and head
+        // dim), the alibi storage and the problem's checked index tensors for the whole call
+        // (every cu_seqlens entry within the rows, every block-table entry a sequence uses
+        // below num_blocks). The output is
         // contiguous with head_dim % 8 == 0 and a start checked above to lie on 16 bytes, so
         // its 16-byte stores are aligned.
         unsafe { builder.launch(cfg) }.w()?;
