@@ -52,7 +52,7 @@
 // Version 5 (session 12): the plain d64 and d128 instances are persistent (two Q tiles): a
 // dense problem with more tiles than SMs runs one block per SM; unmasked, block b takes tiles
 // b, b + grid, ...; under causal/window masks each block draws its next tile from a counter
-// zeroed per call, heaviest of a head first, and the producer warp hands the tile to each
+// (zero at the launch, reset by its last draw), heaviest of a head first, and the producer warp hands the tile to each
 // consumer warpgroup through two named barriers (shared-memory atomics for the slot, which
 // racecheck then does not count as a race). The K/V ring runs on from tile to tile; the next
 // tile's Q lands in the other buffer during this one; the epilogue stages O in the dead one and
@@ -328,9 +328,15 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // Persistent: the tile after `tile`, drawn from the launch's counter (masked problems,
     // whose tiles differ in cost: whichever block is free takes the next, in the order of
     // grid.cuh, heaviest of a head first) or a fixed stride (blockIdx.x, + gridDim.x, ...).
+    // Drawn: the launch makes num_tiles draws (each tile past the first grid's once, then one
+    // past the end per block); the last one leaves the counter at zero for the next launch on
+    // the stream, which takes it from the same workspace without zeroing it
+    // (src/cuda/workspace.rs).
     auto next_tile = [&](int tile) {
-        return drawn ? static_cast<int>(atomicAdd(hp.tile_counter, 1u)) + static_cast<int>(gridDim.x)
-                     : tile + static_cast<int>(gridDim.x);
+        if (!drawn) return tile + static_cast<int>(gridDim.x);
+        const unsigned r = atomicAdd(hp.tile_counter, 1u);
+        if (r + 1u == static_cast<unsigned>(num_tiles)) atomicExch(hp.tile_counter, 0u);
+        return static_cast<int>(r) + static_cast<int>(gridDim.x);
     };
     // Stream-K tail (strided grids, hp.sk_tail > 0; dense and unmasked, so every tile sees key
     // blocks [0, nb_all)): block b takes whole tiles b, b + grid, ... up to the last sk_tail

@@ -150,8 +150,8 @@ struct FattnHopperParams {
     FattnTmaDesc tma_k;
     FattnTmaDesc tma_v;
     FattnParams fwd;
-    // Persistent grids: the zeroed counter the blocks draw their next tile from, or null
-    // (a fixed stride); see kernels/fwd_sm90.cu.
+    // Persistent grids: the counter the blocks draw their next tile from, zero at the launch
+    // and left zero by its last draw, or null (a fixed stride); see kernels/fwd_sm90.cu.
     uint32_t* tile_counter;
     // 1: every sequence's query tiles move up by the padding of its last one (shift =
     // tiles · kBlockM - len_q, tile m covers rows [m · kBlockM - shift, (m + 1) · kBlockM -

@@ -14,98 +14,16 @@
 //! Measured on an H100 (README, bf16, D = 128, criterion medians with torch in the same run):
 //! 1.01-1.05× cuDNN's time on the sq = 1 bench rows, 3.1× faster than cuDNN at sq = 4.
 
-use std::cell::RefCell;
-use std::sync::Arc;
-
-use candle_core::cuda_backend::cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, LaunchConfig, PushKernelArg};
-use candle_core::cuda_backend::{CudaDevice, WrapErr};
+use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::WrapErr;
 use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
 use super::heuristics::{self, DECODE_ROWS};
 use super::instances::{Arch, Family, KernelKey, DECODE_KEYS_PER_ROUND};
 use super::params::FattnParams;
+use super::workspace::with_workspace;
 use super::{alibi_slopes_ptr, common_params, dev_qkv, query_rows, to_i32, with_packed, Entry, KernelDtype};
 use crate::problem::Problem;
-
-/// A split launch's scratch on one stream: `counters` tile arrival counters (u32) at the start,
-/// then room for `partial_words` f32 partials (acc, then (max, sum) pairs).
-struct Workspace {
-    buf: CudaSlice<u32>,
-    counters: usize,
-}
-
-impl Workspace {
-    /// Where the partials start: the counters rounded up to 16 bytes (the combine reads float4).
-    fn partials_offset(counters: usize) -> usize {
-        counters.next_multiple_of(4)
-    }
-    fn fits(&self, counters: usize, partial_words: usize) -> bool {
-        counters <= self.counters && Self::partials_offset(self.counters) + partial_words <= self.buf.len()
-    }
-}
-
-thread_local! {
-    /// One split-launch workspace per stream this thread has launched a split decode on. The
-    /// counters are zeroed once, when the buffer is allocated: every launch leaves them at zero
-    /// (the last block of each tile resets its own). The partials need no zeroing: every split
-    /// block writes its slots before the last block of its tile reads them. Launches that share
-    /// a workspace run in order: they come from one thread and one `CudaStream`, and a candle
-    /// device's stream is either its own stream or the calling thread's per-thread default
-    /// stream (`Device::new_cuda`), so launches from different threads, which may run
-    /// concurrently, never share one. Its size is bounded: `split_keys` keeps splits × tiles
-    /// within the blocks resident at once and a tile has ≤ 16 rows, so there are at most 16
-    /// partial rows per resident block (about 2.2 MB of partials on an H100, every instance).
-    static WORKSPACES: RefCell<Vec<Workspace>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Calls `launch` with the device addresses of at least `counters` zeroed tile counters and
-/// `partial_words` f32 words of partials for `stream` (`dev`'s stream), allocating or growing
-/// this thread's workspace for it first. Reusing it saves two allocations and two frees per
-/// decode step. The buffer's stream guard is held until `launch` has queued the kernel.
-fn with_workspace<R>(
-    dev: &CudaDevice,
-    stream: &Arc<CudaStream>,
-    counters: usize,
-    partial_words: usize,
-    launch: impl FnOnce(u64, u64) -> Result<R>,
-) -> Result<R> {
-    WORKSPACES.with(|cell| {
-        let Ok(mut spaces) = cell.try_borrow_mut() else {
-            bail!("fused-attn decode: workspace re-entered on one thread")
-        };
-        // A buffer whose stream only it still holds belongs to a device that is gone.
-        spaces.retain(|w| Arc::strong_count(w.buf.stream()) > 1);
-        let at = match spaces.iter().position(|w| Arc::ptr_eq(w.buf.stream(), stream)) {
-            Some(at) if spaces[at].fits(counters, partial_words) => at,
-            found => {
-                // Grown to cover this call and every earlier one on the stream. Zeroed on
-                // `stream`, before any kernel that uses it; the buffer it replaces is freed on
-                // that stream after the kernels queued so far.
-                let (old_counters, old_partials) = found.map_or((0, 0), |at| {
-                    let old = &spaces[at];
-                    (old.counters, old.buf.len() - Workspace::partials_offset(old.counters))
-                });
-                let counters = counters.max(old_counters).next_power_of_two().max(256);
-                let len = Workspace::partials_offset(counters) + partial_words.max(old_partials);
-                let fresh = Workspace { buf: dev.alloc_zeros::<u32>(len)?, counters };
-                match found {
-                    Some(at) => {
-                        spaces[at] = fresh;
-                        at
-                    }
-                    None => {
-                        spaces.push(fresh);
-                        spaces.len() - 1
-                    }
-                }
-            }
-        };
-        let space = &mut spaces[at];
-        let offset = Workspace::partials_offset(space.counters) as u64 * 4;
-        let (ptr, _guard) = space.buf.device_ptr_mut(stream);
-        launch(ptr, ptr + offset)
-    })
-}
 
 /// The keys the splits must cover, `[key_begin, key_end)`. Dense: the union of the rows'
 /// ranges, `[lo(0), hi(sq - 1))`. Packed: each block finds its sequence's own range in the

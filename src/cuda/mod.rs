@@ -34,6 +34,7 @@ mod params;
 mod prefill;
 mod prefill_sm90;
 mod tma;
+mod workspace;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};

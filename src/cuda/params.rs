@@ -208,9 +208,10 @@ ffi_struct! {
         tma_k: TmaDesc = 128,
         tma_v: TmaDesc = 256,
         fwd: FattnParams = 384,
-        /// A zeroed u32 in device memory from which the blocks of a persistent grid draw
-        /// their next query tile (`atomicAdd`), or null: block b then takes tiles b, b +
-        /// grid, ... (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs says which).
+        /// A u32 in device memory, zero at the launch (and left zero by the launch's last
+        /// draw), from which the blocks of a persistent grid draw their next query tile
+        /// (`atomicAdd`), or null: block b then takes tiles b, b + grid, ...
+        /// (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs says which).
         tile_counter: u64 = 688,
         /// 1: every sequence's query tiles move up by its last tile's padding, so that a
         /// causal problem's one partial tile is its cheapest, the top one

@@ -33,8 +33,10 @@
 //! between blocks. Tiles go in the 1-D order of kernels/common/grid.cuh (a head's query
 //! blocks consecutive, so the blocks in flight share K/V in L2): unmasked, block b takes
 //! tiles b, b + grid, ... (`persistent`); under causal or window masks, whose tiles differ
-//! in cost, each block draws its next tile from a counter zeroed per call (`dynamic`), so
-//! whichever block is free takes the next, heaviest of a head first.
+//! in cost, each block draws its next tile from a counter (`dynamic`), so whichever block is
+//! free takes the next, heaviest of a head first. The counter, and the stream-K tail's arrival
+//! flags, come from the stream's workspace (src/cuda/workspace.rs): zero at every launch,
+//! left zero by the kernel, so no call queues a zeroing launch before its kernel.
 //!
 //! **Wide key blocks.** Dense plain problems at d128 without a mask and at d256 with any run on
 //! a `_wide` instance: 176-key blocks at d128 and 80-key blocks at d256 (against 128 and 64),
@@ -65,6 +67,7 @@ use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 use super::instances::{Arch, Dtype, Family, Instance, KernelKey, Variant, INSTANCES, SOURCES};
 use super::params::{FattnHopperParams, FattnParams};
 use super::tma::tensor_map;
+use super::workspace::with_workspace;
 use super::{
     alibi_slopes_ptr, common_params, dev_qkv, heuristics, query_rows, to_i32, with_packed, Entry, KernelDtype,
 };
@@ -231,7 +234,7 @@ enum Grid {
     /// This many blocks (one per SM), block b taking tiles b, b + blocks, ...: every tile
     /// costs the same.
     Strided(usize),
-    /// This many blocks, each drawing its next tile from a zeroed counter: tiles of unequal
+    /// This many blocks, each drawing its next tile from a counter: tiles of unequal
     /// cost (causal or window masks).
     Drawn(usize),
 }
@@ -347,76 +350,87 @@ pub(super) fn forward<T: KernelDtype>(
     // Tile numbers stay i32 in the kernel, up to a persistent grid's last draw (tiles + SMs).
     to_i32(tiles + sms, "batch · heads · query blocks")?;
     let grid = grid(p, inst, tiles, sms);
-    // The counter a drawn grid's blocks take their tiles from, zeroed on the stream.
-    let mut counter = match grid {
-        Grid::Drawn(_) => Some(dev.alloc_zeros::<u32>(1)?),
-        _ => None,
-    };
     // Stream-K: the pieces' partials (f32, per block two slots of every consumer warpgroup's
-    // 64 rows × the instance's head dim, then their (max, sum)) and the split tiles' arrival
-    // counts, zeroed on the stream.
+    // 64 rows × the instance's head dim, then their (max, sum)).
     let sk_tail = stream_k_tail(inst, grid, tiles, p.seq_k.div_ceil(inst.key_block as usize));
     let consumers = inst.block_rows as usize / 64;
-    let (mut sk_partial, mut sk_flags) = if sk_tail > 0 {
+    let mut sk_partial = if sk_tail > 0 {
         let floats = 2 * grid.blocks() * consumers * (64 * inst.head_dim as usize + 128);
         // SAFETY: f32 scratch; the kernel reads a slot only after the piece that wrote it
         // counted itself in (`sk_flags`), so no element is read before it is written.
-        (Some(unsafe { dev.alloc::<f32>(floats) }?), Some(dev.alloc_zeros::<u32>(grid.blocks() * consumers)?))
+        Some(unsafe { dev.alloc::<f32>(floats) }?)
     } else {
-        (None, None)
+        None
     };
-    with_packed(p, &stream, |packed| {
-        let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
-        if !o_ptr.is_multiple_of(16) {
-            bail!("fused-attn cuda internal: the output allocation at {o_ptr:#x} is not 16-byte aligned")
-        }
-        let lse_ptr = lse.as_mut().map(|l| l.device_ptr_mut(&stream));
-        let elem = std::mem::size_of::<T>();
-        let fwd = packed.apply(FattnParams {
-            lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
-            vec_out: 1,
-            ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
-        });
-        let counter_ptr = counter.as_mut().map(|c| c.device_ptr_mut(&stream));
-        let tile_counter = counter_ptr.as_ref().map_or(0, |(ptr, _)| *ptr);
-        let partial_tile_top = partial_tile_top(p) as i32;
-        let sk_partial_ptr = sk_partial.as_mut().map(|w| w.device_ptr_mut(&stream));
-        let sk_flags_ptr = sk_flags.as_mut().map(|w| w.device_ptr_mut(&stream));
-        let params = FattnHopperParams {
-            tma_q,
-            tma_k,
-            tma_v,
-            fwd,
-            tile_counter,
-            partial_tile_top,
-            sk_tail: to_i32(sk_tail, "stream-K tail tiles")?,
-            sk_partial: sk_partial_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
-            sk_flags: sk_flags_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
-            pad_hopper_: [0; 6],
-        };
-        let grid_x = grid.blocks() as u32;
-        let cfg =
-            LaunchConfig { grid_dim: (grid_x, 1, 1), block_dim: (inst.threads, 1, 1), shared_mem_bytes: smem_bytes };
-        let mut builder = stream.launch_builder(&kernel.func);
-        builder.arg(&params);
-        // SAFETY: the kernel's one argument is `FattnHopperParams` by value, matching its C++
-        // signature (offsets and size asserted on both sides). The tensor maps describe q, k
-        // and v within their allocations (dims and strides from the validated problem; packed:
-        // total_q/total_k rows, or num_blocks pages of page_size rows, as
-        // `crate::packed::validate_packed` checked them against the tensors), and TMA never
-        // reads outside a map (out-of-bounds boxes are zero-filled). The other pointers are
-        // live allocations held by `q`, `k`, `v`, `out`, `lse`, the tile counter (one zeroed
-        // u32, which the blocks of a drawn grid only increment atomically), the stream-K
-        // partials and flags (sized for the grid's blocks and the instance's consumers and head
-        // dim), the alibi storage and the problem's checked index tensors for the whole call
-        // (every cu_seqlens entry within the rows, every block-table entry a sequence uses
-        // below num_blocks). The output is
-        // contiguous with head_dim % 8 == 0 and a start checked above to lie on 16 bytes, so
-        // its 16-byte stores are aligned.
-        unsafe { builder.launch(cfg) }.w()?;
-        crate::cuda_kernels::record_prefill(inst.name);
-        Ok(())
-    })?;
+    // Counters from the stream's workspace (zero, and left zero by the kernel): a drawn grid's
+    // tile counter (word 0), a stream-K tail's arrival flags (words 1.., one per block and
+    // consumer warpgroup).
+    let counters = match grid {
+        Grid::Drawn(_) => 1,
+        _ if sk_tail > 0 => 1 + grid.blocks() * consumers,
+        _ => 0,
+    };
+    let mut launch = |counters_ptr: u64| -> Result<()> {
+        with_packed(p, &stream, |packed| {
+            let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
+            if !o_ptr.is_multiple_of(16) {
+                bail!("fused-attn cuda internal: the output allocation at {o_ptr:#x} is not 16-byte aligned")
+            }
+            let lse_ptr = lse.as_mut().map(|l| l.device_ptr_mut(&stream));
+            let elem = std::mem::size_of::<T>();
+            let fwd = packed.apply(FattnParams {
+                lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
+                vec_out: 1,
+                ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
+            });
+            let tile_counter = if matches!(grid, Grid::Drawn(_)) { counters_ptr } else { 0 };
+            let partial_tile_top = partial_tile_top(p) as i32;
+            let sk_partial_ptr = sk_partial.as_mut().map(|w| w.device_ptr_mut(&stream));
+            let params = FattnHopperParams {
+                tma_q,
+                tma_k,
+                tma_v,
+                fwd,
+                tile_counter,
+                partial_tile_top,
+                sk_tail: to_i32(sk_tail, "stream-K tail tiles")?,
+                sk_partial: sk_partial_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
+                sk_flags: if sk_tail > 0 { counters_ptr + 4 } else { 0 },
+                pad_hopper_: [0; 6],
+            };
+            let grid_x = grid.blocks() as u32;
+            let cfg = LaunchConfig {
+                grid_dim: (grid_x, 1, 1),
+                block_dim: (inst.threads, 1, 1),
+                shared_mem_bytes: smem_bytes,
+            };
+            let mut builder = stream.launch_builder(&kernel.func);
+            builder.arg(&params);
+            // SAFETY: the kernel's one argument is `FattnHopperParams` by value, matching its C++
+            // signature (offsets and size asserted on both sides). The tensor maps describe q, k
+            // and v within their allocations (dims and strides from the validated problem; packed:
+            // total_q/total_k rows, or num_blocks pages of page_size rows, as
+            // `crate::packed::validate_packed` checked them against the tensors), and TMA never
+            // reads outside a map (out-of-bounds boxes are zero-filled). The other pointers are
+            // live allocations held by `q`, `k`, `v`, `out`, `lse`, the stream's workspace (its
+            // counters zero: the tile counter, which the blocks of a drawn grid increment
+            // atomically and the last draw resets, and the stream-K flags, one per block and
+            // consumer, each reset by its tile's second piece), the stream-K partials (sized for
+            // the grid's blocks and the instance's consumers and head dim), the alibi storage and the problem's checked index tensors for the whole call
+            // (every cu_seqlens entry within the rows, every block-table entry a sequence uses
+            // below num_blocks). The output is
+            // contiguous with head_dim % 8 == 0 and a start checked above to lie on 16 bytes, so
+            // its 16-byte stores are aligned.
+            unsafe { builder.launch(cfg) }.w()?;
+            crate::cuda_kernels::record_prefill(inst.name);
+            Ok(())
+        })
+    };
+    if counters > 0 {
+        with_workspace(dev, &stream, counters, 0, |counters_ptr, _| launch(counters_ptr))?;
+    } else {
+        launch(0)?;
+    }
     drop(alibi_ptr);
     drop((qt, kt, vt));
     let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
