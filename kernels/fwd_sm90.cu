@@ -97,6 +97,10 @@
 // the same call): d64 2048 611 µs = 450 TF/s, 1.02x cuDNN, causal 379 µs, 0.95x; d128 2048
 // 959 / 566 µs, 0.99 / 1.01x; (4,32,4096,d128) 1887 / 1017 µs, 1.02 / 1.03x; (1,32,16384,d128)
 // 7250 / 3663 µs, 0.99 / 1.02x; d256 1786 / 1060 µs, 0.96 / 0.93x.
+// Session 18: the d192/d256 staged epilogue moves by constants from pass to pass as d64/d128's
+// does (a warp stores 4 rows of one panel; a thread keeps its chunk and its row's place in the
+// swizzle atom): (16,16,2048,d256) 1793 / 1798 µs against 1803 / 1793, causal 1044 / 1049
+// against 1059 / 1056 (same-call A/B, 2 rounds, lab/results/s18-ab2-h100/), within noise.
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
@@ -897,15 +901,27 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                         *reinterpret_cast<const uint4*>(src + i * kPassRows * 128);
             }
         } else {
+            // d192 / d256: a warp stores 4 rows of one 64-column panel (128 contiguous bytes
+            // each); a thread keeps its chunk c of the panel and its row's place in the
+            // 8-row swizzle atom, and moves by whole panels and by 16 rows from pass to pass,
+            // so its shared and global addresses advance by constants.
+            static_assert(kChunks % 8 == 0, "whole 64-column panels");
+            constexpr int kPanels = kChunks / 8;
+            const int c = tid % 8, r0 = cw * 64 + tid / 8;
+            const uint8_t* const src = sQ + r0 * 128 + ((c ^ (r0 % 8)) * 16);
+            uint16_t* const dst = og + static_cast<int64_t>(qb.m0 + r0) * p.o_seq_stride + c * 8;
+            const int64_t dst_step = static_cast<int64_t>(16) * p.o_seq_stride;
+            const int left = store_tile ? rows - (qb.m0 + r0) : 0;  // rows this thread may write
+            const int above = -(qb.m0 + r0);  // passes below this many rows are above row 0
 #pragma unroll
-            for (int i = 0; i < 64 * kChunks / 128; ++i) {
-                const int chunk = tid + i * 128;
-                const int r = cw * 64 + chunk / kChunks, c = chunk % kChunks;
-                const int row = qb.m0 + r;
-                if (row >= rows || row < 0 || c * 8 >= p.head_dim || !store_tile) continue;
-                const uint4 val =
-                    *reinterpret_cast<const uint4*>(sQ + (c / 8) * BM * 128 + r * 128 + (((c % 8) ^ (r % 8)) * 16));
-                *reinterpret_cast<uint4*>(og + static_cast<int64_t>(row) * p.o_seq_stride + c * 8) = val;
+            for (int pc = 0; pc < kPanels; ++pc) {
+                if (pc * 64 + c * 8 >= p.head_dim) break;
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    if (i * 16 < left && i * 16 >= above)
+                        *reinterpret_cast<uint4*>(dst + pc * 64 + i * dst_step) =
+                            *reinterpret_cast<const uint4*>(src + pc * BM * 128 + i * 16 * 128);
+                }
             }
         }
         // Persistent: this warp is done with the Q buffer and its tile slot; the producer may
