@@ -52,16 +52,17 @@
 // Version 5 (session 12): the plain d64 and d128 instances are persistent (two Q tiles): a
 // dense problem with more tiles than SMs runs one block per SM; unmasked, block b takes tiles
 // b, b + grid, ...; under causal/window masks each block draws its next tile from a counter
-// (zero at the launch, reset by its last draw), heaviest of a head first, and the producer warp hands the tile to each
-// consumer warpgroup through two named barriers (shared-memory atomics for the slot, which
-// racecheck then does not count as a race). The K/V ring runs on from tile to tile; the next
-// tile's Q lands in the other buffer during this one; the epilogue stages O in the dead one and
-// fences the async proxy before the producer may load into it again. Measured (H100, bf16,
-// criterion medians, alternating with one block per tile in one call, 3 rounds; lab/results/
-// s12-hopper-final-h100/all-oracle-ab/): (16,16,2048,d128) 971 µs against 999, causal 570
-// against 606 (0.98× cuDNN in the table call); d64 635 against 661, causal 401 against 424
-// (0.89×); (4,32/4,4096,d128) 1853 against 1881, causal 1016 against 1047 (1.01×). ncu, d64
-// persistent: issue slots 55% busy, 128 registers, occupancy 20% (one block of 16 warps).
+// (zero at the launch, reset by its last draw), heaviest of a head first, and the producer warp
+// hands the tile to each consumer warpgroup through two named barriers (shared-memory atomics
+// for the slot, which racecheck then does not count as a race). The K/V ring runs on from tile
+// to tile; the next tile's Q lands in the other buffer during this one; the epilogue stages O
+// in the dead one and fences the async proxy before the producer may load into it again.
+// Measured (H100, bf16, criterion medians, alternating with one block per tile in one call, 3
+// rounds; lab/results/s12-hopper-final-h100/all-oracle-ab/): (16,16,2048,d128) 971 µs against
+// 999, causal 570 against 606 (0.98× cuDNN in the table call); d64 635 against 661, causal 401
+// against 424 (0.89×); (4,32/4,4096,d128) 1853 against 1881, causal 1016 against 1047 (1.01×).
+// ncu, d64 persistent: issue slots 55% busy, 128 registers, occupancy 20% (one block of 16
+// warps).
 // Version 6 (session 13, this file): `_wide` instances (HopperTraits<D, 3>) with FA3's longer
 // key blocks for dense plain problems: 176 keys at d128 (unmasked, where they pad at most 2%
 // more keys than 128 do) and 80 at d256 (any mask). The ring of 176/80-key tiles leaves room

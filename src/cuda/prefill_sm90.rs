@@ -416,11 +416,11 @@ pub(super) fn forward<T: KernelDtype>(
             // counters zero: the tile counter, which the blocks of a drawn grid increment
             // atomically and the last draw resets, and the stream-K flags, one per block and
             // consumer, each reset by its tile's second piece), the stream-K partials (sized for
-            // the grid's blocks and the instance's consumers and head dim), the alibi storage and the problem's checked index tensors for the whole call
-            // (every cu_seqlens entry within the rows, every block-table entry a sequence uses
-            // below num_blocks). The output is
-            // contiguous with head_dim % 8 == 0 and a start checked above to lie on 16 bytes, so
-            // its 16-byte stores are aligned.
+            // the grid's blocks and the instance's consumers and head dim), the alibi storage
+            // and the problem's checked index tensors for the whole call (every cu_seqlens entry
+            // within the rows, every block-table entry a sequence uses below num_blocks). The
+            // output is contiguous with head_dim % 8 == 0 and a start checked above to lie on 16
+            // bytes, so its 16-byte stores are aligned.
             unsafe { builder.launch(cfg) }.w()?;
             crate::cuda_kernels::record_prefill(inst.name);
             Ok(())
