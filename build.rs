@@ -407,7 +407,7 @@ fn list_name(family: Family, src: &Source) -> String {
 fn extra_args(family: Family) -> &'static str {
     match family {
         Family::Bwd => ", COL_SPLITS, LARGE_SMEM",
-        Family::Fwd | Family::Decode | Family::BwdPreprocess | Family::BwdConvert => "",
+        Family::Fwd | Family::Decode | Family::DecodeCombine | Family::BwdPreprocess | Family::BwdConvert => "",
     }
 }
 
@@ -415,7 +415,9 @@ fn extra_args(family: Family) -> &'static str {
 fn extra_values(inst: &Instance) -> String {
     match inst.family {
         Family::Bwd => format!(", {}, {}", inst.col_splits, bwd_large_smem(inst)),
-        Family::Fwd | Family::Decode | Family::BwdPreprocess | Family::BwdConvert => String::new(),
+        Family::Fwd | Family::Decode | Family::DecodeCombine | Family::BwdPreprocess | Family::BwdConvert => {
+            String::new()
+        }
     }
 }
 

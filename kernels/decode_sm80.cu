@@ -18,8 +18,11 @@
 // f32 partial (acc, max, sum), fences, and counts itself in on its tile's counter (one per
 // (batch, kv head, row group)); the block that arrives last merges all splits of the tile into
 // the output with every thread of the block, and zeroes the counter for the next launch
-// (`combine_if_last`). The counters are zero when the kernel starts: the host zeroes them once
-// when it allocates them, every launch leaves them zero.
+// (`arrive_last_split`, `merge_split_partials`). The counters are zero when the kernel starts:
+// the host zeroes them once when it allocates them, every launch leaves them zero. On a
+// compute-capability 9.0 GPU the host sets `defer_combine` instead: the split blocks store
+// their partials and exit, and a second launch (kernels/decode_sm90.cu, programmatic
+// dependent launch) merges them with the same code.
 //
 // Packed batches (varlen, paged): with cu_seqlens_q set, grid z is the sequence; a block maps
 // its rows with the longest sequence's length and skips queries past its own, finds its
@@ -269,21 +272,10 @@ __device__ __forceinline__ void merge_row_stats(const float (&merge_ml)[kWarps][
     __syncthreads();
 }
 
-// The last split block of a tile merges the tile's partials into the output (flash-decoding's
-// combine, inside the split kernel). Every split block has stored its partial; the block that
-// brings the tile's arrival count to num_splits sees all of them, resets the count for the next
-// launch and writes out = Σ_s 2^(m_s - M) o_s / Σ_s 2^(m_s - M) l_s, M = max_s m_s.
-//
-// Parallel over the whole block: an item is (row, 4 dims); when the tile has fewer items than
-// threads, P = 2, 4, ... 32 lanes of one warp share an item and take every P-th split. Each lane
-// merges its splits online (a running max, rescaled once per batch of kBatch splits whose
-// loads are all in flight together), then the P lanes merge by shuffles. Partials are read
-// with ld.global.cg (L2): they were written by other SMs during this launch.
-template <typename T, int D, bool kPacked>
-__device__ __forceinline__ void combine_if_last(const FattnParams& p, const BlockSeq& sq, int b, int kvh,
-                                                int row_group) {
-    constexpr int kBatch = 16;
-    constexpr int kChunks4 = D / 4;
+// Counts this split block in on its tile's counter (one per (batch, kv head, row group)) once
+// its partial is stored. Returns, block-uniform, whether it arrived last: then every split's
+// partial is visible to it, and it has zeroed the counter for the next launch.
+__device__ __forceinline__ bool arrive_last_split(const FattnParams& p) {
     __shared__ int is_last;
     __threadfence();  // this thread's partial stores are visible on the device...
     __syncthreads();  // ...for every thread of the block, before the block counts as arrived
@@ -294,9 +286,30 @@ __device__ __forceinline__ void combine_if_last(const FattnParams& p, const Bloc
         if (is_last) *counter = 0u;  // every split has arrived: zero for the next launch
     }
     __syncthreads();
-    if (!is_last) return;
-    __threadfence();  // the other blocks' partials, published before their arrivals, are read after ours
+    const bool last = is_last != 0;
+    if (last) __threadfence();  // the other blocks' partials, published before their arrivals, are read after ours
+    return last;
+}
 
+// Merges the tile's split partials into the output (flash-decoding's combine): out =
+// Σ_s 2^(m_s - M) o_s / Σ_s 2^(m_s - M) l_s, M = max_s m_s. Run by one block of kThreads per
+// tile, once every split's partial is visible: the tile's last split block (`arrive_last_split`)
+// or the separate combine launch of kernels/decode_sm90.cu, with the same arithmetic, so both
+// give the same bits.
+//
+// Parallel over the whole block: an item is (row, 4 dims); when the tile has fewer items than
+// threads, P = 2, 4, ... 32 lanes of one warp share an item and take every P-th split. Each lane
+// merges its splits online (a running max, rescaled once per batch of kBatch splits whose
+// loads are all in flight together), then the P lanes merge by shuffles. Partials are read
+// with ld.global.cg (L2): they were written by other SMs. The items go in rounds of
+// kThreads / P; the block takes rounds first_round, first_round + round_step, ... (the split
+// kernel's last block all of them; the combine launch spreads them over blocks), and an item's
+// arithmetic does not depend on which block takes it.
+template <typename T, int D, bool kPacked>
+__device__ __forceinline__ void merge_split_partials(const FattnParams& p, const BlockSeq& sq, int b, int kvh,
+                                                     int row_group, int first_round = 0, int round_step = 1) {
+    constexpr int kBatch = 16;
+    constexpr int kChunks4 = D / 4;
     const int rows_valid = min(kRows, p.kv_group * p.seq_q - row_group * kRows);
     const int items = rows_valid * kChunks4;
     int lanes = 1;  // block-uniform
@@ -305,7 +318,7 @@ __device__ __forceinline__ void combine_if_last(const FattnParams& p, const Bloc
     const int n = p.num_splits;
     const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
     // Every lane runs the same number of rounds, so the shuffles below see a full warp.
-    for (int base = 0; base < items; base += kThreads / lanes) {
+    for (int base = first_round * (kThreads / lanes); base < items; base += round_step * (kThreads / lanes)) {
         const int item = base + threadIdx.x / lanes;
         const int row = item < items ? item / kChunks4 : 0, c4 = item < items ? item % kChunks4 : 0;
         const int r = row_group * kRows + row;
@@ -410,7 +423,9 @@ __device__ __forceinline__ void store_block_rows(const FattnParams& p, const flo
             if (part == 0) reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(m, l);
         }
     }
-    if (p.num_splits > 1) combine_if_last<T, D, kPacked>(p, sq, b, kvh, row_group);
+    // Deferred (defer_combine): the combine launch that follows merges them.
+    if (p.num_splits > 1 && !p.defer_combine && arrive_last_split(p))
+        merge_split_partials<T, D, kPacked>(p, sq, b, kvh, row_group);
 }
 
 // The swizzle works on 128-byte groups of 8 chunks, so the dynamic shared memory must start on

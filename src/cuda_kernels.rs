@@ -89,3 +89,25 @@ pub(crate) fn record_backward(name: &'static str) {
 pub fn take_last_backward_kernel() -> Option<&'static str> {
     LAST_BACKWARD.with(|c| c.take())
 }
+
+thread_local! {
+    /// `Some(Some(name))`: the last decode call launched its combine `name` after the split
+    /// kernel; `Some(None)`: it merged in the split kernel (or had one split).
+    static LAST_DECODE_COMBINE: Cell<Option<Option<&'static str>>> = const { Cell::new(None) };
+}
+
+/// Records how the decode call this thread just launched merged its splits (src/cuda/decode.rs):
+/// the combine kernel it launched, or `None`.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn record_decode_combine(name: Option<&'static str>) {
+    LAST_DECODE_COMBINE.with(|c| c.set(Some(name)));
+}
+
+/// How the last decode call of this thread merged its splits, and forgets it: `Some(Some(name))`
+/// when it launched the separate combine kernel `name` (kernels/decode_sm90.cu, compute
+/// capability 9.0), `Some(None)` when the split kernel merged them itself or there was one
+/// split, `None` when no decode call ran since the last take. The tests use it to prove that
+/// both ways ran.
+pub fn take_last_decode_combine() -> Option<Option<&'static str>> {
+    LAST_DECODE_COMBINE.with(|c| c.take())
+}

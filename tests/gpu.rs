@@ -10,7 +10,9 @@
 //! * `gpu_hopper_prefill`: on a compute-capability 9.0 GPU, random prefill cases with the head
 //!   dims the Hopper kernel covers, each run on the default kernels (which must be the Hopper
 //!   kernel where a tensor map describes the inputs) and forced onto the sm_80 kernel.
-//! * `gpu_decode`: sq 1..16 against sk up to 32k, GQA 1, 4, 8 and MQA, every mask kind.
+//! * `gpu_decode`: sq 1..16 against sk up to 32k, GQA 1, 4, 8 and MQA, every mask kind, each
+//!   case on both kernel generations (on 9.0 GPUs the default merges the splits in a launch of
+//!   its own, kernels/decode_sm90.cu; forced sm_80, in the split kernel).
 //! * `gpu_errors`: bad input on CUDA returns an `Error` naming the problem (also
 //!   `attention_varlen_into`, CPU-only, on a CUDA output).
 //! * `gpu_output_poisoned`: every element written, fully masked rows exactly zero, two runs
@@ -29,7 +31,8 @@
 //!   paged K/V with shuffled block tables in larger pools, pages 16, 32, 64, 256 and odd;
 //!   prefix ranges; head dims 8..512; GQA; every mask and score feature; strided views),
 //!   250 cases each, against `attention_ref_varlen` in f64; every 4th also checks the LSE.
-//! * `gpu_varlen_paged_decode`: paged decode and mixed prefill/decode batches.
+//! * `gpu_varlen_paged_decode`: paged decode and mixed prefill/decode batches, on both kernel
+//!   generations as `gpu_decode`.
 //! * `gpu_varlen_matches_dense_per_sequence`: packed rows bit-identical to dense calls.
 //! * `gpu_sanitizer_varlen`: small packed/paged batches for compute-sanitizer.
 //! * `gpu_varlen_grad_sweep`: packed gradients through autograd against the f64 oracle.
@@ -43,7 +46,7 @@ mod common;
 use candle_core::{DType, Device, Result, Tensor};
 use candle_fused_attn::{
     attention, attention_backward, attention_ref, attention_with_lse, take_last_backward_kernel,
-    take_last_prefill_kernel, with_cuda_kernels, AttnParams, CudaKernels,
+    take_last_decode_combine, take_last_prefill_kernel, with_cuda_kernels, AttnParams, CudaKernels,
 };
 use common::{case_seed, measure_with, oracle, Alibi, Case, CaseResult, FloorInputs, Limits};
 use rayon::prelude::*;
@@ -151,34 +154,85 @@ fn describe(case: &Case) -> String {
 /// Checks every (dtype, case), prints each failure and the worst margin, fails if any did.
 /// Cases are prepared on the CPU [`PREPARE_AHEAD`] at a time, in parallel.
 fn check_all(test: &str, dev: &Device, cases: &[(DType, Case)], naive_on_cpu: bool) {
+    check_all_on(test, dev, cases, naive_on_cpu, &[CudaKernels::Auto]);
+}
+
+/// What [`DecodeMerges::note`] learned of the decode calls of a checker's cases: how many
+/// default runs launched the separate combine (compute capability 9.0), and the runs that
+/// broke the kernel switch (a forced sm_80 run that launched it).
+#[derive(Default)]
+struct DecodeMerges {
+    combine_runs: usize,
+    failures: Vec<String>,
+}
+
+impl DecodeMerges {
+    /// Takes how the call just run on `kernels` merged its decode splits.
+    fn note(&mut self, kernels: CudaKernels, what: &str) {
+        match (kernels, take_last_decode_combine()) {
+            (CudaKernels::Sm80, Some(Some(name))) => {
+                self.failures.push(format!("{what}: forced sm80 but launched the combine kernel {name}"))
+            }
+            (CudaKernels::Auto, Some(Some(_))) => self.combine_runs += 1,
+            _ => {}
+        }
+    }
+}
+
+/// Whether this device's default decode merges the splits of a long-cache bf16 decode step in
+/// a launch of its own (compute capability 9.0, kernels/decode_sm90.cu).
+fn decode_combine_launches(dev: &Device) -> Result<bool> {
+    let q = Tensor::ones((1, 1, 32, 128), DType::BF16, dev)?;
+    let kv = Tensor::ones((1, 4096, 8, 128), DType::BF16, dev)?;
+    take_last_decode_combine();
+    attention(&q, &kv, &kv, &AttnParams::new(0.1))?;
+    Ok(matches!(take_last_decode_combine(), Some(Some(_))))
+}
+
+/// [`check_all`], each case once per kernel generation of `generations` (one f64 oracle); returns
+/// how many default runs launched the decode's separate combine.
+fn check_all_on(
+    test: &str,
+    dev: &Device,
+    cases: &[(DType, Case)],
+    naive_on_cpu: bool,
+    generations: &[CudaKernels],
+) -> usize {
     let start = std::time::Instant::now();
     let mut failures = Vec::new();
+    let mut merges = DecodeMerges::default();
     let mut worst = (0f64, String::new());
     for chunk in cases.chunks(PREPARE_AHEAD) {
         let prepared: Vec<_> = chunk.par_iter().map(|(dtype, case)| prepare(case, *dtype)).collect();
         for ((dtype, case), prep) in chunk.iter().zip(prepared) {
-            let r = prep.and_then(|prep| check(dev, *dtype, &prep, naive_on_cpu)).unwrap_or_else(|e| {
+            let prep = prep.unwrap_or_else(|e| {
                 panic!("{test}: {dtype:?} {} (case seed {}): error {e}", describe(case), case.seed)
             });
-            if r.ratio() > worst.0 {
-                worst = (r.ratio(), format!("{dtype:?} {}", describe(case)));
-            }
-            if !r.passes() {
-                let line = format!(
-                    "{dtype:?} {} (case seed {}): {r:?}, allowed {:.3e}",
-                    describe(case),
-                    case.seed,
-                    r.allowed()
-                );
-                println!("{test}: FAIL {line}");
-                failures.push(line);
+            for &kernels in generations {
+                let what = format!("{dtype:?} {} (case seed {}) {kernels:?}", describe(case), case.seed);
+                take_last_decode_combine();
+                let r = with_cuda_kernels(kernels, || check(dev, *dtype, &prep, naive_on_cpu))
+                    .unwrap_or_else(|e| panic!("{test}: {what}: error {e}"));
+                merges.note(kernels, &what);
+                if r.ratio() > worst.0 {
+                    worst = (r.ratio(), what.clone());
+                }
+                if !r.passes() {
+                    let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
+                    println!("{test}: FAIL {line}");
+                    failures.push(line);
+                }
             }
         }
     }
+    failures.extend(merges.failures);
     println!(
-        "{test}: {} cases, {} failed; worst error/allowed {:.3} at {}; {:.1} s",
+        "{test}: {} cases × {} kernel generations, {} failed, {} default runs launched the decode combine; worst \
+         error/allowed {:.3} at {}; {:.1} s",
         cases.len(),
+        generations.len(),
         failures.len(),
+        merges.combine_runs,
         worst.0,
         worst.1,
         start.elapsed().as_secs_f64()
@@ -190,6 +244,7 @@ fn check_all(test: &str, dev: &Device, cases: &[(DType, Case)], naive_on_cpu: bo
         cases.len(),
         failures.join("\n")
     );
+    merges.combine_runs
 }
 
 fn sweep(test: &str, dtype: DType) {
@@ -464,7 +519,18 @@ fn gpu_decode() {
             }
         }
     }
-    check_all("gpu_decode", &dev, &cases, false);
+    // Both kernel generations: on a 9.0 GPU the default merges the splits in a launch of its
+    // own, the forced sm_80 kernels in the split kernel.
+    let combine_runs = check_all_on("gpu_decode", &dev, &cases, false, &[CudaKernels::Auto, CudaKernels::Sm80]);
+    if decode_combine_launches(&dev).expect("decode probe ran") {
+        assert!(
+            combine_runs * 3 >= cases.len(),
+            "gpu_decode: only {combine_runs} of {} cases launched the combine",
+            cases.len()
+        );
+    } else {
+        println!("gpu_decode: this device merges decode splits in the split kernel (not compute capability 9.0)");
+    }
 }
 
 fn expect_error(what: &str, result: Result<Tensor>, needle: &str) {
@@ -1241,8 +1307,15 @@ fn check_varlen(dev: &Device, dtype: DType, case: &VarCase, prep: &VarPrepared) 
 /// Checks every (dtype, case), prints each failure with its seed, fails if any did. The CPU
 /// side of [`PREPARE_AHEAD`] cases at a time runs in parallel.
 fn check_all_varlen(test: &str, dev: &Device, cases: &[(DType, VarCase)]) {
+    check_all_varlen_on(test, dev, cases, &[CudaKernels::Auto]);
+}
+
+/// [`check_all_varlen`], each case once per kernel generation of `generations`; returns how many
+/// default runs launched the decode's separate combine.
+fn check_all_varlen_on(test: &str, dev: &Device, cases: &[(DType, VarCase)], generations: &[CudaKernels]) -> usize {
     let start = std::time::Instant::now();
     let mut failures = Vec::new();
+    let mut merges = DecodeMerges::default();
     let mut worst = (0f64, String::new());
     for (c, chunk) in cases.chunks(PREPARE_AHEAD * 2).enumerate() {
         let prepared: Vec<_> = chunk
@@ -1251,28 +1324,34 @@ fn check_all_varlen(test: &str, dev: &Device, cases: &[(DType, VarCase)]) {
             .map(|(i, (dtype, case))| prepare_varlen(*dtype, case, (c * PREPARE_AHEAD * 2 + i).is_multiple_of(4)))
             .collect();
         for ((dtype, case), prep) in chunk.iter().zip(prepared) {
-            let r = prep.and_then(|prep| check_varlen(dev, *dtype, case, &prep)).unwrap_or_else(|e| {
+            let prep = prep.unwrap_or_else(|e| {
                 panic!("{test}: {dtype:?} {} (case seed {}): error {e}", case.describe(), case.seed)
             });
-            if r.ratio() > worst.0 {
-                worst = (r.ratio(), format!("{dtype:?} {}", case.describe()));
-            }
-            if !r.passes() {
-                let line = format!(
-                    "{dtype:?} {} (case seed {}): {r:?}, allowed {:.3e}",
-                    case.describe(),
-                    case.seed,
-                    r.allowed()
-                );
-                println!("{test}: FAIL {line}");
-                failures.push(line);
+            for &kernels in generations {
+                let what = format!("{dtype:?} {} (case seed {}) {kernels:?}", case.describe(), case.seed);
+                take_last_decode_combine();
+                let r = with_cuda_kernels(kernels, || check_varlen(dev, *dtype, case, &prep))
+                    .unwrap_or_else(|e| panic!("{test}: {what}: error {e}"));
+                merges.note(kernels, &what);
+                if r.ratio() > worst.0 {
+                    worst = (r.ratio(), what.clone());
+                }
+                if !r.passes() {
+                    let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
+                    println!("{test}: FAIL {line}");
+                    failures.push(line);
+                }
             }
         }
     }
+    failures.extend(merges.failures);
     println!(
-        "{test}: {} cases, {} failed; worst error/allowed {:.3} at {}; {:.1} s",
+        "{test}: {} cases × {} kernel generations, {} failed, {} default runs launched the decode combine; worst \
+         error/allowed {:.3} at {}; {:.1} s",
         cases.len(),
+        generations.len(),
         failures.len(),
+        merges.combine_runs,
         worst.0,
         worst.1,
         start.elapsed().as_secs_f64()
@@ -1284,6 +1363,7 @@ fn check_all_varlen(test: &str, dev: &Device, cases: &[(DType, VarCase)]) {
         cases.len(),
         failures.join("\n")
     );
+    merges.combine_runs
 }
 
 const VARLEN_CASES: usize = 250;
@@ -1341,7 +1421,15 @@ fn gpu_varlen_paged_decode() {
             }
         }
     }
-    check_all_varlen("gpu_varlen_paged_decode", &dev, &cases);
+    let combine_runs =
+        check_all_varlen_on("gpu_varlen_paged_decode", &dev, &cases, &[CudaKernels::Auto, CudaKernels::Sm80]);
+    if decode_combine_launches(&dev).expect("decode probe ran") {
+        assert!(
+            combine_runs * 3 >= cases.len(),
+            "gpu_varlen_paged_decode: only {combine_runs} of {} cases launched the combine",
+            cases.len()
+        );
+    }
 }
 
 /// A packed batch gives each sequence's rows exactly what a dense call on that sequence

@@ -15,14 +15,16 @@
 //! 1.01-1.05× cuDNN's time on the sq = 1 bench rows, 3.1× faster than cuDNN at sq = 4.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, LaunchConfig, PushKernelArg};
-use candle_core::cuda_backend::WrapErr;
+use candle_core::cuda_backend::{CudaDevice, WrapErr};
 use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
 use super::heuristics::{self, DECODE_ROWS};
-use super::instances::{Arch, Family, KernelKey, DECODE_KEYS_PER_ROUND};
+use super::instances::{Arch, Family, Instance, KernelKey, DECODE_KEYS_PER_ROUND, SOURCES};
 use super::params::FattnParams;
+use super::pdl::launch_dependent;
 use super::workspace::with_workspace;
 use super::{alibi_slopes_ptr, common_params, dev_qkv, query_rows, to_i32, with_packed, Entry, KernelDtype};
+use crate::cuda_kernels::{cuda_kernels, record_decode_combine, CudaKernels};
 use crate::problem::Problem;
 
 /// The keys the splits must cover, `[key_begin, key_end)`. Dense: the union of the rows'
@@ -61,6 +63,45 @@ fn paged_split(key_len: usize, keys_per_split: usize, page: usize) -> (usize, us
     let most = ((DECODE_SPLIT_PAGES - 2) * page.max(1)) / KEYS_PER_ROUND * KEYS_PER_ROUND;
     let keys_per_split = keys_per_split.min(most).max(KEYS_PER_ROUND);
     (key_len.div_ceil(keys_per_split).max(1), keys_per_split)
+}
+
+/// The separate combine launch (kernels/decode_sm90.cu) that merges the partials of `split`, a
+/// decode instance, on `dev`; `None` where the split kernel merges them itself: GPUs other than
+/// compute capability 9.0, calls forced onto the sm_80 kernels, builds without sm_90a code
+/// (`FUSED_ATTN_CUDA_ARCHS`).
+fn combine_instance(dev: &CudaDevice, split: &Instance) -> Result<Option<&'static Instance>> {
+    if cuda_kernels()? == CudaKernels::Sm80
+        || !Arch::Sm90a.runs_on(heuristics::device_facts(dev)?.compute_capability)
+        || !super::has_code(SOURCES.iter().position(|s| s.families.contains(&Family::DecodeCombine)))
+    {
+        return Ok(None);
+    }
+    let key =
+        KernelKey { family: Family::DecodeCombine, dtype: split.dtype, head_dim: split.head_dim as usize, mods: false };
+    let combine = heuristics::instance(key, Arch::Sm90a)?;
+    // Its items index partial rows of the split instance's width.
+    if combine.head_dim != split.head_dim {
+        bail!(
+            "fused-attn decode: {} merges rows of {} dims, {} stores {}",
+            combine.name,
+            combine.head_dim,
+            split.name,
+            split.head_dim
+        )
+    }
+    Ok(Some(combine))
+}
+
+/// Blocks of the combine launch per tile: the merge rounds of a tile of `tile_rows` rows in
+/// `merge_split_partials` (kernels/decode_sm80.cu): items of 4 dims of a row, `lanes` threads per
+/// item (doubled while twice the items still fit the block), a round is `threads / lanes` items.
+fn combine_rounds(tile_rows: usize, head_dim: usize, threads: usize) -> usize {
+    let items = tile_rows * head_dim / 4;
+    let mut lanes = 1;
+    while lanes < 32 && items * lanes * 2 <= threads {
+        lanes *= 2;
+    }
+    items.div_ceil(threads / lanes).max(1)
 }
 
 /// The rounding of a packed sequence's first key (kernels/decode_sm80.cu, `block_keys`).
@@ -113,6 +154,12 @@ pub(super) fn forward<T: KernelDtype>(
     if p.batch > 65535 || grid_y > 65535 {
         bail!("fused-attn decode: grid too large: batch {} and kv_heads · row groups {grid_y} must be ≤ 65535", p.batch)
     }
+
+    // Several splits on Hopper: the merge is a launch of its own (see the module docs).
+    let combine = match (num_splits > 1).then(|| combine_instance(dev, inst)).transpose()?.flatten() {
+        Some(c) => Some((c, heuristics::prepare_entry(dev, c, Entry::of(p))?)),
+        None => None,
+    };
 
     let elem = std::mem::size_of::<T>();
     let [qt, kt, vt] = dev_qkv::<T>(p, (q, ql), k, v, &stream)?;
@@ -170,15 +217,37 @@ pub(super) fn forward<T: KernelDtype>(
         };
         if num_splits > 1 {
             with_workspace(dev, &stream, pairs, partial_words, |counters, partials| {
-                launch_split(FattnParams {
+                let params = FattnParams {
                     tile_counters: counters,
                     partial_o: partials,
                     partial_ml: partials + partial_acc_words as u64 * 4,
+                    defer_combine: combine.is_some() as i32,
                     ..params
-                })
+                };
+                launch_split(params)?;
+                if let Some((c, cf)) = &combine {
+                    let rounds = combine_rounds(tile_rows, d_inst, c.threads as usize);
+                    let cfg = LaunchConfig {
+                        grid_dim: (rounds as u32, grid_y as u32, p.batch as u32),
+                        block_dim: (c.threads, 1, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    // SAFETY: the combine's one argument is `FattnParams` by value (as the split
+                    // kernel's); it reads the partials the split kernel just wrote (the launch
+                    // before it on this stream, with nothing queued in between) only after its
+                    // `griddepcontrol.wait`, and writes the output and LSE rows that the split
+                    // kernel, with `defer_combine` set, leaves to it. Every pointer is live for
+                    // the call (as for the split launch above); its grid is (merge rounds of a
+                    // full tile, kv heads × row groups, batch), as `combine_block` indexes it
+                    // (a tile with fewer rows has fewer rounds: its extra blocks take none).
+                    unsafe { launch_dependent(&stream, &cf.func, cfg, &params) }?;
+                }
+                record_decode_combine(combine.as_ref().map(|(c, _)| c.name));
+                Ok(())
             })?;
         } else {
             launch_split(params)?;
+            record_decode_combine(None);
         }
         Ok(())
     })?;
@@ -190,10 +259,23 @@ pub(super) fn forward<T: KernelDtype>(
 
 #[cfg(test)]
 mod tests {
-    use super::{paged_split, DECODE_SPLIT_PAGES, KEYS_PER_ROUND};
+    use super::{combine_rounds, paged_split, DECODE_SPLIT_PAGES, KEYS_PER_ROUND};
 
     /// Every split of a paged launch, wherever it starts on a round boundary, spans at most
     /// the kernel's staged pages, and the splits cover the keys.
+    /// The combine's blocks per tile are the merge rounds of the kernel's loop: a 4-row tile at
+    /// d128 is 128 items of one lane each (one round), a 16-row tile 512 (four), a 2-row tile
+    /// at d64 32 items of 2 lanes... up to 4 lanes (one round).
+    #[test]
+    fn combine_rounds_follow_the_merge_loop() {
+        assert_eq!(combine_rounds(4, 128, 128), 1);
+        assert_eq!(combine_rounds(16, 128, 128), 4);
+        assert_eq!(combine_rounds(16, 256, 128), 8);
+        assert_eq!(combine_rounds(1, 64, 128), 1);
+        assert_eq!(combine_rounds(2, 64, 128), 1);
+        assert_eq!(combine_rounds(5, 128, 128), 2);
+    }
+
     #[test]
     fn paged_splits_fit_the_staged_page_list() {
         for page in [1, 7, 16, 32, 100, 256, 4096] {

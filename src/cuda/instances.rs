@@ -17,6 +17,9 @@ pub enum Family {
     Fwd,
     /// Split-key flash-decoding: few query rows against many keys.
     Decode,
+    /// The decode's merge of its split partials as a launch of its own (compute capability
+    /// 9.0, programmatic dependent launch): one block per (batch, kv head, row group) tile.
+    DecodeCombine,
     /// FlashAttention-2 backward, main kernel: one block per (key block, column split, kv
     /// split, kv head, batch); dQ through an f32 accumulator.
     Bwd,
@@ -29,7 +32,8 @@ pub enum Family {
 impl Family {
     /// Every family, for the tests that walk them all.
     #[cfg(test)]
-    pub const ALL: [Family; 5] = [Family::Fwd, Family::Decode, Family::Bwd, Family::BwdPreprocess, Family::BwdConvert];
+    pub const ALL: [Family; 6] =
+        [Family::Fwd, Family::Decode, Family::DecodeCombine, Family::Bwd, Family::BwdPreprocess, Family::BwdConvert];
 
     /// The tag of the generated C++ names (`FATTN_INSTANCES_<FAMILY>_<ARCH>`,
     /// `FATTN_INSTANCE_<FAMILY>`). Read by build.rs.
@@ -38,6 +42,7 @@ impl Family {
         match self {
             Family::Fwd => "FWD",
             Family::Decode => "DECODE",
+            Family::DecodeCombine => "DECODE_COMBINE",
             Family::Bwd => "BWD",
             Family::BwdPreprocess => "BWD_PREPROCESS",
             Family::BwdConvert => "BWD_CONVERT",
@@ -271,6 +276,7 @@ pub const SOURCES: &[Source] = &[
     },
     Source { file: "kernels/fwd_sm90.cu", families: &[Family::Fwd], arch: Arch::Sm90a },
     Source { file: "kernels/bwd_sm90.cu", families: &[Family::Bwd], arch: Arch::Sm90a },
+    Source { file: "kernels/decode_sm90.cu", families: &[Family::DecodeCombine], arch: Arch::Sm90a },
 ];
 
 impl Source {
@@ -373,6 +379,27 @@ macro_rules! decode {
             key_block: DECODE_KEYS_PER_ROUND,
             col_splits: 1,
             smem: Smem::Bytes($smem),
+        }
+    };
+}
+
+/// The decode's combine launch (kernels/decode_sm90.cu): one per dtype and head dim of the
+/// decode instances, serving their plain and `_mod` splits; the decode's 128 threads and 16-row
+/// tiles, no keys, no dynamic shared memory.
+macro_rules! decode_combine {
+    ($name:literal, $dtype:ident, $d:literal) => {
+        Instance {
+            name: $name,
+            family: Family::DecodeCombine,
+            arch: Arch::Sm90a,
+            dtype: Dtype::$dtype,
+            head_dim: $d,
+            variant: Variant::Both,
+            threads: DECODE_THREADS,
+            block_rows: DECODE_BLOCK_ROWS,
+            key_block: 0,
+            col_splits: 1,
+            smem: Smem::Bytes(0),
         }
     };
 }
@@ -573,6 +600,16 @@ pub const INSTANCES: &[Instance] = &[
     decode!("fattn_decode_f32_d128_mod", F32, 128, Mods, 79872),
     decode!("fattn_decode_f32_d256", F32, 256, Plain, 153600),
     decode!("fattn_decode_f32_d256_mod", F32, 256, Mods, 153600),
+    // kernels/decode_sm90.cu
+    decode_combine!("fattn_decode_combine_bf16_d64", BF16, 64),
+    decode_combine!("fattn_decode_combine_bf16_d128", BF16, 128),
+    decode_combine!("fattn_decode_combine_bf16_d256", BF16, 256),
+    decode_combine!("fattn_decode_combine_f16_d64", F16, 64),
+    decode_combine!("fattn_decode_combine_f16_d128", F16, 128),
+    decode_combine!("fattn_decode_combine_f16_d256", F16, 256),
+    decode_combine!("fattn_decode_combine_f32_d64", F32, 64),
+    decode_combine!("fattn_decode_combine_f32_d128", F32, 128),
+    decode_combine!("fattn_decode_combine_f32_d256", F32, 256),
     // kernels/bwd_sm80.cu
     bwd_tc!("fattn_bwd_f16_d32", F16, 32, Plain, 256, 64, 128, 1, 50176),
     bwd_tc!("fattn_bwd_f16_d32_mods", F16, 32, Mods, 256, 64, 128, 1, 50176),
@@ -671,6 +708,7 @@ mod tests {
                     inst.head_dim,
                     if v == Variant::Mods { "_mod" } else { "" }
                 ),
+                (Family::DecodeCombine, d, _) => format!("fattn_decode_combine_{}_d{}", dtype_name(d), inst.head_dim),
                 (Family::Bwd, Dtype::F32, _) if inst.head_dim == 256 => "fattn_bwd_f32".to_string(),
                 (Family::Bwd, Dtype::F32, _) => format!("fattn_bwd_f32_d{}", inst.head_dim),
                 (Family::Bwd, d, v) => format!(
@@ -711,7 +749,7 @@ mod tests {
                     // decode hands head dims above 256 to prefill (src/cuda/heuristics.rs).
                     let expected = match family {
                         Family::Fwd | Family::Bwd | Family::BwdPreprocess | Family::BwdConvert => 512,
-                        Family::Decode => 256,
+                        Family::Decode | Family::DecodeCombine => 256,
                     };
                     assert_eq!(max, Some(expected), "{family:?} {dtype:?} mods {mods}");
                 }
@@ -733,7 +771,7 @@ mod tests {
     #[test]
     fn hopper_tiles_fit_an_h100_block() {
         // Compute capability 9.0 lets a block opt into 227 KiB of shared memory.
-        for inst in INSTANCES.iter().filter(|i| i.arch == Arch::Sm90a) {
+        for inst in INSTANCES.iter().filter(|i| i.arch == Arch::Sm90a && i.family != Family::DecodeCombine) {
             assert!(inst.smem_bytes(inst.head_dim) <= 227 * 1024, "{}", inst.name);
             // A producer warpgroup and consumers of 64 rows each: query rows in the forward,
             // keys in the backward (kernels/bwd_sm90.cu).

@@ -5,7 +5,9 @@
 //!   f32 kernel with the same semantics;
 //! * prefill_sm90.rs: kernels/fwd_sm90.cu, the Hopper forward (wgmma, TMA, warp
 //!   specialization) for dense f16/bf16 problems on compute capability 9.0;
-//! * decode.rs: kernels/decode_sm80.cu, split-key flash-decoding for few query rows;
+//! * decode.rs: kernels/decode_sm80.cu, split-key flash-decoding for few query rows, and on
+//!   compute capability 9.0 kernels/decode_sm90.cu, its merge of the splits as a launch of its
+//!   own (pdl.rs: a programmatic dependent launch);
 //! * backward.rs: kernels/bwd_sm80.cu, the FlashAttention-2 backward (preprocess, main kernel
 //!   on mma.sync for f16/bf16 and plain FMA for f32, convert);
 //! * backward_sm90.rs: kernels/bwd_sm90.cu, the Hopper backward main kernel (wgmma, TMA) for
@@ -31,6 +33,7 @@ mod decode;
 mod heuristics;
 mod instances;
 mod params;
+mod pdl;
 mod prefill;
 mod prefill_sm90;
 mod tma;
@@ -502,7 +505,7 @@ mod tests {
             // Every forward, decode and backward main-kernel instance has a packed entry too,
             // except the Hopper backward (packed batches run on the sm_80 one).
             let packed = match inst.family {
-                Family::Fwd | Family::Decode => true,
+                Family::Fwd | Family::Decode | Family::DecodeCombine => true,
                 Family::Bwd => inst.arch == instances::Arch::Sm80,
                 Family::BwdPreprocess | Family::BwdConvert => false,
             };

@@ -120,8 +120,10 @@ ffi_struct! {
         /// (`start == end`: none), contiguous; 0 when there are none.
         mm_ranges: u64 = 288,
         max_mm_ranges: i32 = 296,
-        /// Explicit tail padding, so that every byte passed to the kernels is initialized.
-        pad_mm_: i32 = 300,
+        /// Split-key decode: 1 when a separate launch merges the splits (src/cuda/decode.rs,
+        /// kernels/decode_sm90.cu), so that the split blocks only store their partials; 0 when
+        /// the last split block of each tile merges them in the split kernel.
+        defer_combine: i32 = 300,
     }
 }
 

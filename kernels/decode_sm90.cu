@@ -1,0 +1,73 @@
+// The split-key decode's combine as its own launch, for compute capability 9.0: merges the
+// split partials of kernels/decode_sm80.cu's split kernel (launched with `defer_combine` set,
+// so that its blocks store their partials and exit) into the output and the LSE.
+//
+// What it computes: exactly what the split kernel's last block computes when it merges in place
+// (`merge_split_partials`, the same code and the same mapping of items to lanes), so both ways
+// give the same bits. Grid (rounds, kv heads × row groups, batch): block x of a tile takes the
+// tile's merge rounds x, x + gridDim.x, ... (a round is 128 / P items, P lanes per item), where
+// the split kernel's last block takes every round of its tile in turn.
+//
+// Why a second launch: the in-kernel merge makes every split block fence its partial stores,
+// count itself in with an atomic, and the last block read every partial back: a latency chain
+// at the end of each tile that ncu put at ~20% of the 2048-key decode row (lab/README.md,
+// session 15). Here the split blocks end at their stores, and the combine is launched with
+// programmatic stream serialization (PDL, src/cuda/decode.rs): its blocks are scheduled as the
+// split kernel's blocks exit, instead of after the grid has completed and the next launch has
+// gone through the front end, and `griddepcontrol.wait` holds them until the split kernel's
+// writes are visible. The split kernel needs no trigger of its own (a grid that issues no
+// `griddepcontrol.launch_dependents` releases its dependents as its blocks exit), so it stays
+// compute_80 code; only this file needs sm_90 PTX.
+//
+// Measured (H100, bf16, d128, criterion medians, the do_bench method; same-call A/B against the
+// in-kernel merge, FUSED_ATTN_CUDA_KERNELS=sm80, 3 rounds alternating, session 19 call 2,
+// lab/results/s19-decode-pdl-h100/): (1,32,8,4,8192) 28.4-28.5 µs against 32.9 (-13%: its
+// 16-row tiles' four merge rounds run in four blocks instead of one after another in the last
+// split block); (1,32,8,1,2048) 15.96-15.99 against 16.08-16.15 (-0.9%); (1,32,8,1,32768),
+// (8,32,8,1,8192) and (32,32,8,1,4096, one split: no combine) within ±0.4%. Call 3, with
+// PyTorch 2.11's SDPA in the same call: 16.05 / 66.93 / 28.68 / 194.5 / 110.6 µs against
+// cuDNN's 14.8 / 65.0 / 99.9 / 190.2 / 109.3. compute-sanitizer memcheck, racecheck and
+// synccheck of gpu_sanitizer_subset (52 cases through this launch): 0 errors, 0 hazards.
+
+#include "decode_sm80.cu"
+
+namespace fattn_decode {
+
+template <typename T, int D, bool kPacked>
+__device__ __forceinline__ void combine_block(const FattnParams& p) {
+    const int kvh = blockIdx.y / p.row_groups, row_group = blockIdx.y % p.row_groups;
+    const int b = blockIdx.z;
+    // The sequence's bounds come from the launch's index tensors, written before the split
+    // kernel started: readable before the wait.
+    const BlockSeq sq = block_keys<kPacked>(p, b).seq;
+    // Every split block's partial stores are visible after this (the split grid has completed
+    // and flushed its memory).
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    merge_split_partials<T, D, kPacked>(p, sq, b, kvh, row_group, blockIdx.x, gridDim.x);
+}
+
+}  // namespace fattn_decode
+
+// ---- entry points ------------------------------------------------------------------------
+//
+// Declared once in src/cuda/instances.rs (Family::DecodeCombine, Arch::Sm90a), one per dtype and
+// head dim of the decode instances (the partial rows are the split instance's head dim wide);
+// build.rs expands FATTN_INSTANCE_DECODE_COMBINE per instance and checks the launch numbers.
+// Dense entry NAME, packed entry NAME_varlen. Grid (merge rounds of a full tile, kv heads × row
+// groups, batch): src/cuda/decode.rs `combine_rounds`.
+
+#define FATTN_INSTANCE_DECODE_COMBINE(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)                \
+    static_assert(VARIANT == 2, #NAME ": the combine serves plain and _mod splits alike");                      \
+    static_assert(fattn_decode::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs");      \
+    static_assert(fattn_decode::kRows == ROWS, #NAME ": block rows differ from src/cuda/instances.rs");         \
+    static_assert(KEYS == 0 && SMEM == 0, #NAME ": the combine reads no keys and has no dynamic shared memory"); \
+    static_assert(HEAD_DIM % 4 == 0, #NAME ": items are 4 dims of a partial row");                              \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {            \
+        fattn_decode::combine_block<FATTN_COMBINE_T_##DTYPE, HEAD_DIM, false>(p);                               \
+    }                                                                                                           \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME##_varlen(const FattnParams p) {   \
+        fattn_decode::combine_block<FATTN_COMBINE_T_##DTYPE, HEAD_DIM, true>(p);                                \
+    }
+#define FATTN_COMBINE_T_BF16 __nv_bfloat16
+#define FATTN_COMBINE_T_F16 __half
+#define FATTN_COMBINE_T_F32 float
