@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
 OUT = ROOT / "docs" / "charts"
-H100_RUNS = RESULTS / "h100-2026-11-26-session18.md"  # runs A (prefill) and B (decode)
+H100_RUNS = RESULTS / "h100-2026-11-26-session19.md"  # runs A (prefill) and B (decode)
 H100_LLAMA = RESULTS / "h100-2026-11-22-final.md"  # runs 14 and 15
 CPU_CRITERION = RESULTS / "cpu-criterion-1537ee7.txt"  # run 1 = the README table
 
