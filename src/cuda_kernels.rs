@@ -1,7 +1,8 @@
 //! Which CUDA kernel generation runs a problem: a test and measurement hook, the CUDA
 //! counterpart of `with_cpu_path`. By default ([`CudaKernels::Auto`]) a compute-capability
 //! 9.0 GPU runs the Hopper prefill kernel (kernels/fwd_sm90.cu) and the Hopper backward main
-//! kernel (kernels/bwd_sm90.cu) on the problems they cover and everything else runs the sm_80
+//! kernel (kernels/bwd_sm90.cu) on the problems they cover, merges the split decode's partials
+//! in a launch of its own (kernels/decode_sm90.cu), and everything else runs the sm_80
 //! kernels; [`CudaKernels::Sm80`] keeps every call on the
 //! sm_80 kernels, so that both generations can be checked and timed on one GPU.
 //!
