@@ -157,18 +157,30 @@ fn check_all(test: &str, dev: &Device, cases: &[(DType, Case)], naive_on_cpu: bo
     check_all_on(test, dev, cases, naive_on_cpu, &[CudaKernels::Auto]);
 }
 
-/// What [`DecodeMerges::note`] learned of the decode calls of a checker's cases: how many
-/// default runs launched the separate combine (compute capability 9.0), and the runs that
-/// broke the kernel switch (a forced sm_80 run that launched it).
-#[derive(Default)]
-struct DecodeMerges {
-    combine_runs: usize,
+/// The results of a checker's cases, each run on one or more kernel generations: failures, the
+/// worst margin, and what the decode calls did (how many default runs launched the separate
+/// combine of compute capability 9.0; a forced sm_80 run that launched it is a failure).
+struct CaseTally {
+    start: std::time::Instant,
     failures: Vec<String>,
+    worst: (f64, String),
+    combine_runs: usize,
 }
 
-impl DecodeMerges {
-    /// Takes how the call just run on `kernels` merged its decode splits.
-    fn note(&mut self, kernels: CudaKernels, what: &str) {
+impl CaseTally {
+    fn new() -> Self {
+        CaseTally {
+            start: std::time::Instant::now(),
+            failures: Vec::new(),
+            worst: (0.0, String::new()),
+            combine_runs: 0,
+        }
+    }
+
+    /// Runs `check` on `kernels` and records its result and how its decode merged the splits.
+    fn run(&mut self, test: &str, what: &str, kernels: CudaKernels, check: impl FnOnce() -> Result<CaseResult>) {
+        take_last_decode_combine();
+        let r = with_cuda_kernels(kernels, check).unwrap_or_else(|e| panic!("{test}: {what}: error {e}"));
         match (kernels, take_last_decode_combine()) {
             (CudaKernels::Sm80, Some(Some(name))) => {
                 self.failures.push(format!("{what}: forced sm80 but launched the combine kernel {name}"))
@@ -176,6 +188,35 @@ impl DecodeMerges {
             (CudaKernels::Auto, Some(Some(_))) => self.combine_runs += 1,
             _ => {}
         }
+        if r.ratio() > self.worst.0 {
+            self.worst = (r.ratio(), what.to_string());
+        }
+        if !r.passes() {
+            let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
+            println!("{test}: FAIL {line}");
+            self.failures.push(line);
+        }
+    }
+
+    /// Prints the summary and fails on any failure; returns the default runs that launched the
+    /// decode's separate combine.
+    fn finish(self, test: &str, cases: usize, generations: usize) -> usize {
+        println!(
+            "{test}: {cases} cases × {generations} kernel generations, {} failed, {} default runs launched the decode \
+             combine; worst error/allowed {:.3} at {}; {:.1} s",
+            self.failures.len(),
+            self.combine_runs,
+            self.worst.0,
+            self.worst.1,
+            self.start.elapsed().as_secs_f64()
+        );
+        assert!(
+            self.failures.is_empty(),
+            "{test}: {} of {cases} cases failed:\n{}",
+            self.failures.len(),
+            self.failures.join("\n")
+        );
+        self.combine_runs
     }
 }
 
@@ -198,10 +239,7 @@ fn check_all_on(
     naive_on_cpu: bool,
     generations: &[CudaKernels],
 ) -> usize {
-    let start = std::time::Instant::now();
-    let mut failures = Vec::new();
-    let mut merges = DecodeMerges::default();
-    let mut worst = (0f64, String::new());
+    let mut tally = CaseTally::new();
     for chunk in cases.chunks(PREPARE_AHEAD) {
         let prepared: Vec<_> = chunk.par_iter().map(|(dtype, case)| prepare(case, *dtype)).collect();
         for ((dtype, case), prep) in chunk.iter().zip(prepared) {
@@ -210,41 +248,11 @@ fn check_all_on(
             });
             for &kernels in generations {
                 let what = format!("{dtype:?} {} (case seed {}) {kernels:?}", describe(case), case.seed);
-                take_last_decode_combine();
-                let r = with_cuda_kernels(kernels, || check(dev, *dtype, &prep, naive_on_cpu))
-                    .unwrap_or_else(|e| panic!("{test}: {what}: error {e}"));
-                merges.note(kernels, &what);
-                if r.ratio() > worst.0 {
-                    worst = (r.ratio(), what.clone());
-                }
-                if !r.passes() {
-                    let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
-                    println!("{test}: FAIL {line}");
-                    failures.push(line);
-                }
+                tally.run(test, &what, kernels, || check(dev, *dtype, &prep, naive_on_cpu));
             }
         }
     }
-    failures.extend(merges.failures);
-    println!(
-        "{test}: {} cases × {} kernel generations, {} failed, {} default runs launched the decode combine; worst \
-         error/allowed {:.3} at {}; {:.1} s",
-        cases.len(),
-        generations.len(),
-        failures.len(),
-        merges.combine_runs,
-        worst.0,
-        worst.1,
-        start.elapsed().as_secs_f64()
-    );
-    assert!(
-        failures.is_empty(),
-        "{test}: {} of {} cases failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
-    merges.combine_runs
+    tally.finish(test, cases.len(), generations.len())
 }
 
 fn sweep(test: &str, dtype: DType) {
@@ -1313,10 +1321,7 @@ fn check_all_varlen(test: &str, dev: &Device, cases: &[(DType, VarCase)]) {
 /// [`check_all_varlen`], each case once per kernel generation of `generations`; returns how many
 /// default runs launched the decode's separate combine.
 fn check_all_varlen_on(test: &str, dev: &Device, cases: &[(DType, VarCase)], generations: &[CudaKernels]) -> usize {
-    let start = std::time::Instant::now();
-    let mut failures = Vec::new();
-    let mut merges = DecodeMerges::default();
-    let mut worst = (0f64, String::new());
+    let mut tally = CaseTally::new();
     for (c, chunk) in cases.chunks(PREPARE_AHEAD * 2).enumerate() {
         let prepared: Vec<_> = chunk
             .par_iter()
@@ -1329,41 +1334,11 @@ fn check_all_varlen_on(test: &str, dev: &Device, cases: &[(DType, VarCase)], gen
             });
             for &kernels in generations {
                 let what = format!("{dtype:?} {} (case seed {}) {kernels:?}", case.describe(), case.seed);
-                take_last_decode_combine();
-                let r = with_cuda_kernels(kernels, || check_varlen(dev, *dtype, case, &prep))
-                    .unwrap_or_else(|e| panic!("{test}: {what}: error {e}"));
-                merges.note(kernels, &what);
-                if r.ratio() > worst.0 {
-                    worst = (r.ratio(), what.clone());
-                }
-                if !r.passes() {
-                    let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
-                    println!("{test}: FAIL {line}");
-                    failures.push(line);
-                }
+                tally.run(test, &what, kernels, || check_varlen(dev, *dtype, case, &prep));
             }
         }
     }
-    failures.extend(merges.failures);
-    println!(
-        "{test}: {} cases × {} kernel generations, {} failed, {} default runs launched the decode combine; worst \
-         error/allowed {:.3} at {}; {:.1} s",
-        cases.len(),
-        generations.len(),
-        failures.len(),
-        merges.combine_runs,
-        worst.0,
-        worst.1,
-        start.elapsed().as_secs_f64()
-    );
-    assert!(
-        failures.is_empty(),
-        "{test}: {} of {} cases failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
-    merges.combine_runs
+    tally.finish(test, cases.len(), generations.len())
 }
 
 const VARLEN_CASES: usize = 250;
