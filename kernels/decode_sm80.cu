@@ -312,10 +312,15 @@ __device__ __forceinline__ void merge_split_partials(const FattnParams& p, const
     constexpr int kChunks4 = D / 4;
     const int rows_valid = min(kRows, p.kv_group * p.seq_q - row_group * kRows);
     const int items = rows_valid * kChunks4;
+    // Partials: one per split, or one per split and warp (defer_combine 2, the combine launch).
+    const int n = p.num_splits * (p.defer_combine == 2 ? kWarps : 1);
     int lanes = 1;  // block-uniform
     while (lanes < 32 && items * lanes * 2 <= kThreads) lanes *= 2;
+    // Per-warp partials: lanes enough for one batch of loads each (the combine spreads the
+    // extra rounds over blocks; src/cuda/decode.rs `combine_rounds` follows both rules).
+    if (p.defer_combine == 2)
+        while (lanes < 32 && n > kBatch * lanes) lanes *= 2;
     const int sub = threadIdx.x % lanes;
-    const int n = p.num_splits;
     const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
     // Every lane runs the same number of rounds, so the shuffles below see a full warp.
     for (int base = first_round * (kThreads / lanes); base < items; base += round_step * (kThreads / lanes)) {
@@ -699,6 +704,33 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
         row_sum[half] = quad_sum(row_sum[half]);
+    }
+    if (p.defer_combine == 2) {
+        // The combine launch merges every warp's partial (splits × warps of them): each warp
+        // stores its own rows, (max, sum) and its accumulator relative to that max, straight
+        // from the fragments; no barrier, no shared-memory merge. A warp without keys stores
+        // (-inf, 0) and zeros, which the merge weighs 0.
+        cp_async_wait<0>();  // no copy into the ring outlives the block
+        const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int row = g + 8 * half, r = row_group * kRows + row;
+            if (!bk.seq.has_row(p, r)) continue;
+            const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
+            const long long slot =
+                (long long)(split * kWarps + warp) * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
+            float* dst = p.partial_o + slot * D;
+#pragma unroll
+            for (int col = 0; col < 2; ++col) {
+#pragma unroll
+                for (int j = 0; j < D / 8; j += 4)
+                    *reinterpret_cast<float4*>(dst + (2 * t + col) * (D / 8) + j) =
+                        make_float4(acc[j][2 * half + col], acc[j + 1][2 * half + col], acc[j + 2][2 * half + col],
+                                    acc[j + 3][2 * half + col]);
+            }
+            if (t == 0) reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(row_max[half], row_sum[half]);
+        }
+        return;
     }
     cp_async_wait<0>();
     __syncthreads();  // every warp is done with its ring: it becomes the merge buffer

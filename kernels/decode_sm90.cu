@@ -2,9 +2,13 @@
 // split partials of kernels/decode_sm80.cu's split kernel (launched with `defer_combine` set,
 // so that its blocks store their partials and exit) into the output and the LSE.
 //
-// What it computes: exactly what the split kernel's last block computes when it merges in place
-// (`merge_split_partials`, the same code and the same mapping of items to lanes), so both ways
-// give the same bits. Grid (rounds, kv heads × row groups, batch): block x of a tile takes the
+// What it computes: with per-block partials (`defer_combine` 1), exactly what the split
+// kernel's last block computes when it merges in place (`merge_split_partials`, the same code
+// and the same mapping of items to lanes), so both ways give the same bits. With per-warp
+// partials (`defer_combine` 2: f16/bf16 tiles of ≤ 8 rows, src/cuda/heuristics.rs
+// `PER_WARP_PARTIALS_MAX_ROWS`), the split blocks skip their four warps' shared-memory merge
+// and this launch merges splits × 4 partials per row (another association: other bits, within
+// the same tolerance). Grid (rounds, kv heads × row groups, batch): block x of a tile takes the
 // tile's merge rounds x, x + gridDim.x, ... (a round is 128 / P items, P lanes per item), where
 // the split kernel's last block takes every round of its tile in turn.
 //
@@ -28,6 +32,11 @@
 // PyTorch 2.11's SDPA in the same call: 16.05 / 66.93 / 28.68 / 194.5 / 110.6 µs against
 // cuDNN's 14.8 / 65.0 / 99.9 / 190.2 / 109.3. compute-sanitizer memcheck, racecheck and
 // synccheck of gpu_sanitizer_subset (52 cases through this launch): 0 errors, 0 hazards.
+// Per-warp partials (session 20, same call, 3 rounds, lab/results/s20-ab1-h100/): (1,32,8,1,2048)
+// 15.6 µs against 16.0 (-3.1%), (1,32,8,1,32768) 65.8 against 66.6 (-1.2%), (8,32,8,1,8192)
+// 109.0 against 110.6 (-1.4%); the 16-row tiles of (1,32,8,4,8192) 30.4 against 28.5 (+6.6%),
+// so they keep per-block partials. Tests on that pack: gpu_decode, gpu_varlen_paged_decode (both
+// generations), memcheck of gpu_sanitizer_subset: 0 errors.
 
 #include "decode_sm80.cu"
 

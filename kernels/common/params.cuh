@@ -78,7 +78,7 @@ struct FattnParams {
     // end: none), contiguous; null when there are none.
     const int32_t* mm_ranges;
     int32_t max_mm_ranges;
-    int32_t defer_combine;  // decode: 1 when a separate launch merges the splits
+    int32_t defer_combine;  // decode: a separate launch merges per-block (1) or per-warp (2) partials
 };
 
 // The backward's parameters (kernels/bwd_sm80.cu): the forward's, whose fields keep their

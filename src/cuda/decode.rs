@@ -7,7 +7,8 @@
 //! read once per kv head. Each block writes an unnormalized f32 partial (acc, max, sum) and
 //! counts itself in on a per-tile counter; the last split block of a tile merges the partials
 //! into the output, in the same launch, and zeroes the counter again. One split writes the
-//! output directly. f16/bf16 run on mma.sync; f32 runs the same blocks on CUDA cores (no TF32).
+//! output directly. On compute capability 9.0 a second launch merges the splits instead
+//! (kernels/decode_sm90.cu), from one partial per block or, for tiles of few rows, one per warp. f16/bf16 run on mma.sync; f32 runs the same blocks on CUDA cores (no TF32).
 //!
 //! When it runs instead of the prefill kernel, and how many splits: src/cuda/heuristics.rs.
 //!
@@ -19,7 +20,7 @@ use candle_core::cuda_backend::{CudaDevice, WrapErr};
 use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
 use super::heuristics::{self, DECODE_ROWS};
-use super::instances::{Arch, Family, Instance, KernelKey, DECODE_KEYS_PER_ROUND, SOURCES};
+use super::instances::{Arch, Dtype, Family, Instance, KernelKey, DECODE_KEYS_PER_ROUND, DECODE_THREADS, SOURCES};
 use super::params::FattnParams;
 use super::pdl::launch_dependent;
 use super::workspace::with_workspace;
@@ -94,15 +95,24 @@ fn combine_instance(dev: &CudaDevice, split: &Instance) -> Result<Option<&'stati
 
 /// Blocks of the combine launch per tile: the merge rounds of a tile of `tile_rows` rows in
 /// `merge_split_partials` (kernels/decode_sm80.cu): items of 4 dims of a row, `lanes` threads per
-/// item (doubled while twice the items still fit the block), a round is `threads / lanes` items.
-fn combine_rounds(tile_rows: usize, head_dim: usize, threads: usize) -> usize {
+/// item (doubled while twice the items still fit the block, and, with per-warp partials
+/// (`per_warp`), while a lane would take more than one batch of 16 of the `partials`), a round
+/// is `threads / lanes` items.
+fn combine_rounds(tile_rows: usize, head_dim: usize, threads: usize, partials: usize, per_warp: bool) -> usize {
+    const BATCH: usize = 16;
     let items = tile_rows * head_dim / 4;
     let mut lanes = 1;
     while lanes < 32 && items * lanes * 2 <= threads {
         lanes *= 2;
     }
+    while per_warp && lanes < 32 && partials > BATCH * lanes {
+        lanes *= 2;
+    }
     items.div_ceil(threads / lanes).max(1)
 }
+
+/// Warps of a decode block (kernels/decode_sm80.cu `kWarps`).
+const DECODE_WARPS: usize = DECODE_THREADS as usize / 32;
 
 /// The rounding of a packed sequence's first key (kernels/decode_sm80.cu, `block_keys`).
 const KEYS_PER_ROUND: usize = DECODE_KEYS_PER_ROUND as usize;
@@ -174,9 +184,19 @@ pub(super) fn forward<T: KernelDtype>(
     // SAFETY: as `out`: the block or last split block that writes a row's output also writes
     // its log-sum-exp, every (batch, head, query) once.
     let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(out_rows) }?) } else { None };
-    // Partials of a split launch: [splits][rows_total][d_inst] acc, then [splits][rows_total][2].
-    let partial_acc_words = num_splits * rows_total * d_inst;
-    let partial_words = partial_acc_words + num_splits * rows_total * 2;
+    // With the combine launch, the f16/bf16 split kernel of small tiles stores one partial
+    // per warp (no block merge): defer_combine 2; f32 and larger tiles merge their warps
+    // first: 1 (`heuristics::PER_WARP_PARTIALS_MAX_ROWS`).
+    let defer = match (&combine, T::DTYPE) {
+        (None, _) => 0,
+        (Some(_), Dtype::F32) => 1,
+        (Some(_), _) if tile_rows > heuristics::PER_WARP_PARTIALS_MAX_ROWS => 1,
+        (Some(_), _) => 2,
+    };
+    let n_partials = num_splits * if defer == 2 { DECODE_WARPS } else { 1 };
+    // Partials of a split launch: [partials][rows_total][d_inst] acc, then [partials][rows_total][2].
+    let partial_acc_words = n_partials * rows_total * d_inst;
+    let partial_words = partial_acc_words + n_partials * rows_total * 2;
 
     let alibi_storage = alibi.map(|t| t.storage_and_layout());
     let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
@@ -221,12 +241,12 @@ pub(super) fn forward<T: KernelDtype>(
                     tile_counters: counters,
                     partial_o: partials,
                     partial_ml: partials + partial_acc_words as u64 * 4,
-                    defer_combine: combine.is_some() as i32,
+                    defer_combine: defer,
                     ..params
                 };
                 launch_split(params)?;
                 if let Some((c, cf)) = &combine {
-                    let rounds = combine_rounds(tile_rows, d_inst, c.threads as usize);
+                    let rounds = combine_rounds(tile_rows, d_inst, c.threads as usize, n_partials, defer == 2);
                     let cfg = LaunchConfig {
                         grid_dim: (rounds as u32, grid_y as u32, p.batch as u32),
                         block_dim: (c.threads, 1, 1),
@@ -268,12 +288,16 @@ mod tests {
     /// at d64 32 items of 2 lanes... up to 4 lanes (one round).
     #[test]
     fn combine_rounds_follow_the_merge_loop() {
-        assert_eq!(combine_rounds(4, 128, 128), 1);
-        assert_eq!(combine_rounds(16, 128, 128), 4);
-        assert_eq!(combine_rounds(16, 256, 128), 8);
-        assert_eq!(combine_rounds(1, 64, 128), 1);
-        assert_eq!(combine_rounds(2, 64, 128), 1);
-        assert_eq!(combine_rounds(5, 128, 128), 2);
+        assert_eq!(combine_rounds(4, 128, 128, 16, false), 1);
+        assert_eq!(combine_rounds(16, 128, 128, 16, false), 4);
+        assert_eq!(combine_rounds(16, 256, 128, 16, false), 8);
+        assert_eq!(combine_rounds(1, 64, 128, 16, false), 1);
+        assert_eq!(combine_rounds(2, 64, 128, 16, false), 1);
+        assert_eq!(combine_rounds(5, 128, 128, 16, false), 2);
+        // Per-warp partials: 16 splits × 4 warps = 64 partials take 4 lanes an item.
+        assert_eq!(combine_rounds(4, 128, 128, 64, true), 4);
+        assert_eq!(combine_rounds(4, 128, 128, 16, true), 1);
+        assert_eq!(combine_rounds(2, 64, 128, 64, true), 1);
     }
 
     #[test]

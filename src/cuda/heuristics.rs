@@ -99,6 +99,15 @@ const MAX_SPLITS_ALL_SLOTS: usize = 16;
 /// each): at most this many.
 const MAX_PARTIAL_ROWS: usize = 256;
 
+/// With the separate merge launch (Hopper, src/cuda/decode.rs), the f16/bf16 split blocks of
+/// tiles of at most this many rows store one partial per warp (`defer_combine` 2) instead of
+/// merging their four warps first. Measured (H100, bf16, D = 128, session 20, same call, 3
+/// rounds, lab/README.md), µs: 4-row tiles gain (sk 2048: 16.0 → 15.6; sk 32768: 66.6 → 65.8;
+/// 64 tiles, sk 8192: 110.6 → 109.0); 16-row tiles (sq 4, sk 8192) lose, 28.5 → 30.4, from four
+/// times the merge's loads. 8-row tiles (GQA 8:1, or 4:1 with sq 2) were not measured: the
+/// cut sits between the two.
+pub(super) const PER_WARP_PARTIALS_MAX_ROWS: usize = 8;
+
 /// How many splits of the union key range, in whole 64-key rounds, for `pairs` tiles of `rows`
 /// query rows each, on `sms` SMs that each hold `blocks_per_sm` blocks. As many blocks as fit on
 /// the GPU at once (rounded down, so that a grid that already fills it is not split into a

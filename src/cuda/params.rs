@@ -120,9 +120,10 @@ ffi_struct! {
         /// (`start == end`: none), contiguous; 0 when there are none.
         mm_ranges: u64 = 288,
         max_mm_ranges: i32 = 296,
-        /// Split-key decode: 1 when a separate launch merges the splits (src/cuda/decode.rs,
-        /// kernels/decode_sm90.cu), so that the split blocks only store their partials; 0 when
-        /// the last split block of each tile merges them in the split kernel.
+        /// Split-key decode: 0 when the last split block of each tile merges the splits in the
+        /// split kernel; else a separate launch merges them (src/cuda/decode.rs,
+        /// kernels/decode_sm90.cu) and the split blocks only store partials: one per block (1)
+        /// or one per warp, with no block merge (2).
         defer_combine: i32 = 300,
     }
 }

@@ -42,7 +42,8 @@ thread_local! {
     /// launches from different threads, which may run concurrently, never share one. Its size
     /// is bounded: the decode's `split_keys` keeps splits × tiles within the blocks resident at
     /// once and a tile has ≤ 16 rows, so there are at most 16 partial rows per resident block
-    /// (about 2.2 MB of partials on an H100, every instance); the prefill takes counters only
+    /// (per-warp partials: 4 warps × tiles of ≤ 8 rows, 32; about 2.2 / 4.4 MB of partials on
+    /// an H100, every instance); the prefill takes counters only
     /// (one per SM and consumer warpgroup, and one), its stream-K partials are per call.
     static WORKSPACES: RefCell<Vec<Workspace>> = const { RefCell::new(Vec::new()) };
 }
