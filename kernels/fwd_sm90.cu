@@ -102,6 +102,11 @@
 // does (a warp stores 4 rows of one panel; a thread keeps its chunk and its row's place in the
 // swizzle atom): (16,16,2048,d256) 1793 / 1798 µs against 1803 / 1793, causal 1044 / 1049
 // against 1059 / 1056 (same-call A/B, 2 rounds, lab/results/s18-ab2-h100/), within noise.
+// Session 20: thread 0 prefetches the TMA descriptors before it sets up the barriers, not
+// after the block barrier: (1,8,512,d64) 12.5 / 12.5 / 12.6 µs against 12.6 / 12.5 / 13.1,
+// causal 13.0 / 13.1 / 13.2 against 13.2 / 13.1 / 13.2; the 2048 d64/d128 rows within ±0.6%
+// (same-call A/B, 3 rounds, lab/results/s20-final-h100/ab_medians.txt). Issuing K one block
+// ahead of V in the producer changed no row by more than 1% (lab/results/s20-ab1-h100/).
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
@@ -374,6 +379,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     };
 
     if (threadIdx.x == 0) {
+        // The descriptors' fetch overlaps the barriers' set-up (the producer's first TMA load
+        // uses them right after).
+        sm90::prefetch_tma_desc(&hp.tma_q);
+        sm90::prefetch_tma_desc(&hp.tma_k);
+        sm90::prefetch_tma_desc(&hp.tma_v);
 #pragma unroll
         for (int b = 0; b < QB; ++b) {
             sm90::mbar_init(&bar_q[b], 1);
@@ -401,11 +411,6 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         // barriers take whole warps).
         if (threadIdx.x >= (kPersistent ? 32 : 1)) return;
         const bool leader = threadIdx.x == 0;
-        if (leader) {
-            sm90::prefetch_tma_desc(&hp.tma_q);
-            sm90::prefetch_tma_desc(&hp.tma_k);
-            sm90::prefetch_tma_desc(&hp.tma_v);
-        }
         // it0: key blocks loaded for earlier tiles (the ring's position); n: tiles so far.
         int it0 = 0;
         for (int tile = first_tile, n = 0;; ++n) {
