@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
 OUT = ROOT / "docs" / "charts"
-H100_RUNS = RESULTS / "h100-2026-11-26-session19.md"  # runs A (prefill) and B (decode)
+H100_RUNS = RESULTS / "h100-2026-11-27-session20.md"  # runs A (prefill) and B (decode)
 H100_LLAMA = RESULTS / "h100-2026-11-22-final.md"  # runs 14 and 15
 CPU_CRITERION = RESULTS / "cpu-criterion-1537ee7.txt"  # run 1 = the README table
 
@@ -125,7 +125,7 @@ def prefill_chart(run_a):
     axes[1].legend(fontsize=6, loc="lower right", ncol=2)
     fig.suptitle("Prefill, bf16, NVIDIA H100 80GB HBM3: ours vs PyTorch 2.11 SDPA (FA2, cuDNN), same device run",
                  fontsize=9)
-    fig.text(0.01, -0.04, f"Source: {H100_RUNS.relative_to(ROOT)}, run A (ours: criterion medians, no L2 flush; torch: "
+    fig.text(0.01, -0.04, f"Source: {H100_RUNS.relative_to(ROOT)}, run A (ours: criterion medians, L2 flushed, CUDA events; torch: "
              "do_bench medians, L2 flushed). Points are the benchmark shapes measured, not a sweep.", fontsize=7)
     save(fig, "gpu-prefill.svg")
 
@@ -147,7 +147,7 @@ def decode_chart(run_b):
     ax.legend(fontsize=7)
     ax.grid(axis="y", alpha=0.3)
     ax.set_title("Decode (KV-cache step), bf16, NVIDIA H100 80GB HBM3, no mask, GQA", fontsize=9)
-    fig.text(0.01, -0.1, f"Source: {H100_RUNS.relative_to(ROOT)}, run B (ours: criterion medians, no L2 flush; torch: do_bench medians, L2 flushed). "
+    fig.text(0.01, -0.1, f"Source: {H100_RUNS.relative_to(ROOT)}, run B (ours: criterion medians, L2 flushed, CUDA events; torch: do_bench medians, L2 flushed). "
              "GB/s = bytes of K and V / time.", fontsize=7)
     save(fig, "gpu-decode.svg")
 
