@@ -316,10 +316,12 @@ __device__ __forceinline__ void merge_split_partials(const FattnParams& p, const
     const int n = p.num_splits * (p.defer_combine == 2 ? kWarps : 1);
     int lanes = 1;  // block-uniform
     while (lanes < 32 && items * lanes * 2 <= kThreads) lanes *= 2;
-    // Per-warp partials: lanes enough for one batch of loads each (the combine spreads the
-    // extra rounds over blocks; src/cuda/decode.rs `combine_rounds` follows both rules).
+    // Per-warp partials: lanes enough for at most kLanePartials partials each, so that each
+    // block reads few of them (the combine spreads the extra rounds over blocks;
+    // src/cuda/decode.rs `combine_rounds` follows both rules).
+    constexpr int kLanePartials = 4;
     if (p.defer_combine == 2)
-        while (lanes < 32 && n > kBatch * lanes) lanes *= 2;
+        while (lanes < 32 && n > kLanePartials * lanes) lanes *= 2;
     const int sub = threadIdx.x % lanes;
     const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
     // Every lane runs the same number of rounds, so the shuffles below see a full warp.

@@ -37,6 +37,14 @@
 // 109.0 against 110.6 (-1.4%); the 16-row tiles of (1,32,8,4,8192) 30.4 against 28.5 (+6.6%),
 // so they keep per-block partials. Tests on that pack: gpu_decode, gpu_varlen_paged_decode (both
 // generations), memcheck of gpu_sanitizer_subset: 0 errors.
+// ncu (session 20 call 7, clocks free, caches flushed, lab/results/s20-head-h100/ncu_*.txt), the
+// (1,32,8,1,2048) row: our split kernel 8.1-8.6 µs and this combine 5.3-5.4 µs, against cuDNN's
+// split kernel 8.0-8.3 and its reduction 4.0-4.2 (which reads a quarter of our partial bytes:
+// one partial per split, not per warp). Per-warp partials since then take 4 partials a lane
+// (16 lanes an item at 16 splits: the tile's merge spreads over 16 blocks, 128 in all, each
+// reading a quarter of the bytes): (1,32,8,1,2048) 15.4 / 15.5 / 15.5 µs against 15.9 / 15.4 /
+// 15.8, the other decode rows within ±0.3% (same-call A/B, 3 rounds, call 8): within the
+// spread; kept for the 4× fewer bytes per block.
 
 #include "decode_sm80.cu"
 

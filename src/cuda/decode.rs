@@ -96,16 +96,16 @@ fn combine_instance(dev: &CudaDevice, split: &Instance) -> Result<Option<&'stati
 /// Blocks of the combine launch per tile: the merge rounds of a tile of `tile_rows` rows in
 /// `merge_split_partials` (kernels/decode_sm80.cu): items of 4 dims of a row, `lanes` threads per
 /// item (doubled while twice the items still fit the block, and, with per-warp partials
-/// (`per_warp`), while a lane would take more than one batch of 16 of the `partials`), a round
+/// (`per_warp`), while a lane would take more than 4 of the `partials`), a round
 /// is `threads / lanes` items.
 fn combine_rounds(tile_rows: usize, head_dim: usize, threads: usize, partials: usize, per_warp: bool) -> usize {
-    const BATCH: usize = 16;
+    const LANE_PARTIALS: usize = 4;
     let items = tile_rows * head_dim / 4;
     let mut lanes = 1;
     while lanes < 32 && items * lanes * 2 <= threads {
         lanes *= 2;
     }
-    while per_warp && lanes < 32 && partials > BATCH * lanes {
+    while per_warp && lanes < 32 && partials > LANE_PARTIALS * lanes {
         lanes *= 2;
     }
     items.div_ceil(threads / lanes).max(1)
@@ -294,10 +294,10 @@ mod tests {
         assert_eq!(combine_rounds(1, 64, 128, 16, false), 1);
         assert_eq!(combine_rounds(2, 64, 128, 16, false), 1);
         assert_eq!(combine_rounds(5, 128, 128, 16, false), 2);
-        // Per-warp partials: 16 splits × 4 warps = 64 partials take 4 lanes an item.
-        assert_eq!(combine_rounds(4, 128, 128, 64, true), 4);
-        assert_eq!(combine_rounds(4, 128, 128, 16, true), 1);
-        assert_eq!(combine_rounds(2, 64, 128, 64, true), 1);
+        // Per-warp partials: 16 splits × 4 warps = 64 partials take 16 lanes an item (4 each).
+        assert_eq!(combine_rounds(4, 128, 128, 64, true), 16);
+        assert_eq!(combine_rounds(4, 128, 128, 16, true), 4);
+        assert_eq!(combine_rounds(2, 64, 128, 64, true), 4);
     }
 
     #[test]
