@@ -120,6 +120,23 @@
 #include "common/softmax.cuh"
 #include "common/wgmma.cuh"
 
+#ifdef FATTN_LAB_STAMPS
+// Lab build only (NVCC_FLAGS=-DFATTN_LAB_STAMPS=K, examples/lab_stamps.rs): launch K of the
+// process's Hopper prefill launches (counted by their CTAs' arrivals; launches on one stream
+// do not overlap) stores, per CTA < kLabCtas, consumer and item < kLabItems: the tile, its key
+// blocks (lo | hi << 16), and the item's start and end in ns of %globaltimer after the CTA's
+// entry. Plain global stores: a printf here is a call, and ptxas then serializes every wgmma
+// of the kernel (C7510).
+constexpr int kLabCtas = 132, kLabItems = 64;
+__device__ unsigned long long g_lab_stamps[kLabCtas * 3 * kLabItems * 4];
+__device__ unsigned int g_lab_ctas;
+__device__ __forceinline__ unsigned long long lab_now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
+
 namespace fattn {
 namespace hopper {
 
@@ -378,6 +395,14 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         return num_tiles - hp.sk_tail + start / nb;
     };
 
+#ifdef FATTN_LAB_STAMPS
+    __shared__ unsigned lab_launch;
+    __shared__ unsigned long long lab_t0;
+    if (threadIdx.x == 0) {
+        lab_t0 = lab_now();
+        lab_launch = atomicAdd(&g_lab_ctas, 1u) / gridDim.x;
+    }
+#endif
     if (threadIdx.x == 0) {
         // The descriptors' fetch overlaps the barriers' set-up (the producer's first TMA load
         // uses them right after).
@@ -681,6 +706,20 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         } else if (n > 0) {
             break;
         }
+#ifdef FATTN_LAB_STAMPS
+        const unsigned long long lab_item = lab_now();
+        auto lab_end = [&]() {
+            if (lab_launch == FATTN_LAB_STAMPS && tid == 0 && blockIdx.x < kLabCtas && n < kLabItems) {
+                unsigned long long* st = g_lab_stamps + ((blockIdx.x * 3 + cw) * kLabItems + n) * 4;
+                st[0] = static_cast<unsigned long long>(tile);
+                st[1] = static_cast<unsigned long long>(nb_begin) | (static_cast<unsigned long long>(nb_end) << 16);
+                st[2] = lab_item - lab_t0;
+                st[3] = lab_now() - lab_t0;
+            }
+        };
+#else
+        auto lab_end = []() {};
+#endif
         uint8_t* const sQ = sQ0 + b * Cfg::kQBytes;
         warp_row0 = qb.m0 + cw * 64 + warp * 16;
         row0 = warp_row0 + g;
@@ -865,6 +904,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 }
             }
             tile_it0 += nb_end - nb_begin;
+            lab_end();
             continue;
         }
         // ---- epilogue: normalize, stage in this warpgroup's rows of the Q tile, 16-byte stores.
@@ -938,6 +978,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             release(&empty_q[b]);
         }
         tile_it0 += nb_end - nb_begin;
+        lab_end();
     }
 }
 

@@ -112,3 +112,14 @@ pub(crate) fn record_decode_combine(name: Option<&'static str>) {
 pub fn take_last_decode_combine() -> Option<Option<&'static str>> {
     LAST_DECODE_COMBINE.with(|c| c.take())
 }
+
+/// Lab only (examples/lab_stamps.rs, a build with `NVCC_FLAGS=-DFATTN_LAB_STAMPS=K`): the bytes
+/// of the `__device__` variable `name` of kernel file `file` on `device`.
+#[doc(hidden)]
+pub fn lab_read_global(device: &candle_core::Device, file: &str, name: &str) -> Result<Vec<u8>> {
+    match device {
+        #[cfg(feature = "cuda")]
+        candle_core::Device::Cuda(dev) => crate::cuda::lab_read_global(dev, file, name),
+        _ => candle_core::bail!("fused-attn lab: {file}'s {name} lives on a CUDA device of a `cuda` build"),
+    }
+}

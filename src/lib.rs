@@ -90,3 +90,6 @@ pub use cuda_kernels::{
     take_last_backward_kernel, take_last_decode_combine, take_last_prefill_kernel, with_cuda_kernels, CudaKernels,
     KERNELS_VAR,
 };
+// Lab only: reads a kernel file's `__device__` variable (examples/lab_stamps.rs).
+#[doc(hidden)]
+pub use cuda_kernels::lab_read_global;

@@ -141,6 +141,18 @@ fn module(dev: &CudaDevice, at: usize) -> Result<Arc<CudaModule>> {
     }))
 }
 
+/// Lab only (examples/lab_stamps.rs): the bytes of the `__device__` variable `name` of kernel
+/// file `file` (e.g. "kernels/fwd_sm90.cu") on `dev`, after the stream's work so far.
+pub(crate) fn lab_read_global(dev: &CudaDevice, file: &str, name: &str) -> Result<Vec<u8>> {
+    let Some(at) = SOURCES.iter().position(|s| s.file == file) else { bail!("fused-attn lab: no kernel file {file}") };
+    let stream = dev.cuda_stream();
+    let m = module(dev, at)?;
+    let global = m
+        .get_global(name, &stream)
+        .map_err(|e| candle_core::Error::Msg(format!("fused-attn lab: cuModuleGetGlobal({name}) in {file}: {e}")))?;
+    stream.clone_dtoh(&global).map_err(|e| candle_core::Error::Msg(format!("fused-attn lab: reading {name}: {e}")))
+}
+
 /// Whether kernel file `at` (index in [`SOURCES`]) was built with code for some GPU (a build
 /// restricted by `FUSED_ATTN_CUDA_ARCHS` leaves an architecture-specific file empty).
 pub(super) fn has_code(at: Option<usize>) -> bool {

@@ -1,0 +1,42 @@
+//! Lab only: per-CTA timer stamps of one Hopper prefill launch, for a kernel build with
+//! `NVCC_FLAGS=-DFATTN_LAB_STAMPS=K` (kernels/fwd_sm90.cu stores them for the process's
+//! launch K). Runs a dense bf16 problem K + 2 times on GPU 0, then prints one line per
+//! consumer item of launch K: `cta consumer item tile kb_lo kb_hi start_ns end_ns` (ns after
+//! the CTA's entry). A build without the define has no `g_lab_stamps`: the read fails.
+//! ```text
+//! NVCC_FLAGS=-DFATTN_LAB_STAMPS=5 cargo run --release --features cuda --example lab_stamps -- 16 16 16 2048 128 [causal]
+//! ```
+//! Arguments: batch, q heads, kv heads, sequence length (queries = keys), head dim, and
+//! `causal` to mask. K must match the build's define (default 5; `LAB_STAMPS_LAUNCH`).
+
+use candle_core::{DType, Device, Result, Tensor};
+use candle_fused_attn::{attention, AttnParams};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let num = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
+    let (b, h, hkv, s, d) = (num(0, 16), num(1, 16), num(2, 16), num(3, 2048), num(4, 128));
+    let causal = args.iter().any(|a| a == "causal");
+    let launch: usize = std::env::var("LAB_STAMPS_LAUNCH").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+    let dev = Device::new_cuda(0)?;
+    let randn = |heads: usize| Tensor::randn(0f32, 1., (b, s, heads, d), &dev)?.to_dtype(DType::BF16);
+    let (q, k, v) = (randn(h)?, randn(hkv)?, randn(hkv)?);
+    let params = AttnParams::new(1.0 / (d as f32).sqrt()).causal(causal);
+    for _ in 0..launch + 2 {
+        attention(&q, &k, &v, &params)?;
+    }
+    dev.synchronize()?;
+    let bytes = candle_fused_attn::lab_read_global(&dev, "kernels/fwd_sm90.cu", "g_lab_stamps")?;
+    let words: Vec<u64> = bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    // [cta][consumer (3)][item (64)][4]: tile, lo | hi << 16, start, end (kernels/fwd_sm90.cu).
+    const ITEMS: usize = 64;
+    println!("# b {b} h {h} hkv {hkv} s {s} d {d} causal {causal} launch {launch}");
+    for (slot, st) in words.chunks_exact(4).enumerate() {
+        if st[3] == 0 {
+            continue;
+        }
+        let (cta, cw, item) = (slot / (3 * ITEMS), slot / ITEMS % 3, slot % ITEMS);
+        println!("{cta} {cw} {item} {} {} {} {} {}", st[0], st[1] & 0xffff, st[1] >> 16, st[2], st[3]);
+    }
+    Ok(())
+}
