@@ -157,6 +157,19 @@ fn check_all(test: &str, dev: &Device, cases: &[(DType, Case)], naive_on_cpu: bo
     check_all_on(test, dev, cases, naive_on_cpu, &[CudaKernels::Auto]);
 }
 
+/// Records one checked case `what` of `test`: the worst margin so far, and a failure (printed
+/// as it happens) when `r` is outside its tolerance.
+fn record_result(test: &str, what: &str, r: &CaseResult, worst: &mut (f64, String), failures: &mut Vec<String>) {
+    if r.ratio() > worst.0 {
+        *worst = (r.ratio(), what.to_string());
+    }
+    if !r.passes() {
+        let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
+        println!("{test}: FAIL {line}");
+        failures.push(line);
+    }
+}
+
 /// The results of a checker's cases, each run on one or more kernel generations: failures, the
 /// worst margin, and what the decode calls did (how many default runs launched the separate
 /// combine of compute capability 9.0; a forced sm_80 run that launched it is a failure).
@@ -188,14 +201,7 @@ impl CaseTally {
             (CudaKernels::Auto, Some(Some(_))) => self.combine_runs += 1,
             _ => {}
         }
-        if r.ratio() > self.worst.0 {
-            self.worst = (r.ratio(), what.to_string());
-        }
-        if !r.passes() {
-            let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
-            println!("{test}: FAIL {line}");
-            self.failures.push(line);
-        }
+        record_result(test, what, &r, &mut self.worst, &mut self.failures);
     }
 
     /// Prints the summary and fails on any failure; returns the default runs that launched the
@@ -329,14 +335,7 @@ impl HopperTally {
                     self.failures.push(format!("{what}: should have run the Hopper kernel"));
                 }
             }
-            if r.ratio() > self.worst.0 {
-                self.worst = (r.ratio(), what.clone());
-            }
-            if !r.passes() {
-                let line = format!("{what}: {r:?}, allowed {:.3e}", r.allowed());
-                println!("{test}: FAIL {line}");
-                self.failures.push(line);
-            }
+            record_result(test, &what, &r, &mut self.worst, &mut self.failures);
         }
     }
 
