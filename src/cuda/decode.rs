@@ -281,11 +281,10 @@ pub(super) fn forward<T: KernelDtype>(
 mod tests {
     use super::{combine_rounds, paged_split, DECODE_SPLIT_PAGES, KEYS_PER_ROUND};
 
-    /// Every split of a paged launch, wherever it starts on a round boundary, spans at most
-    /// the kernel's staged pages, and the splits cover the keys.
     /// The combine's blocks per tile are the merge rounds of the kernel's loop: a 4-row tile at
     /// d128 is 128 items of one lane each (one round), a 16-row tile 512 (four), a 2-row tile
-    /// at d64 32 items of 2 lanes... up to 4 lanes (one round).
+    /// at d64 32 items of 2 lanes... up to 4 lanes (one round); with per-warp partials, lanes
+    /// enough for at most 4 partials each.
     #[test]
     fn combine_rounds_follow_the_merge_loop() {
         assert_eq!(combine_rounds(4, 128, 128, 16, false), 1);
@@ -300,6 +299,8 @@ mod tests {
         assert_eq!(combine_rounds(2, 64, 128, 64, true), 4);
     }
 
+    /// Every split of a paged launch, wherever it starts on a round boundary, spans at most
+    /// the kernel's staged pages, and the splits cover the keys.
     #[test]
     fn paged_splits_fit_the_staged_page_list() {
         for page in [1, 7, 16, 32, 100, 256, 4096] {
