@@ -70,15 +70,17 @@
 //! with f32 sums, and f16 sums would lose the accuracy the f32 path keeps.
 //!
 //! **Choice.** Unforced, a prefill call (several query blocks) takes `avx512-amx` for bf16
-//! with `head_dim % 32 == 0` where the CPU and OS allow AMX, else `avx512-kernels` where the
-//! CPU has AVX-512F, else `avx2-kernels` (d % 8 = 0), else the widest path; decode-like
-//! calls take `avx512-kernels`, else the widest path: [`auto_path`], with the measurements
-//! beside it. `avx512-bf16` is never the automatic choice, so bf16 inputs on an AVX-512 CPU
-//! without AMX (or without the OS's permission for it) take `avx512-kernels`: on the
-//! Sapphire Rapids cores measured, `vdpbf16ps` zmm retires one per 2 cycles where
-//! `vfmadd231ps` zmm retires two per cycle, so its 64 flops give half the f32 FMA rate
-//! (`bench_cpu --peaks`: 110 against 220 GFLOP/s per core), and bf16 converted to f32 runs
-//! at the f32 rate; force `avx512-bf16` where it wins.
+//! with `head_dim % 32 == 0` where the CPU and OS allow AMX, else, for bf16 with an even
+//! head dim on AMD's AVX512-BF16 cores (Zen 4 and later), `avx512-bf16`, else
+//! `avx512-kernels` where the CPU has AVX-512F, else `avx2-kernels` (d % 8 = 0), else the
+//! widest path; decode-like calls take `avx512-kernels`, else the widest path:
+//! [`auto_path`], with the measurements beside it. `vdpbf16ps` pays only where it is fast:
+//! on a Zen 4 core it gives twice the flops of `vfmadd231ps` (`bench_cpu --peaks`: 230
+//! against 114 GFLOP/s per core), and `avx512-bf16` ran bf16 prefill 1.2–1.9× faster than
+//! `avx512-kernels`; on the Sapphire Rapids cores measured, `vdpbf16ps` zmm retires one per
+//! 2 cycles where `vfmadd231ps` zmm retires two per cycle, half the f32 FMA rate (110
+//! against 220 GFLOP/s per core), so there bf16 without AMX takes `avx512-kernels` (bf16
+//! converted to f32 runs at the f32 rate).
 
 //! **Overrides.** `FUSED_ATTN_CPU_PATH=<path>` forces a path for the process (read once);
 //! the hidden `with_cpu_path(path, f)` forces one for the calls `f` makes on its thread
@@ -557,10 +559,45 @@ fn path_for<T: Element>(p: &Problem) -> Result<CpuPath> {
     }
 }
 
+/// Whether this CPU's `vdpbf16ps` zmm delivers about twice the flops of its `vfmadd231ps`
+/// zmm, so that bf16 tile products beat bf16 converted to f32: AMD's AVX512-BF16 cores (Zen
+/// 4 and later; `bench_cpu --peaks` on a 2-vCPU Zen 4 EPYC guest, family 25 model 17, one
+/// core: 229.6 against 114.4 GFLOP/s, ratio 1.99), not the Intel cores measured (Sapphire
+/// Rapids: 110 against 217–222, ratio 0.5). Read from the CPUID vendor once.
+fn bf16_dot_at_twice_fma_rate() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AMD.get_or_init(|| {
+            let r = std::arch::x86_64::__cpuid(0);
+            let mut vendor = [0u8; 12];
+            vendor[..4].copy_from_slice(&r.ebx.to_le_bytes());
+            vendor[4..8].copy_from_slice(&r.edx.to_le_bytes());
+            vendor[8..].copy_from_slice(&r.ecx.to_le_bytes());
+            &vendor == b"AuthenticAMD"
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// The path chosen when none is forced (`bf16`: the inputs are bf16): for prefill,
 /// `avx512-amx` for bf16 with `head_dim % 32 == 0` where the CPU and OS allow AMX, else
-/// `avx512-kernels` where the CPU has AVX-512F, else `avx2-kernels` when `head_dim % 8 ==
-/// 0`; for decode-like calls `avx512-kernels`; otherwise the widest path the CPU runs.
+/// `avx512-bf16` for bf16 with an even head dim where `vdpbf16ps` runs at twice the FMA's
+/// flop rate ([`bf16_dot_at_twice_fma_rate`]), else `avx512-kernels` where the CPU has
+/// AVX-512F, else `avx2-kernels` when `head_dim % 8 == 0`; for decode-like calls
+/// `avx512-kernels`; otherwise the widest path the CPU runs.
+///
+/// Measured on a Zen 4 (2-vCPU AMD EPYC KVM guest, family 25 model 17; avx512f/bw/vl,
+/// avx512_bf16, no AMX), 2 rayon threads pinned, `bench_cpu --row R --dtype bf16 --path P`,
+/// the two paths alternating, two rounds, medians (ms, `avx512-kernels` / `avx512-bf16`):
+/// (1,16,16,2048,2048,64) 89.1–103.9 / 50.8–54.9, causal 48.5–55.5 / 28.3–31.1;
+/// (1,8,8,512,512,64) 4.7–7.5 / 4.2–4.9; (1,8,8,1024,1024,128) 25.5–25.6 / 13.9–16.2;
+/// (1,32,8,1024,1024,128) causal 52.4–53.3 / 30.2–31.4; (1,8,2,300,2000,96) 12.7–16.3 /
+/// 8.1–10.5; (1,32,8,16,4096,128) 13.8–14.0 / 8.5; (1,4,4,2048,2048,256) causal 49.8–51.1
+/// / 26.6; d48 (1,8,8,1024,1024) 13.0–13.9 / 10.8–11.2; d80 (1,8,8,512,512) 8.4–8.9 /
+/// 4.4–5.4; (1,8,8,100,3000,64) 9.0–10.4 / 6.6–7.4.
+///
 ///
 /// Measured on the development Xeon (KVM guest of 2 vCPUs, "Intel(R) Xeon(R) Processor",
 /// family 6 model 167; avx512f/bw/vl, avx512_bf16, avx512_fp16, amx_bf16/tile, avx2, fma),
@@ -588,6 +625,9 @@ fn auto_path(p: &Problem, bf16: bool) -> CpuPath {
     if forward::packs_kv(p) {
         if bf16 && d.is_multiple_of(32) && has(CpuPath::Avx512Amx) {
             return CpuPath::Avx512Amx;
+        }
+        if bf16 && d.is_multiple_of(2) && has(CpuPath::Avx512Bf16) && bf16_dot_at_twice_fma_rate() {
+            return CpuPath::Avx512Bf16;
         }
         if has(CpuPath::Avx512Kernels) {
             return CpuPath::Avx512Kernels;
@@ -720,9 +760,15 @@ mod tests {
         use CpuPath::*;
         let f32_prefill = first(&[Avx512Kernels, Avx2Kernels]);
         assert_eq!(auto_path(&prefill, false), f32_prefill);
-        assert_eq!(auto_path(&prefill, true), first(&[Avx512Amx, Avx512Kernels, Avx2Kernels]));
+        // bf16 dot products where they run at twice the FMA rate (AMD), else f32 kernels.
+        let bf16_dot: &[CpuPath] = if bf16_dot_at_twice_fma_rate() { &[Avx512Bf16] } else { &[] };
+        let bf16_prefill = |amx: &[CpuPath]| first(&[amx, bf16_dot, &[Avx512Kernels, Avx2Kernels]].concat());
+        assert_eq!(auto_path(&prefill, true), bf16_prefill(&[Avx512Amx]));
         let d48 = Problem { head_dim: 48, ..prefill.clone() };
-        assert_eq!(auto_path(&d48, true), first(&[Avx512Kernels, Avx2Kernels]));
+        assert_eq!(auto_path(&d48, true), bf16_prefill(&[]));
+        // An odd head dim has no bf16 pairs: the f32 kernels.
+        let d47 = Problem { head_dim: 47, ..prefill.clone() };
+        assert_eq!(auto_path(&d47, true), first(&[Avx512Kernels]));
         let d100 = Problem { head_dim: 100, ..prefill.clone() };
         assert_eq!(auto_path(&d100, false), first(&[Avx512Kernels]));
         let decode = Problem { seq_q: 1, ..prefill.clone() };
