@@ -1051,8 +1051,9 @@ const DIRECT_KEYS: usize = 16;
 /// each of the item's kv heads against its rows (an item of several kv heads has one query
 /// position, so head `hh`'s rows are `hh·g..(hh + 1)·g`), so that the reads walk each
 /// key's kv heads in memory order. On the AVX-512 kinds f32 and bf16 rows go through
-/// [`avx512::direct_scores`] (bf16 converted in registers); otherwise one dot product per
-/// (key, row), f16/bf16 rows converted into a `d`-float buffer that stays in L1.
+/// [`avx512::direct_scores`] (bf16 converted in registers), each chunk asking for the
+/// next chunk's rows of its kv head in L2 first ([`prefetch_rows`]); otherwise one dot
+/// product per (key, row), f16/bf16 rows converted into a `d`-float buffer that stays in L1.
 ///
 /// # Safety
 /// The CPU has the instruction sets of `KIND`; `ctx.k` passed `Input::new` (or
@@ -1086,6 +1087,9 @@ unsafe fn scores_direct<T: Element, const KIND: u8>(
                         k.row(0, j0 + j + jj, kvh, d).as_ptr()
                     }
                 };
+                if j + 2 * DIRECT_KEYS <= jb && k.uniform(j0 + j + DIRECT_KEYS, DIRECT_KEYS) {
+                    prefetch_rows(first.wrapping_add(DIRECT_KEYS * k.st.seq), DIRECT_KEYS, k.st.seq, d);
+                }
                 let (q, s) = (q.as_ptr(), s.as_mut_ptr());
                 if T::DTYPE == candle_core::DType::F32 {
                     // SAFETY: the caller has AVX-512F; row(jj) is a row of d elements (T =
@@ -1116,6 +1120,29 @@ unsafe fn scores_direct<T: Element, const KIND: u8>(
     }
 }
 
+/// Asks for the `n` rows of `d` elements at `first`, `seq` elements apart, in L2 (the next
+/// chunk of a direct item's keys for one kv head, while this chunk's are multiplied). The
+/// hardware prefetchers did not follow the walk (16 keys a kv-head row apart, then the next
+/// head's rows of the same keys): on a Zen 4 the decode rows ran 1.07–1.6× faster with it
+/// (`lab/cpu-history.md`, session 21); into L1 (`_MM_HINT_T0`) it was slower than none, two
+/// chunks ahead level with one.
+#[inline(always)]
+fn prefetch_rows<T>(first: *const T, n: usize, seq: usize, d: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bytes = d * size_of::<T>();
+        for jj in 0..n {
+            let row = first.wrapping_add(jj * seq).cast::<i8>();
+            for off in (0..bytes).step_by(64) {
+                // SAFETY: a prefetch is a hint: it never faults, whatever the address.
+                unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(row.wrapping_add(off)) };
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (first, n, seq, d);
+}
+
 /// `acc = corr·acc + P V` for a direct (decode) item, walking keys and kv heads as
 /// [`scores_direct`] does ([`avx512::direct_pv`] on the AVX-512 kinds for f32 and bf16).
 ///
@@ -1137,6 +1164,9 @@ unsafe fn pv_direct<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &Item, sc:
             #[cfg(target_arch = "x86_64")]
             if KIND >= AVX512 && v.uniform(j0 + j, n) {
                 let first = v.row(0, j0 + j, it.kvh + hh, d).as_ptr();
+                if j + 2 * DIRECT_KEYS <= jb && v.uniform(j0 + j + DIRECT_KEYS, DIRECT_KEYS) {
+                    prefetch_rows(first.wrapping_add(DIRECT_KEYS * v.st.seq), DIRECT_KEYS, v.st.seq, d);
+                }
                 let (a, p) = (acc.as_mut_ptr(), p.as_ptr());
                 match T::DTYPE {
                     candle_core::DType::F32 => {
