@@ -1088,7 +1088,9 @@ unsafe fn scores_direct<T: Element, const KIND: u8>(
                     }
                 };
                 if j + 2 * DIRECT_KEYS <= jb && k.uniform(j0 + j + DIRECT_KEYS, DIRECT_KEYS) {
-                    prefetch_rows(first.wrapping_add(DIRECT_KEYS * k.st.seq), DIRECT_KEYS, k.st.seq, d);
+                    // The next chunk's first row: in another page of a paged cache.
+                    let next = k.row(0, j0 + j + DIRECT_KEYS, kvh, d).as_ptr();
+                    prefetch_rows(next, DIRECT_KEYS, k.st.seq, d);
                 }
                 let (q, s) = (q.as_ptr(), s.as_mut_ptr());
                 if T::DTYPE == candle_core::DType::F32 {
@@ -1165,7 +1167,8 @@ unsafe fn pv_direct<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &Item, sc:
             if KIND >= AVX512 && v.uniform(j0 + j, n) {
                 let first = v.row(0, j0 + j, it.kvh + hh, d).as_ptr();
                 if j + 2 * DIRECT_KEYS <= jb && v.uniform(j0 + j + DIRECT_KEYS, DIRECT_KEYS) {
-                    prefetch_rows(first.wrapping_add(DIRECT_KEYS * v.st.seq), DIRECT_KEYS, v.st.seq, d);
+                    let next = v.row(0, j0 + j + DIRECT_KEYS, it.kvh + hh, d).as_ptr();
+                    prefetch_rows(next, DIRECT_KEYS, v.st.seq, d);
                 }
                 let (a, p) = (acc.as_mut_ptr(), p.as_ptr());
                 match T::DTYPE {
