@@ -434,7 +434,7 @@ pub(super) unsafe fn accumulate_bf16<const P_LD: usize>(
 /// masked 16-bit loads are AVX512-BW).
 ///
 /// # Safety
-/// `min(left, 16)` bf16 at `p` are readable.
+/// `min(left, 16)` 16-bit elements (bf16 or f16 bits) at `p` are readable.
 #[inline(always)]
 unsafe fn load16_bf16(p: *const u16, left: usize) -> __m256i {
     // SAFETY: the caller's contract.
@@ -449,8 +449,8 @@ unsafe fn load16_bf16(p: *const u16, left: usize) -> __m256i {
     }
 }
 
-/// The K and V element types of the direct (decode) kernels: f32, or the bits of a bf16
-/// (`u16`), read 16 at a time as f32 lanes.
+/// The K and V element types of the direct (decode) kernels: f32, the bits of a bf16
+/// (`u16`), or an f16 (`vcvtph2ps`), read 16 at a time as f32 lanes.
 pub(super) trait Lanes: Copy {
     /// The 16 elements at `p` as f32, or the first `left < 16` of them and zeros.
     ///
@@ -490,6 +490,20 @@ impl Lanes for u16 {
     unsafe fn load16_full(p: *const u16) -> __m512 {
         // SAFETY: the caller's contract.
         unsafe { _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(_mm256_loadu_si256(p.cast())))) }
+    }
+}
+
+impl Lanes for half::f16 {
+    #[inline(always)]
+    unsafe fn load16(p: *const half::f16, left: usize) -> __m512 {
+        // SAFETY: the caller's contract; an f16 is 2 bytes, converted exactly.
+        unsafe { _mm512_cvtph_ps(load16_bf16(p.cast::<u16>(), left)) }
+    }
+
+    #[inline(always)]
+    unsafe fn load16_full(p: *const half::f16) -> __m512 {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(p.cast())) }
     }
 }
 

@@ -1051,9 +1051,10 @@ const DIRECT_KEYS: usize = 16;
 /// each of the item's kv heads against its rows (an item of several kv heads has one query
 /// position, so head `hh`'s rows are `hh·g..(hh + 1)·g`), so that the reads walk each
 /// key's kv heads in memory order. On the AVX-512 kinds f32 and bf16 rows go through
-/// [`avx512::direct_scores`] (bf16 converted in registers), each chunk asking for the
-/// next chunk's rows of its kv head in L2 first ([`prefetch_rows`]); otherwise one dot
-/// product per (key, row), f16/bf16 rows converted into a `d`-float buffer that stays in L1.
+/// [`avx512::direct_scores`] (bf16 and f16 converted in registers); otherwise one dot
+/// product per (key, row), f16/bf16 rows converted into a `d`-float buffer that stays in
+/// L1. Every path asks for the next chunk's rows of the kv head in L2 first
+/// ([`prefetch_rows`]).
 ///
 /// # Safety
 /// The CPU has the instruction sets of `KIND`; `ctx.k` passed `Input::new` (or
@@ -1075,8 +1076,14 @@ unsafe fn scores_direct<T: Element, const KIND: u8>(
         for hh in 0..it.heads {
             let q = &sc.q[hh * per * d..][..per * d];
             let s = &mut sc.s[hh * per * S_LD + j..];
+            if j + 2 * DIRECT_KEYS <= jb && k.uniform(j0 + j + DIRECT_KEYS, DIRECT_KEYS) {
+                // The next chunk's first row: in another page of a paged cache.
+                prefetch_rows(k.row(0, j0 + j + DIRECT_KEYS, it.kvh + hh, d).as_ptr(), DIRECT_KEYS, k.st.seq, d);
+            }
             #[cfg(target_arch = "x86_64")]
-            if KIND >= AVX512 && matches!(T::DTYPE, candle_core::DType::F32 | candle_core::DType::BF16) {
+            if KIND >= AVX512
+                && matches!(T::DTYPE, candle_core::DType::F32 | candle_core::DType::BF16 | candle_core::DType::F16)
+            {
                 let (kvh, uniform) = (it.kvh + hh, k.uniform(j0 + j, n));
                 let first = k.row(0, j0 + j, kvh, d).as_ptr();
                 // Row jj of the chunk: `seq` apart when uniform, else through the pages.
@@ -1087,21 +1094,21 @@ unsafe fn scores_direct<T: Element, const KIND: u8>(
                         k.row(0, j0 + j + jj, kvh, d).as_ptr()
                     }
                 };
-                if j + 2 * DIRECT_KEYS <= jb && k.uniform(j0 + j + DIRECT_KEYS, DIRECT_KEYS) {
-                    // The next chunk's first row: in another page of a paged cache.
-                    let next = k.row(0, j0 + j + DIRECT_KEYS, kvh, d).as_ptr();
-                    prefetch_rows(next, DIRECT_KEYS, k.st.seq, d);
-                }
                 let (q, s) = (q.as_ptr(), s.as_mut_ptr());
-                if T::DTYPE == candle_core::DType::F32 {
+                match T::DTYPE {
                     // SAFETY: the caller has AVX-512F; row(jj) is a row of d elements (T =
                     // f32) inside the buffer for jj < n (`Input::new`/`paged` checked every
                     // row); Q holds per ≤ DIRECT_MAX_ROWS rows of d; S has per rows of
                     // S_LD ≥ j + n.
-                    unsafe { avx512::direct_scores(q, per, d, |jj| row(jj).cast::<f32>(), n, s, S_LD) };
-                } else {
+                    candle_core::DType::F32 => unsafe {
+                        avx512::direct_scores(q, per, d, |jj| row(jj).cast::<f32>(), n, s, S_LD)
+                    },
                     // SAFETY: as for f32; a bf16 is 2 bytes, the bits of a bf16.
-                    unsafe { avx512::direct_scores(q, per, d, |jj| row(jj).cast::<u16>(), n, s, S_LD) };
+                    candle_core::DType::BF16 => unsafe {
+                        avx512::direct_scores(q, per, d, |jj| row(jj).cast::<u16>(), n, s, S_LD)
+                    },
+                    // SAFETY: as for f32; T is f16 (the only dtype left by the test above).
+                    _ => unsafe { avx512::direct_scores(q, per, d, |jj| row(jj).cast::<half::f16>(), n, s, S_LD) },
                 }
                 continue;
             }
@@ -1146,7 +1153,7 @@ fn prefetch_rows<T>(first: *const T, n: usize, seq: usize, d: usize) {
 }
 
 /// `acc = corr·acc + P V` for a direct (decode) item, walking keys and kv heads as
-/// [`scores_direct`] does ([`avx512::direct_pv`] on the AVX-512 kinds for f32 and bf16).
+/// [`scores_direct`] does ([`avx512::direct_pv`] on the AVX-512 kinds for f32, bf16 and f16).
 ///
 /// # Safety
 /// As [`scores_direct`], for `ctx.v`.
@@ -1163,13 +1170,12 @@ unsafe fn pv_direct<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &Item, sc:
         for hh in 0..it.heads {
             let acc = &mut sc.acc[hh * per * d..][..per * d];
             let p = &sc.s[hh * per * S_LD + j..];
+            if j + 2 * DIRECT_KEYS <= jb && v.uniform(j0 + j + DIRECT_KEYS, DIRECT_KEYS) {
+                prefetch_rows(v.row(0, j0 + j + DIRECT_KEYS, it.kvh + hh, d).as_ptr(), DIRECT_KEYS, v.st.seq, d);
+            }
             #[cfg(target_arch = "x86_64")]
             if KIND >= AVX512 && v.uniform(j0 + j, n) {
                 let first = v.row(0, j0 + j, it.kvh + hh, d).as_ptr();
-                if j + 2 * DIRECT_KEYS <= jb && v.uniform(j0 + j + DIRECT_KEYS, DIRECT_KEYS) {
-                    let next = v.row(0, j0 + j + DIRECT_KEYS, it.kvh + hh, d).as_ptr();
-                    prefetch_rows(next, DIRECT_KEYS, v.st.seq, d);
-                }
                 let (a, p) = (acc.as_mut_ptr(), p.as_ptr());
                 match T::DTYPE {
                     candle_core::DType::F32 => {
@@ -1181,6 +1187,11 @@ unsafe fn pv_direct<T: Element, const KIND: u8>(ctx: &Ctx<'_, T>, it: &Item, sc:
                     candle_core::DType::BF16 => {
                         // SAFETY: as for f32; a bf16 is 2 bytes, the bits of a bf16.
                         unsafe { avx512::direct_pv(a, per, d, p, S_LD, first.cast::<u16>(), v.st.seq, n) };
+                        continue;
+                    }
+                    candle_core::DType::F16 => {
+                        // SAFETY: as for f32; T is f16.
+                        unsafe { avx512::direct_pv(a, per, d, p, S_LD, first.cast::<half::f16>(), v.st.seq, n) };
                         continue;
                     }
                     _ => {}

@@ -60,9 +60,9 @@
 //!
 //! Decode-like calls use dot products and axpys (≤ 8 rows per kv head; single-query items
 //! take every kv head, so that each key's rows are read in memory order) or `gemm`: on the
-//! AVX-512 paths f32 and bf16 rows go through the `avx512.rs` direct kernels (bf16 converted
-//! in registers), elsewhere through loops compiled for the path (f16/bf16 rows converted
-//! one at a time into an L1 buffer). `gemm` picks its own SIMD kernels at run
+//! AVX-512 paths f32, bf16 and f16 rows go through the `avx512.rs` direct kernels (bf16 and
+//! f16 converted in registers), elsewhere through loops compiled for the path (f16/bf16 rows
+//! converted one at a time into an L1 buffer); both ask for each next chunk of keys in L2. `gemm` picks its own SIMD kernels at run
 //! time on every path. `portable-gemm` is the path of CPUs without AVX2 + FMA and of other
 //! architectures; on x86-64 its `f32::mul_add`s (the `2^x` polynomial, the decode loops)
 //! are library calls, which makes it about 20× slower than the others on the bench rows.
