@@ -6,13 +6,14 @@
 //! (`ENTRIES`, for the tests). Without the feature it does nothing. With `DOCS_RS` set
 //! (docs.rs, which has no CUDA toolkit) it writes empty fatbins and runs no nvcc.
 //!
-//! Build time: the files compile concurrently, each in two nvcc steps: the front end (cicc)
-//! once to PTX, then ptxas once per cubin from that PTX, `--threads` at a time, and
-//! fatbinary. `FUSED_ATTN_CUDA_ARCHS=90` (numbers, comma-separated) keeps only those cubins
-//! for a development build on one GPU; the PTX fallback stays, so such a build still runs
-//! (JIT-compiled) elsewhere. `FUSED_ATTN_NVCC_THREADS` sets nvcc's `--threads` (default 0:
-//! one per CPU). `FUSED_ATTN_FATBIN_COMPRESSION` = `fast` (default), `size` or `none` picks
-//! how the images are compressed ([`Compression`]). The cargo warning the step prints gives
+//! Build time: the files compile concurrently, at most one per CPU at a time (in SOURCES
+//! order), each in two nvcc steps: the front end (cicc) once to PTX, then ptxas once per
+//! cubin from that PTX, `--threads` at a time, and fatbinary. `FUSED_ATTN_CUDA_ARCHS=90`
+//! (numbers, comma-separated) keeps only those cubins for a development build on one GPU;
+//! the PTX fallback stays, so such a build still runs (JIT-compiled) elsewhere.
+//! `FUSED_ATTN_NVCC_THREADS` sets nvcc's `--threads` (default: the CPUs per running file, at
+//! least 1; 0: one per CPU). `FUSED_ATTN_FATBIN_COMPRESSION` = `fast` (default), `size` or
+//! `none` picks how the images are compressed ([`Compression`]). The cargo warning the step prints gives
 //! its wall and CPU seconds.
 //!
 //! Generated C++, in `$OUT_DIR`:
@@ -115,7 +116,16 @@ fn main() {
     let nvcc = find_nvcc();
 
     let restrict = archs_override();
-    let threads = nvcc_threads();
+    // At most one file per CPU compiles at a time, in SOURCES order, and nvcc's ptxas gets
+    // the CPUs left per file. On a 2-vCPU Zen 4 all six files at once (one ptxas per CPU
+    // each) took 176-219 s wall and 289-348 s of CPU in four builds; two at a time, one
+    // ptxas each, 127.8 s and 232.1 s (a second build, 193 s, ran while the VM's host was
+    // loaded: every file took 1.6-1.8x its time alone; lab/README.md, session 21).
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let slots = cpus.min(SOURCES.len()).max(1);
+    let threads = nvcc_threads().unwrap_or((cpus / slots).max(1) as u32);
+    let gate = std::sync::Arc::new(Gate::new(slots));
+    let mut ticket = 0;
     let compression = fatbin_compression();
     let extra: Vec<String> =
         env::var("NVCC_FLAGS").map(|f| f.split_whitespace().map(String::from).collect()).unwrap_or_default();
@@ -190,7 +200,10 @@ fn main() {
         }
         let _ = fs::remove_file(&key_path);
         let nvcc_shown = nvcc.display().to_string();
+        let (gate, my_ticket) = (gate.clone(), ticket);
+        ticket += 1;
         jobs.push(std::thread::spawn(move || -> Result<(f64, f64), String> {
+            let _slot = gate.enter(my_ticket);
             let t0 = Instant::now();
             let mut front_s = 0.0;
             for (step, mut cmd, out) in [("PTX", front, &ptx), ("fatbin", back, &fatbin)] {
@@ -380,15 +393,52 @@ fn fatbin_compression() -> Compression {
     }
 }
 
-/// nvcc's `--threads` per file: `FUSED_ATTN_NVCC_THREADS`, default 0 (nvcc: one per CPU).
-fn nvcc_threads() -> u32 {
+/// nvcc's `--threads` per file from `FUSED_ATTN_NVCC_THREADS` (0: nvcc's one per CPU); none
+/// when it is unset.
+fn nvcc_threads() -> Option<u32> {
     println!("cargo:rerun-if-env-changed=FUSED_ATTN_NVCC_THREADS");
     match env::var("FUSED_ATTN_NVCC_THREADS") {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("FUSED_ATTN_NVCC_THREADS={v}: expected a number of threads (0 = one per CPU)")),
-        _ => 0,
+        Ok(v) if !v.trim().is_empty() => {
+            Some(v.trim().parse().unwrap_or_else(|_| {
+                panic!("FUSED_ATTN_NVCC_THREADS={v}: expected a number of threads (0 = one per CPU)")
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// Lets at most `slots` compile jobs run at once, and starts them in ticket order (0, 1, …),
+/// so that the files go in SOURCES order whatever order their threads reach the gate.
+struct Gate {
+    state: std::sync::Mutex<(usize, usize)>, // (running, next ticket to admit)
+    cv: std::sync::Condvar,
+    slots: usize,
+}
+
+/// A running job's place at the [`Gate`], given back when dropped (also when the job fails).
+struct Slot<'a>(&'a Gate);
+
+impl Gate {
+    fn new(slots: usize) -> Self {
+        Self { state: std::sync::Mutex::new((0, 0)), cv: std::sync::Condvar::new(), slots }
+    }
+
+    fn enter(&self, ticket: usize) -> Slot<'_> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while !(st.1 == ticket && st.0 < self.slots) {
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        *st = (st.0 + 1, st.1 + 1);
+        self.cv.notify_all();
+        Slot(self)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut st = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.0 -= 1;
+        self.0.cv.notify_all();
     }
 }
 
