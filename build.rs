@@ -13,8 +13,8 @@
 //! the PTX fallback stays, so such a build still runs (JIT-compiled) elsewhere.
 //! `FUSED_ATTN_NVCC_THREADS` sets nvcc's `--threads` (default: the CPUs per running file, at
 //! least 1; 0: one per CPU). `FUSED_ATTN_FATBIN_COMPRESSION` = `fast` (default), `size` or
-//! `none` picks how the images are compressed ([`Compression`]). The cargo warning the step prints gives
-//! its wall and CPU seconds.
+//! `none` picks how the images are compressed ([`Compression`]). The cargo warning the step
+//! prints gives its wall and CPU seconds.
 //!
 //! Generated C++, in `$OUT_DIR`:
 //! * `fattn_generated.cuh`: `static_assert`s of every field offset and the size of each params

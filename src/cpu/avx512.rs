@@ -430,13 +430,13 @@ pub(super) unsafe fn accumulate_bf16<const P_LD: usize>(
     unsafe { accumulate_body::<true, P_LD>(acc, corr, d, rows, p.cast(), v.cast(), v_ld, pairs) }
 }
 
-/// The 16 bf16 at `p`, or the first `left < 16` of them and zeros (AVX-512F only: the
-/// masked 16-bit loads are AVX512-BW).
+/// The 16 16-bit elements (bf16 or f16 bits) at `p`, or the first `left < 16` of them and
+/// zeros (AVX-512F only: the masked 16-bit loads are AVX512-BW).
 ///
 /// # Safety
-/// `min(left, 16)` 16-bit elements (bf16 or f16 bits) at `p` are readable.
+/// `min(left, 16)` of them at `p` are readable.
 #[inline(always)]
-unsafe fn load16_bf16(p: *const u16, left: usize) -> __m256i {
+unsafe fn load16_u16(p: *const u16, left: usize) -> __m256i {
     // SAFETY: the caller's contract.
     unsafe {
         if left >= 16 {
@@ -483,7 +483,7 @@ impl Lanes for u16 {
     #[inline(always)]
     unsafe fn load16(p: *const u16, left: usize) -> __m512 {
         // SAFETY: the caller's contract; a bf16 is the high half of its f32.
-        unsafe { _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(load16_bf16(p, left)))) }
+        unsafe { _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(load16_u16(p, left)))) }
     }
 
     #[inline(always)]
@@ -497,7 +497,7 @@ impl Lanes for half::f16 {
     #[inline(always)]
     unsafe fn load16(p: *const half::f16, left: usize) -> __m512 {
         // SAFETY: the caller's contract; an f16 is 2 bytes, converted exactly.
-        unsafe { _mm512_cvtph_ps(load16_bf16(p.cast::<u16>(), left)) }
+        unsafe { _mm512_cvtph_ps(load16_u16(p.cast::<u16>(), left)) }
     }
 
     #[inline(always)]

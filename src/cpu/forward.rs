@@ -1050,7 +1050,7 @@ const DIRECT_KEYS: usize = 16;
 /// `S = Q Kᵀ` for a direct (decode) item. Keys go in chunks of [`DIRECT_KEYS`]; per chunk,
 /// each of the item's kv heads against its rows (an item of several kv heads has one query
 /// position, so head `hh`'s rows are `hh·g..(hh + 1)·g`), so that the reads walk each
-/// key's kv heads in memory order. On the AVX-512 kinds f32 and bf16 rows go through
+/// key's kv heads in memory order. On the AVX-512 kinds f32, bf16 and f16 rows go through
 /// [`avx512::direct_scores`] (bf16 and f16 converted in registers); otherwise one dot
 /// product per (key, row), f16/bf16 rows converted into a `d`-float buffer that stays in
 /// L1. Every path asks for the next chunk's rows of the kv head in L2 first

@@ -62,8 +62,8 @@
 //! take every kv head, so that each key's rows are read in memory order) or `gemm`: on the
 //! AVX-512 paths f32, bf16 and f16 rows go through the `avx512.rs` direct kernels (bf16 and
 //! f16 converted in registers), elsewhere through loops compiled for the path (f16/bf16 rows
-//! converted one at a time into an L1 buffer); both ask for each next chunk of keys in L2. `gemm` picks its own SIMD kernels at run
-//! time on every path. `portable-gemm` is the path of CPUs without AVX2 + FMA and of other
+//! converted one at a time into an L1 buffer); both ask for each next chunk of keys in L2.
+//! `gemm` picks its own SIMD kernels at run time on every path. `portable-gemm` is the path of CPUs without AVX2 + FMA and of other
 //! architectures; on x86-64 its `f32::mul_add`s (the `2^x` polynomial, the decode loops)
 //! are library calls, which makes it about 20× slower than the others on the bench rows.
 //! f16 inputs are converted to f32 (F16C) on every path: AVX512-FP16 has no f16 product
@@ -598,7 +598,6 @@ fn bf16_dot_at_twice_fma_rate() -> bool {
 /// / 26.6; d48 (1,8,8,1024,1024) 13.0–13.9 / 10.8–11.2; d80 (1,8,8,512,512) 8.4–8.9 /
 /// 4.4–5.4; (1,8,8,100,3000,64) 9.0–10.4 / 6.6–7.4.
 ///
-///
 /// Measured on the development Xeon (KVM guest of 2 vCPUs, "Intel(R) Xeon(R) Processor",
 /// family 6 model 167; avx512f/bw/vl, avx512_bf16, avx512_fp16, amx_bf16/tile, avx2, fma),
 /// 2 rayon threads, `examples/bench_cpu.rs` with the path forced, the paths alternating,
@@ -777,6 +776,20 @@ mod tests {
         // Zero-sized problems (the API returns before the back end) do not divide by zero.
         assert_eq!(auto_path(&Problem { heads: 0, ..prefill.clone() }, false), first(&[Avx512Kernels]));
         assert_eq!(auto_path(&Problem { heads: 0, kv_heads: 0, ..prefill.clone() }, true), first(&[Avx512Kernels]));
+    }
+
+    #[test]
+    fn bf16_dot_rule_follows_the_cpu_vendor() {
+        // The CPUID vendor string that the rule reads, against the kernel's view of it.
+        let Some(vendor) = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|info| info.lines().find_map(|l| l.strip_prefix("vendor_id").map(String::from)))
+        else {
+            eprintln!("SKIPPED: bf16_dot_rule_follows_the_cpu_vendor: no vendor_id in /proc/cpuinfo");
+            return;
+        };
+        let vendor = vendor.trim_start_matches([' ', '\t', ':']).trim();
+        assert_eq!(bf16_dot_at_twice_fma_rate(), vendor == "AuthenticAMD", "vendor_id {vendor:?}");
     }
 
     #[test]
