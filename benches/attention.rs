@@ -540,6 +540,28 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
         }
     }
     group.finish();
+
+    // The decode rows with K/V stored as PyTorch's SDPA takes them, `(B, Hkv, S, D)`, and
+    // passed as `(B, S, Hkv, D)` views (`transpose(1, 2)`, no copy): the layout of torch's
+    // rows in scripts/bench_torch.py, and of a KV cache grown along dim 2 (candle-transformers'
+    // `Cache`). Each kv head's keys are then one contiguous run; in the default rows (and in
+    // `cuda_fused_attn_bf16`'s) a key row of one head is 256 bytes every Hkv·D·2 bytes.
+    let mut group = c.benchmark_group("cuda_decode_layout_bf16");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(2));
+    for (b, sq, sk) in [(8usize, 1usize, 8192usize), (1, 1, 32768), (1, 1, 2048), (32, 1, 4096), (1, 4, 8192)] {
+        let params = AttnParams::new(1.0 / (d as f32).sqrt());
+        group.throughput(Throughput::Bytes((b * sk * hkv * d * 2 * 2) as u64));
+        let q = randn(&[b, sq, h, d])?;
+        let (kb, vb) = (randn(&[b, sk, hkv, d])?, randn(&[b, sk, hkv, d])?);
+        let (kh, vh) = (randn(&[b, hkv, sk, d])?.transpose(1, 2)?, randn(&[b, hkv, sk, d])?.transpose(1, 2)?);
+        for (tag, k, v) in [("bshd", &kb, &vb), ("bhsd", &kh, &vh)] {
+            let run = || attention(&q, k, v, &params);
+            group.bench_function(format!("{tag}_b{b}_h32_kv8_q{sq}_k{sk}_d128"), |bb| {
+                bb.iter_custom(|iters| rep_times(dev, iters, &run).expect("timed reps"))
+            });
+        }
+    }
+    group.finish();
     Ok(())
 }
 
