@@ -63,6 +63,85 @@ __device__ __forceinline__ void combine_block(const FattnParams& p) {
     merge_split_partials<T, D, kPacked>(p, sq, b, kvh, row_group, blockIdx.x, gridDim.x);
 }
 
+// ---- the cluster merge ----------------------------------------------------------------------
+//
+// With one cluster per tile (the launch's cluster dims are (splits, 1, 1), src/cuda/decode.rs),
+// the split blocks merge without a second launch and without global partials: each block
+// leaves its partial in its own shared memory (the warps' rescaled accumulators summed, rows ×
+// D f32, beside the rows' (max, sum) in block_ml), the cluster barrier publishes them, and block
+// `rank` merges items rank, rank + S, ... of the tile (S = splits), reading the S partials of
+// its items from the other blocks' shared memory (`mapa` + `ld.shared::cluster`) with
+// merge_item, the arithmetic of the combine launch. A second cluster barrier keeps every block
+// resident until no block reads its shared memory any more.
+
+// This block's shared-memory address `local` in the shared memory of cluster block `rank`.
+__device__ __forceinline__ uint32_t cluster_map(uint32_t local, int rank) {
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
+    return remote;
+}
+__device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr) {
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+__device__ __forceinline__ float2 ld_cluster_f2(uint32_t addr) {
+    float2 v;
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+    return v;
+}
+// Every thread of every block of the cluster: this block's shared-memory writes before it are
+// visible to the cluster's reads after it.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+template <typename T, int D, bool kPacked>
+__device__ void cluster_merge(const FattnParams& p, float* merge_o, const float (&block_ml)[kRows][2],
+                              const BlockSeq& sq, int b, int kvh, int row_group) {
+    constexpr int kChunks4 = D / 4;
+    // The block's partial: the warps' rescaled accumulators summed into warp 0's rows, in place
+    // (each element read and written by one thread).
+    for (int idx = threadIdx.x; idx < kRows * kChunks4; idx += kThreads) {
+        const int row = idx / kChunks4, c4 = idx % kChunks4;
+        float4 sum = *reinterpret_cast<const float4*>(merge_o + row * D + 4 * c4);
+#pragma unroll
+        for (int w = 1; w < kWarps; ++w) {
+            const float4 y = *reinterpret_cast<const float4*>(merge_o + (w * kRows + row) * D + 4 * c4);
+            sum.x += y.x, sum.y += y.y, sum.z += y.z, sum.w += y.w;
+        }
+        *reinterpret_cast<float4*>(merge_o + row * D + 4 * c4) = sum;
+    }
+    cluster_sync();
+    // The cluster spans grid x: block rank = split, S blocks.
+    const int splits = p.num_splits, rank = blockIdx.x;
+    const int rows_valid = min(kRows, p.kv_group * p.seq_q - row_group * kRows);
+    const int items = rows_valid * kChunks4;
+    const int mine = items > rank ? (items - rank + splits - 1) / splits : 0;  // block-uniform
+    int lanes = 1;
+    while (lanes < 32 && lanes < splits && mine * lanes * 2 <= kThreads) lanes *= 2;
+    const int sub = threadIdx.x % lanes;
+    const uint32_t o_base = smem_addr(merge_o), ml_base = smem_addr(&block_ml[0][0]);
+    // Every lane runs the same number of rounds, so the shuffles in merge_item see a full warp.
+    for (int base = 0; base < mine; base += kThreads / lanes) {
+        const int j = base + threadIdx.x / lanes;
+        const bool in = j < mine;
+        const int item = rank + splits * j;
+        const int row = in ? item / kChunks4 : 0, c4 = in ? item % kChunks4 : 0;
+        const int r = row_group * kRows + row;
+        const bool valid = in && sq.has_row(p, r);
+        const uint32_t o_at = o_base + (row * D + 4 * c4) * 4, ml_at = ml_base + row * 8;
+        merge_item<T, D, kPacked>(p, sq, b, kvh, r, c4, valid, splits, lanes, sub, [&](int s, float2& ml, float4& x) {
+            ml = ld_cluster_f2(cluster_map(ml_at, s));
+            x = ld_cluster_f4(cluster_map(o_at, s));
+        });
+    }
+    cluster_sync();
+}
+
 }  // namespace fattn_decode
 
 // ---- entry points ------------------------------------------------------------------------
@@ -88,3 +167,25 @@ __device__ __forceinline__ void combine_block(const FattnParams& p) {
 #define FATTN_COMBINE_T_BF16 __nv_bfloat16
 #define FATTN_COMBINE_T_F16 __half
 #define FATTN_COMBINE_T_F32 float
+
+// The cluster split kernels: Family::Decode instances of Arch::Sm90a in src/cuda/instances.rs
+// (f16/bf16), the same blocks as kernels/decode_sm80.cu's with `cluster_merge` at the end.
+// build.rs expands FATTN_INSTANCE_DECODE per instance of this file; the name is
+// kernels/decode_sm80.cu's macro, redefined here for this file's instances.
+#undef FATTN_INSTANCE_DECODE
+#define FATTN_INSTANCE_DECODE(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM) \
+    FATTN_DECODE_CLUSTER_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)
+#define FATTN_DECODE_CLUSTER_ENTRY_BF16(...) FATTN_DECODE_CLUSTER_ENTRY_16(__nv_bfloat16, __VA_ARGS__)
+#define FATTN_DECODE_CLUSTER_ENTRY_F16(...) FATTN_DECODE_CLUSTER_ENTRY_16(__half, __VA_ARGS__)
+#define FATTN_DECODE_CLUSTER_ENTRY_16(T, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                           \
+    FATTN_DECODE_CHECK_GEOMETRY(NAME, VARIANT, THREADS, ROWS, KEYS)                                             \
+    static_assert(fattn_decode::Traits<D>::kSmemElems * 2 == SMEM,                                            \
+                  #NAME ": smem bytes differ from src/cuda/instances.rs");                                    \
+    static_assert(fattn_decode::kRows * D * 4 <= fattn_decode::Traits<D>::kSmemElems * 2,                    \
+                  #NAME ": the cluster partial (rows x D f32) fits the block's shared memory");                \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {          \
+        fattn_decode::decode_block<T, D, VARIANT == 1, false, fattn_decode::Traits<D>::kStages, true>(p);     \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME##_varlen(const FattnParams p) { \
+        fattn_decode::decode_block<T, D, VARIANT == 1, true, fattn_decode::Traits<D>::kStages, true>(p);      \
+    }

@@ -178,6 +178,7 @@ struct CaseTally {
     failures: Vec<String>,
     worst: (f64, String),
     combine_runs: usize,
+    cluster_runs: usize,
 }
 
 impl CaseTally {
@@ -187,6 +188,7 @@ impl CaseTally {
             failures: Vec::new(),
             worst: (0.0, String::new()),
             combine_runs: 0,
+            cluster_runs: 0,
         }
     }
 
@@ -198,20 +200,24 @@ impl CaseTally {
             (CudaKernels::Sm80, Some(Some(name))) => {
                 self.failures.push(format!("{what}: forced sm80 but launched the combine kernel {name}"))
             }
-            (CudaKernels::Auto, Some(Some(_))) => self.combine_runs += 1,
+            (CudaKernels::Auto, Some(Some(name))) => {
+                self.combine_runs += 1;
+                self.cluster_runs += usize::from(name.contains("_cluster_"));
+            }
             _ => {}
         }
         record_result(test, what, &r, &mut self.worst, &mut self.failures);
     }
 
-    /// Prints the summary and fails on any failure; returns the default runs that launched the
-    /// decode's separate combine.
-    fn finish(self, test: &str, cases: usize, generations: usize) -> usize {
+    /// Prints the summary and fails on any failure; returns how the default runs merged their
+    /// decode splits.
+    fn finish(self, test: &str, cases: usize, generations: usize) -> HopperMerges {
         println!(
-            "{test}: {cases} cases × {generations} kernel generations, {} failed, {} default runs launched the decode \
-             combine; worst error/allowed {:.3} at {}; {:.1} s",
+            "{test}: {cases} cases × {generations} kernel generations, {} failed, {} default runs merged the decode \
+             splits on Hopper ({} of them as clusters); worst error/allowed {:.3} at {}; {:.1} s",
             self.failures.len(),
             self.combine_runs,
+            self.cluster_runs,
             self.worst.0,
             self.worst.1,
             self.start.elapsed().as_secs_f64()
@@ -222,7 +228,34 @@ impl CaseTally {
             self.failures.len(),
             self.failures.join("\n")
         );
-        self.combine_runs
+        HopperMerges { runs: self.combine_runs, clusters: self.cluster_runs }
+    }
+}
+
+/// How the default runs of a test merged their decode splits on a compute-capability 9.0 GPU:
+/// `runs` with a Hopper merge (kernels/decode_sm90.cu), `clusters` of them in the cluster split
+/// kernels, the rest in the separate combine launch.
+struct HopperMerges {
+    runs: usize,
+    clusters: usize,
+}
+
+impl HopperMerges {
+    /// On a GPU whose default decode merges splits on Hopper (`decode_combine_launches`):
+    /// at least a third of the cases did, and both ways ran (clusters, and the combine launch
+    /// for f32 and for tiles of more than 16 splits).
+    fn check(&self, test: &str, dev: &Device, cases: usize) {
+        if decode_combine_launches(dev).expect("decode probe ran") {
+            assert!(self.runs * 3 >= cases, "{test}: only {} of {cases} cases merged on Hopper", self.runs);
+            assert!(
+                self.clusters > 0 && self.clusters < self.runs,
+                "{test}: {} of {} Hopper merges ran as clusters: both ways must run",
+                self.clusters,
+                self.runs
+            );
+        } else {
+            println!("{test}: this device merges decode splits in the split kernel (not compute capability 9.0)");
+        }
     }
 }
 
@@ -244,7 +277,7 @@ fn check_all_on(
     cases: &[(DType, Case)],
     naive_on_cpu: bool,
     generations: &[CudaKernels],
-) -> usize {
+) -> HopperMerges {
     let mut tally = CaseTally::new();
     for chunk in cases.chunks(PREPARE_AHEAD) {
         let prepared: Vec<_> = chunk.par_iter().map(|(dtype, case)| prepare(case, *dtype)).collect();
@@ -528,16 +561,11 @@ fn gpu_decode() {
     }
     // Both kernel generations: on a 9.0 GPU the default merges the splits in a launch of its
     // own, the forced sm_80 kernels in the split kernel.
-    let combine_runs = check_all_on("gpu_decode", &dev, &cases, false, &[CudaKernels::Auto, CudaKernels::Sm80]);
-    if decode_combine_launches(&dev).expect("decode probe ran") {
-        assert!(
-            combine_runs * 3 >= cases.len(),
-            "gpu_decode: only {combine_runs} of {} cases launched the combine",
-            cases.len()
-        );
-    } else {
-        println!("gpu_decode: this device merges decode splits in the split kernel (not compute capability 9.0)");
-    }
+    check_all_on("gpu_decode", &dev, &cases, false, &[CudaKernels::Auto, CudaKernels::Sm80]).check(
+        "gpu_decode",
+        &dev,
+        cases.len(),
+    );
 }
 
 fn expect_error(what: &str, result: Result<Tensor>, needle: &str) {
@@ -1319,7 +1347,12 @@ fn check_all_varlen(test: &str, dev: &Device, cases: &[(DType, VarCase)]) {
 
 /// [`check_all_varlen`], each case once per kernel generation of `generations`; returns how many
 /// default runs launched the decode's separate combine.
-fn check_all_varlen_on(test: &str, dev: &Device, cases: &[(DType, VarCase)], generations: &[CudaKernels]) -> usize {
+fn check_all_varlen_on(
+    test: &str,
+    dev: &Device,
+    cases: &[(DType, VarCase)],
+    generations: &[CudaKernels],
+) -> HopperMerges {
     let mut tally = CaseTally::new();
     for (c, chunk) in cases.chunks(PREPARE_AHEAD * 2).enumerate() {
         let prepared: Vec<_> = chunk
@@ -1395,15 +1428,11 @@ fn gpu_varlen_paged_decode() {
             }
         }
     }
-    let combine_runs =
-        check_all_varlen_on("gpu_varlen_paged_decode", &dev, &cases, &[CudaKernels::Auto, CudaKernels::Sm80]);
-    if decode_combine_launches(&dev).expect("decode probe ran") {
-        assert!(
-            combine_runs * 3 >= cases.len(),
-            "gpu_varlen_paged_decode: only {combine_runs} of {} cases launched the combine",
-            cases.len()
-        );
-    }
+    check_all_varlen_on("gpu_varlen_paged_decode", &dev, &cases, &[CudaKernels::Auto, CudaKernels::Sm80]).check(
+        "gpu_varlen_paged_decode",
+        &dev,
+        cases.len(),
+    );
 }
 
 /// A packed batch gives each sequence's rows exactly what a dense call on that sequence

@@ -33,7 +33,7 @@ mod decode;
 mod heuristics;
 mod instances;
 mod params;
-mod pdl;
+mod launch;
 mod prefill;
 mod prefill_sm90;
 mod tma;
