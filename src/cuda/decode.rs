@@ -102,12 +102,14 @@ fn combine_instance(dev: &CudaDevice, split: &Instance) -> Result<Option<&'stati
 /// the sm_80 instance `split` on `dev` with `smem` bytes of shared memory per block, prepared
 /// for `p`'s entry; `None` where the splits are merged otherwise: where the combine launch
 /// does not apply either (`combine_instance`), f32, splits outside `heuristics::cluster_splits`,
-/// or a device that cannot hold one cluster of that many blocks.
+/// or a device that cannot hold the `tiles` clusters of the launch at once (a cluster that
+/// waits for another to finish costs a whole second pass over the keys).
 fn cluster_kernel(
     dev: &CudaDevice,
     p: &Problem,
     split: &Instance,
     splits: usize,
+    tiles: usize,
     smem: u32,
 ) -> Result<Option<(heuristics::Prepared, &'static Instance)>> {
     if !heuristics::cluster_splits(splits, split.dtype) || combine_instance(dev, split)?.is_none() {
@@ -128,7 +130,7 @@ fn cluster_kernel(
     let kernel = heuristics::prepare_entry(dev, cluster, Entry::of(p))?;
     kernel.check_smem(smem)?;
     let fits = max_active_clusters(&dev.cuda_stream(), &kernel.func, splits as u32, cluster.threads, smem)?;
-    Ok((fits > 0).then_some((kernel, cluster)))
+    Ok((fits as usize >= tiles.max(1)).then_some((kernel, cluster)))
 }
 
 /// Blocks of the combine launch per tile: the merge rounds of a tile of `tile_rows` rows in
@@ -205,7 +207,7 @@ pub(super) fn forward<T: KernelDtype>(
 
     // Several splits on Hopper: the tile's split blocks merge as one cluster, or the merge is
     // a launch of its own (see the module docs).
-    let cluster = cluster_kernel(dev, p, inst, num_splits, smem)?;
+    let cluster = cluster_kernel(dev, p, inst, num_splits, pairs, smem)?;
     let combine = match (num_splits > 1 && cluster.is_none()).then(|| combine_instance(dev, inst)).transpose()?.flatten()
     {
         Some(c) => Some((c, heuristics::prepare_entry(dev, c, Entry::of(p))?)),

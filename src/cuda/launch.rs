@@ -41,14 +41,27 @@ fn launch_config(stream: &CudaStream, cfg: &LaunchConfig, attrs: &mut [sys::CUla
     }
 }
 
-/// The cluster-dimension attribute: clusters of `blocks` blocks along grid x.
-fn cluster_attribute(blocks: u32) -> sys::CUlaunchAttribute {
+/// The attributes of a cluster launch: clusters of `blocks` blocks along grid x, spread over
+/// the SMs of their GPC. (The default policy packs a cluster's blocks onto as few SMs as their
+/// shared memory allows: two decode blocks per SM, so a grid of one block per SM streamed from
+/// half the SMs; session 22, lab/README.md.)
+fn cluster_attributes(blocks: u32) -> [sys::CUlaunchAttribute; 2] {
     // SAFETY: an all-zero CUlaunchAttributeValue is a valid value of the C union (plain data).
-    let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
-    value.clusterDim.x = blocks;
-    value.clusterDim.y = 1;
-    value.clusterDim.z = 1;
-    sys::CUlaunchAttribute { id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, pad: [0; 4], value }
+    let mut dim: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+    dim.clusterDim.x = blocks;
+    dim.clusterDim.y = 1;
+    dim.clusterDim.z = 1;
+    // SAFETY: as above.
+    let mut policy: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+    policy.clusterSchedulingPolicyPreference = sys::CUclusterSchedulingPolicy::CU_CLUSTER_SCHEDULING_POLICY_SPREAD;
+    [
+        sys::CUlaunchAttribute { id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, pad: [0; 4], value: dim },
+        sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+            pad: [0; 4],
+            value: policy,
+        },
+    ]
 }
 
 /// `func(*param)` launched on `stream` with `attrs`; `what` names the launch in the error.
@@ -58,11 +71,11 @@ fn cluster_attribute(blocks: u32) -> sys::CUlaunchAttribute {
 /// in `param` is a live device allocation that the kernel may access as it does for the whole
 /// time the stream runs it, `cfg` is a grid the kernel indexes correctly, and `attrs` are
 /// attributes the kernel is written for.
-unsafe fn launch_with<P: DeviceRepr>(
+unsafe fn launch_with<P: DeviceRepr, const N: usize>(
     stream: &CudaStream,
     func: &CudaFunction,
     cfg: LaunchConfig,
-    mut attrs: [sys::CUlaunchAttribute; 1],
+    mut attrs: [sys::CUlaunchAttribute; N],
     param: &P,
     what: &str,
 ) -> Result<()> {
@@ -129,7 +142,7 @@ pub(super) unsafe fn launch_cluster<P: DeviceRepr>(
         )
     }
     // SAFETY: the caller's guarantees (this function's safety section); the cluster tiles the grid.
-    unsafe { launch_with(stream, func, cfg, [cluster_attribute(blocks)], param, "thread block clusters") }
+    unsafe { launch_with(stream, func, cfg, cluster_attributes(blocks), param, "thread block clusters") }
 }
 
 /// How many clusters of `blocks` blocks of `func` (`threads` threads and `smem` bytes of
@@ -172,7 +185,7 @@ pub(super) fn max_active_clusters(
         }
     }
     let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
-    let mut attrs = [cluster_attribute(blocks)];
+    let mut attrs = cluster_attributes(blocks);
     let config = launch_config(stream, &cfg, &mut attrs);
     let mut n: std::ffi::c_int = 0;
     // SAFETY: `n`, `config` and `attrs` are live locals for the call; the handle is valid.
