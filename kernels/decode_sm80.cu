@@ -291,77 +291,6 @@ __device__ __forceinline__ bool arrive_last_split(const FattnParams& p) {
     return last;
 }
 
-// One item of a split merge: row r of the tile (r = row_group · 16 + local row), dims
-// 4·c4 .. 4·c4 + 3, over n partials. Lane `sub` of the item's `lanes` takes partials sub,
-// sub + lanes, ... in batches of kBatch whose loads are all in flight together (`load(s, ml,
-// x)`: partial s's (max, sum) and its 4 dims of the row), merges them online (a running max,
-// rescaled once per batch), then the lanes merge by shuffles and lane 0 writes the output row's
-// 4 dims (and the LSE). Called by every lane of the warp (the shuffles take the full warp); an
-// item that is not `valid` loads nothing and writes nothing. The arithmetic depends only on the
-// partials and `lanes`: whoever runs it (a split block, the combine launch, a cluster) gets
-// the same bits from the same partials.
-template <typename T, int D, bool kPacked, typename Load>
-__device__ __forceinline__ void merge_item(const FattnParams& p, const BlockSeq& sq, int b, int kvh, int r, int c4,
-                                           bool valid, int n, int lanes, int sub, Load load) {
-    constexpr int kBatch = 16;
-    float m = kNegInf, l = 0.f;
-    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int s0 = sub; s0 < n; s0 += kBatch * lanes) {
-        float2 ml[kBatch];
-        float4 x[kBatch];
-#pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-            const int s = s0 + u * lanes;
-            if (valid && s < n) {
-                load(s, ml[u], x[u]);
-            } else {
-                ml[u] = make_float2(kNegInf, 0.f);
-                x[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-        }
-        float m_new = m;
-#pragma unroll
-        for (int u = 0; u < kBatch; ++u) m_new = fmaxf(m_new, ml[u].x);
-        const float m_ref = max_ref(m_new);
-        const float alpha = exp2f(m - m_ref);
-        l *= alpha;
-        o.x *= alpha, o.y *= alpha, o.z *= alpha, o.w *= alpha;
-#pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-            const float w = exp2f(ml[u].x - m_ref);
-            l += w * ml[u].y;
-            o.x += w * x[u].x, o.y += w * x[u].y, o.z += w * x[u].z, o.w += w * x[u].w;
-        }
-        m = m_new;
-    }
-    for (int off = 1; off < lanes; off *= 2) {
-        const float m_o = __shfl_xor_sync(0xffffffffu, m, off);
-        const float l_o = __shfl_xor_sync(0xffffffffu, l, off);
-        float4 o_o;
-        o_o.x = __shfl_xor_sync(0xffffffffu, o.x, off);
-        o_o.y = __shfl_xor_sync(0xffffffffu, o.y, off);
-        o_o.z = __shfl_xor_sync(0xffffffffu, o.z, off);
-        o_o.w = __shfl_xor_sync(0xffffffffu, o.w, off);
-        const float m_new = fmaxf(m, m_o);
-        const float m_ref = max_ref(m_new);
-        const float a = exp2f(m - m_ref), a_o = exp2f(m_o - m_ref);
-        l = l * a + l_o * a_o;
-        o.x = o.x * a + o_o.x * a_o, o.y = o.y * a + o_o.y * a_o;
-        o.z = o.z * a + o_o.z * a_o, o.w = o.w * a + o_o.w * a_o;
-        m = m_new;
-    }
-    if (valid && sub == 0) {
-        const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
-        if (p.lse != nullptr && c4 == 0) *decode_lse_slot<kPacked>(p, sq, b, h, i) = fattn::row_lse(m, l);
-        const float inv = inv_row_sum(l);  // no visible key: zeros
-        T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + (sq.q0 + i) * p.o_seq_stride + h * p.o_head_stride;
-        const float os[4] = {o.x * inv, o.y * inv, o.z * inv, o.w * inv};
-#pragma unroll
-        for (int x = 0; x < 4; ++x)
-            if (4 * c4 + x < p.head_dim) dst[4 * c4 + x] = Elem<T>::from_float(os[x]);
-    }
-}
-
 // Merges the tile's split partials into the output (flash-decoding's combine): out =
 // Σ_s 2^(m_s - M) o_s / Σ_s 2^(m_s - M) l_s, M = max_s m_s. Run by one block of kThreads per
 // tile, once every split's partial is visible: the tile's last split block (`arrive_last_split`)
@@ -379,6 +308,7 @@ __device__ __forceinline__ void merge_item(const FattnParams& p, const BlockSeq&
 template <typename T, int D, bool kPacked>
 __device__ __forceinline__ void merge_split_partials(const FattnParams& p, const BlockSeq& sq, int b, int kvh,
                                                      int row_group, int first_round = 0, int round_step = 1) {
+    constexpr int kBatch = 16;
     constexpr int kChunks4 = D / 4;
     const int rows_valid = min(kRows, p.kv_group * p.seq_q - row_group * kRows);
     const int items = rows_valid * kChunks4;
@@ -394,19 +324,71 @@ __device__ __forceinline__ void merge_split_partials(const FattnParams& p, const
         while (lanes < 32 && n > kLanePartials * lanes) lanes *= 2;
     const int sub = threadIdx.x % lanes;
     const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
-    // Every lane runs the same number of rounds, so the shuffles in merge_item see a full warp.
+    // Every lane runs the same number of rounds, so the shuffles below see a full warp.
     for (int base = first_round * (kThreads / lanes); base < items; base += round_step * (kThreads / lanes)) {
         const int item = base + threadIdx.x / lanes;
         const int row = item < items ? item / kChunks4 : 0, c4 = item < items ? item % kChunks4 : 0;
         const int r = row_group * kRows + row;
         const bool valid = item < items && sq.has_row(p, r);
-        const int h = kvh * p.kv_group + r / p.seq_q;
-        const long long slot0 = ((long long)b * p.seq_q + r % p.seq_q) * p.heads + h;
-        merge_item<T, D, kPacked>(p, sq, b, kvh, r, c4, valid, n, lanes, sub, [&](int s, float2& ml, float4& x) {
-            const long long slot = s * rows_total + slot0;
-            ml = __ldcg(reinterpret_cast<const float2*>(p.partial_ml) + slot);
-            x = __ldcg(reinterpret_cast<const float4*>(p.partial_o + slot * D) + c4);
-        });
+        const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
+        const long long slot0 = ((long long)b * p.seq_q + i) * p.heads + h;
+        float m = kNegInf, l = 0.f;
+        float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int s0 = sub; s0 < n; s0 += kBatch * lanes) {
+            float2 ml[kBatch];
+            float4 x[kBatch];
+#pragma unroll
+            for (int u = 0; u < kBatch; ++u) {
+                const int s = s0 + u * lanes;
+                if (valid && s < n) {
+                    const long long slot = s * rows_total + slot0;
+                    ml[u] = __ldcg(reinterpret_cast<const float2*>(p.partial_ml) + slot);
+                    x[u] = __ldcg(reinterpret_cast<const float4*>(p.partial_o + slot * D) + c4);
+                } else {
+                    ml[u] = make_float2(kNegInf, 0.f);
+                    x[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+            }
+            float m_new = m;
+#pragma unroll
+            for (int u = 0; u < kBatch; ++u) m_new = fmaxf(m_new, ml[u].x);
+            const float m_ref = max_ref(m_new);
+            const float alpha = exp2f(m - m_ref);
+            l *= alpha;
+            o.x *= alpha, o.y *= alpha, o.z *= alpha, o.w *= alpha;
+#pragma unroll
+            for (int u = 0; u < kBatch; ++u) {
+                const float w = exp2f(ml[u].x - m_ref);
+                l += w * ml[u].y;
+                o.x += w * x[u].x, o.y += w * x[u].y, o.z += w * x[u].z, o.w += w * x[u].w;
+            }
+            m = m_new;
+        }
+        for (int off = 1; off < lanes; off *= 2) {
+            const float m_o = __shfl_xor_sync(0xffffffffu, m, off);
+            const float l_o = __shfl_xor_sync(0xffffffffu, l, off);
+            float4 o_o;
+            o_o.x = __shfl_xor_sync(0xffffffffu, o.x, off);
+            o_o.y = __shfl_xor_sync(0xffffffffu, o.y, off);
+            o_o.z = __shfl_xor_sync(0xffffffffu, o.z, off);
+            o_o.w = __shfl_xor_sync(0xffffffffu, o.w, off);
+            const float m_new = fmaxf(m, m_o);
+            const float m_ref = max_ref(m_new);
+            const float a = exp2f(m - m_ref), a_o = exp2f(m_o - m_ref);
+            l = l * a + l_o * a_o;
+            o.x = o.x * a + o_o.x * a_o, o.y = o.y * a + o_o.y * a_o;
+            o.z = o.z * a + o_o.z * a_o, o.w = o.w * a + o_o.w * a_o;
+            m = m_new;
+        }
+        if (valid && sub == 0) {
+            if (p.lse != nullptr && c4 == 0) *decode_lse_slot<kPacked>(p, sq, b, h, i) = fattn::row_lse(m, l);
+            const float inv = inv_row_sum(l);  // no visible key: zeros
+            T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + (sq.q0 + i) * p.o_seq_stride + h * p.o_head_stride;
+            const float os[4] = {o.x * inv, o.y * inv, o.z * inv, o.w * inv};
+#pragma unroll
+            for (int x = 0; x < 4; ++x)
+                if (4 * c4 + x < p.head_dim) dst[4 * c4 + x] = Elem<T>::from_float(os[x]);
+        }
     }
 }
 
@@ -489,17 +471,7 @@ __device__ __forceinline__ BlockKeys block_keys(const FattnParams& p, int b) {
     }
 }
 
-// The split blocks of one tile as one thread block cluster merge their partials through
-// distributed shared memory (kernels/decode_sm90.cu, compute capability 9.0): declared here
-// for decode_block's kCluster instances, which only that file instantiates.
-template <typename T, int D, bool kPacked>
-__device__ void cluster_merge(const FattnParams& p, float* merge_o, const float (&block_ml)[kRows][2],
-                              const BlockSeq& sq, int b, int kvh, int row_group);
-
-// kCluster (kernels/decode_sm90.cu's entries only): the launch's grid x (the splits) is one
-// cluster, and the blocks merge through each other's shared memory instead of storing
-// partials (`cluster_merge`); with it, no early exit may skip the merge's cluster barriers.
-template <typename T, int D, bool kScoreMod, bool kPacked, int kStages = Traits<D>::kStages, bool kCluster = false>
+template <typename T, int D, bool kScoreMod, bool kPacked, int kStages = Traits<D>::kStages>
 __device__ __forceinline__ void decode_block(const FattnParams& p) {
     using Tr = Traits<D, kStages>;
     using E = Elem<T>;
@@ -735,7 +707,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     for (int half = 0; half < 2; ++half) {
         row_sum[half] = quad_sum(row_sum[half]);
     }
-    if (!kCluster && p.defer_combine == 2) {
+    if (p.defer_combine == 2) {
         // The combine launch merges every warp's partial (splits × warps of them): each warp
         // stores its own rows, (max, sum) and its accumulator relative to that max, straight
         // from the fragments; no barrier, no shared-memory merge. A warp without keys stores
@@ -791,11 +763,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         }
     }
     __syncthreads();
-    if constexpr (kCluster) {
-        cluster_merge<T, D, kPacked>(p, merge_o, block_ml, bk.seq, b, kvh, row_group);
-    } else {
-        store_block_rows<T, D, kPacked>(p, merge_o, block_ml, bk.seq, b, kvh, row_group, split);
-    }
+    store_block_rows<T, D, kPacked>(p, merge_o, block_ml, bk.seq, b, kvh, row_group, split);
 }
 
 // f32: the same blocks, splits and merge on CUDA cores (no TF32, so the error stays at the

@@ -7,11 +7,8 @@
 //! read once per kv head. Each block writes an unnormalized f32 partial (acc, max, sum) and
 //! counts itself in on a per-tile counter; the last split block of a tile merges the partials
 //! into the output, in the same launch, and zeroes the counter again. One split writes the
-//! output directly. On compute capability 9.0 the splits of a tile (up to 16, f16/bf16) run as
-//! one thread block cluster and merge through each other's shared memory at the end, with no
-//! partials in global memory (kernels/decode_sm90.cu's cluster split kernels); otherwise a
-//! second launch merges them (kernels/decode_sm90.cu), from one partial per block or, for tiles
-//! of few rows, one per warp. f16/bf16 run on mma.sync; f32 runs the same blocks on CUDA cores (no TF32).
+//! output directly. On compute capability 9.0 a second launch merges the splits instead
+//! (kernels/decode_sm90.cu), from one partial per block or, for tiles of few rows, one per warp. f16/bf16 run on mma.sync; f32 runs the same blocks on CUDA cores (no TF32).
 //!
 //! When it runs instead of the prefill kernel, and how many splits: src/cuda/heuristics.rs.
 //!
@@ -23,11 +20,9 @@ use candle_core::cuda_backend::{CudaDevice, WrapErr};
 use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
 use super::heuristics::{self, DECODE_ROWS};
-use super::instances::{
-    Arch, Dtype, Family, Instance, KernelKey, Variant, DECODE_KEYS_PER_ROUND, DECODE_THREADS, SOURCES,
-};
+use super::instances::{Arch, Dtype, Family, Instance, KernelKey, DECODE_KEYS_PER_ROUND, DECODE_THREADS, SOURCES};
 use super::params::FattnParams;
-use super::launch::{launch_cluster, launch_dependent, max_active_clusters};
+use super::pdl::launch_dependent;
 use super::workspace::with_workspace;
 use super::{alibi_slopes_ptr, common_params, dev_qkv, query_rows, to_i32, with_packed, Entry, KernelDtype};
 use crate::cuda_kernels::{cuda_kernels, record_decode_combine, CudaKernels};
@@ -96,41 +91,6 @@ fn combine_instance(dev: &CudaDevice, split: &Instance) -> Result<Option<&'stati
         )
     }
     Ok(Some(combine))
-}
-
-/// The cluster split kernel (kernels/decode_sm90.cu) that runs a decode of `splits` splits of
-/// the sm_80 instance `split` on `dev` with `smem` bytes of shared memory per block, prepared
-/// for `p`'s entry; `None` where the splits are merged otherwise: where the combine launch
-/// does not apply either (`combine_instance`), f32, splits outside `heuristics::cluster_splits`,
-/// or a device that cannot hold the `tiles` clusters of the launch at once (a cluster that
-/// waits for another to finish costs a whole second pass over the keys).
-fn cluster_kernel(
-    dev: &CudaDevice,
-    p: &Problem,
-    split: &Instance,
-    splits: usize,
-    tiles: usize,
-    smem: u32,
-) -> Result<Option<(heuristics::Prepared, &'static Instance)>> {
-    if !heuristics::cluster_splits(splits, split.dtype) || combine_instance(dev, split)?.is_none() {
-        return Ok(None);
-    }
-    let key = KernelKey {
-        family: Family::Decode,
-        dtype: split.dtype,
-        head_dim: split.head_dim as usize,
-        mods: split.variant == Variant::Mods,
-    };
-    let cluster = heuristics::instance(key, Arch::Sm90a)?;
-    if (cluster.head_dim, cluster.threads, cluster.smem_bytes(cluster.head_dim))
-        != (split.head_dim, split.threads, split.smem_bytes(split.head_dim))
-    {
-        bail!("fused-attn decode: {} does not mirror {}", cluster.name, split.name)
-    }
-    let kernel = heuristics::prepare_entry(dev, cluster, Entry::of(p))?;
-    kernel.check_smem(smem)?;
-    let fits = max_active_clusters(&dev.cuda_stream(), &kernel.func, splits as u32, cluster.threads, smem)?;
-    Ok((fits as usize >= tiles.max(1)).then_some((kernel, cluster)))
 }
 
 /// Blocks of the combine launch per tile: the merge rounds of a tile of `tile_rows` rows in
@@ -205,11 +165,8 @@ pub(super) fn forward<T: KernelDtype>(
         bail!("fused-attn decode: grid too large: batch {} and kv_heads · row groups {grid_y} must be ≤ 65535", p.batch)
     }
 
-    // Several splits on Hopper: the tile's split blocks merge as one cluster, or the merge is
-    // a launch of its own (see the module docs).
-    let cluster = cluster_kernel(dev, p, inst, num_splits, pairs, smem)?;
-    let combine = match (num_splits > 1 && cluster.is_none()).then(|| combine_instance(dev, inst)).transpose()?.flatten()
-    {
+    // Several splits on Hopper: the merge is a launch of its own (see the module docs).
+    let combine = match (num_splits > 1).then(|| combine_instance(dev, inst)).transpose()?.flatten() {
         Some(c) => Some((c, heuristics::prepare_entry(dev, c, Entry::of(p))?)),
         None => None,
     };
@@ -278,15 +235,7 @@ pub(super) fn forward<T: KernelDtype>(
             unsafe { builder.launch(cfg) }.w()?;
             Ok(())
         };
-        if let Some((ck, ci)) = &cluster {
-            // SAFETY: the cluster kernel takes `FattnParams` by value, as the split kernel does
-            // (it is the same block code, kernels/decode_sm90.cu), over the same grid; its
-            // pointers are live as for `launch_split` above, and it needs no workspace: the
-            // splits of a tile, one cluster of `num_splits` blocks along grid x, merge through
-            // each other's shared memory and write the output (and LSE) rows themselves.
-            unsafe { launch_cluster(&stream, &ck.func, cfg, num_splits as u32, &params) }?;
-            record_decode_combine(Some(ci.name));
-        } else if num_splits > 1 {
+        if num_splits > 1 {
             with_workspace(dev, &stream, pairs, partial_words, |counters, partials| {
                 let params = FattnParams {
                     tile_counters: counters,

@@ -155,20 +155,6 @@ fn forced_decode_splits() -> Option<usize> {
     })
 }
 
-/// Whether a Hopper decode of `splits` f16/bf16 splits merges them in one thread block cluster
-/// per tile (kernels/decode_sm90.cu `cluster_merge`) rather than in a combine launch: from 2
-/// splits up to the largest cluster (16 blocks; more splits, as for one kv head of one
-/// sequence, keep the combine launch). `FUSED_ATTN_DECODE_CLUSTER=off` (read once) turns the
-/// clusters off, for A/B measurements against the combine launch.
-pub(super) fn cluster_splits(splits: usize, dtype: Dtype) -> bool {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let off = *OFF.get_or_init(|| std::env::var("FUSED_ATTN_DECODE_CLUSTER").is_ok_and(|v| v.trim() == "off"));
-    !off && dtype != Dtype::F32 && (2..=MAX_CLUSTER_SPLITS).contains(&splits)
-}
-
-/// The largest cluster the decode asks for (compute capability 9.0 allows 16 blocks).
-const MAX_CLUSTER_SPLITS: usize = 16;
-
 // ---- backward splits --------------------------------------------------------------------
 
 /// CTAs of the backward per kv head along its group of q heads. One CTA per (key block, kv
@@ -320,7 +306,6 @@ fn device_info(stream: &Arc<CudaStream>) -> Result<DeviceInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cuda::instances::Variant;
     use crate::problem::SeqLayout;
 
     #[test]
@@ -425,19 +410,6 @@ mod tests {
                     assert!(instance(key(max_d + 1), Arch::Sm80).is_err());
                 }
             }
-        }
-        // Every cluster split kernel (Hopper) is its dtype's sm_80 split kernel with another
-        // ending: the same head dim, variant, block, keys and shared memory.
-        for cluster in INSTANCES.iter().filter(|i| i.family == Family::Decode && i.arch == Arch::Sm90a) {
-            let key = KernelKey { family: Family::Decode, dtype: cluster.dtype, head_dim: cluster.head_dim as usize, mods: false };
-            let split = instance(KernelKey { mods: cluster.variant == Variant::Mods, ..key }, Arch::Sm80).unwrap();
-            assert_eq!(
-                (split.head_dim, split.variant, split.threads, split.block_rows, split.key_block, split.smem_bytes(split.head_dim)),
-                (cluster.head_dim, cluster.variant, cluster.threads, cluster.block_rows, cluster.key_block, cluster.smem_bytes(cluster.head_dim)),
-                "{} against {}",
-                cluster.name,
-                split.name
-            );
         }
         // Every decode instance's partials have a combine launch of the same dtype and head dim.
         for split in INSTANCES.iter().filter(|i| i.family == Family::Decode) {

@@ -276,7 +276,7 @@ pub const SOURCES: &[Source] = &[
     },
     Source { file: "kernels/fwd_sm90.cu", families: &[Family::Fwd], arch: Arch::Sm90a },
     Source { file: "kernels/bwd_sm90.cu", families: &[Family::Bwd], arch: Arch::Sm90a },
-    Source { file: "kernels/decode_sm90.cu", families: &[Family::DecodeCombine, Family::Decode], arch: Arch::Sm90a },
+    Source { file: "kernels/decode_sm90.cu", families: &[Family::DecodeCombine], arch: Arch::Sm90a },
 ];
 
 impl Source {
@@ -380,16 +380,6 @@ macro_rules! decode {
             col_splits: 1,
             smem: Smem::Bytes($smem),
         }
-    };
-}
-
-/// A cluster split kernel (kernels/decode_sm90.cu, compute capability 9.0): a decode instance
-/// whose blocks of one tile form a thread block cluster and merge their partials through
-/// distributed shared memory at the end (no partials in global memory, no combine launch).
-/// The same blocks, tiles and shared memory as the sm_80 instance of its dtype and head dim.
-macro_rules! decode_cluster {
-    ($name:literal, $dtype:ident, $d:literal, $variant:ident, $smem:literal) => {
-        Instance { name: $name, arch: Arch::Sm90a, ..decode!($name, $dtype, $d, $variant, $smem) }
     };
 }
 
@@ -620,18 +610,6 @@ pub const INSTANCES: &[Instance] = &[
     decode_combine!("fattn_decode_combine_f32_d64", F32, 64),
     decode_combine!("fattn_decode_combine_f32_d128", F32, 128),
     decode_combine!("fattn_decode_combine_f32_d256", F32, 256),
-    decode_cluster!("fattn_decode_cluster_bf16_d64", BF16, 64, Plain, 51200),
-    decode_cluster!("fattn_decode_cluster_bf16_d64_mod", BF16, 64, Mods, 51200),
-    decode_cluster!("fattn_decode_cluster_bf16_d128", BF16, 128, Plain, 102400),
-    decode_cluster!("fattn_decode_cluster_bf16_d128_mod", BF16, 128, Mods, 102400),
-    decode_cluster!("fattn_decode_cluster_bf16_d256", BF16, 256, Plain, 139264),
-    decode_cluster!("fattn_decode_cluster_bf16_d256_mod", BF16, 256, Mods, 139264),
-    decode_cluster!("fattn_decode_cluster_f16_d64", F16, 64, Plain, 51200),
-    decode_cluster!("fattn_decode_cluster_f16_d64_mod", F16, 64, Mods, 51200),
-    decode_cluster!("fattn_decode_cluster_f16_d128", F16, 128, Plain, 102400),
-    decode_cluster!("fattn_decode_cluster_f16_d128_mod", F16, 128, Mods, 102400),
-    decode_cluster!("fattn_decode_cluster_f16_d256", F16, 256, Plain, 139264),
-    decode_cluster!("fattn_decode_cluster_f16_d256_mod", F16, 256, Mods, 139264),
     // kernels/bwd_sm80.cu
     bwd_tc!("fattn_bwd_f16_d32", F16, 32, Plain, 256, 64, 128, 1, 50176),
     bwd_tc!("fattn_bwd_f16_d32_mods", F16, 32, Mods, 256, 64, 128, 1, 50176),
@@ -725,8 +703,7 @@ mod tests {
                     if inst.arch == Arch::Sm90a { "_sm90" } else { "" }
                 ),
                 (Family::Decode, d, v) => format!(
-                    "fattn_decode_{}{}_d{}{}",
-                    if inst.arch == Arch::Sm90a { "cluster_" } else { "" },
+                    "fattn_decode_{}_d{}{}",
                     dtype_name(d),
                     inst.head_dim,
                     if v == Variant::Mods { "_mod" } else { "" }

@@ -33,7 +33,7 @@ mod decode;
 mod heuristics;
 mod instances;
 mod params;
-mod launch;
+mod pdl;
 mod prefill;
 mod prefill_sm90;
 mod tma;
