@@ -116,16 +116,16 @@ fn main() {
     let nvcc = find_nvcc();
 
     let restrict = archs_override();
-    // At most one file per CPU compiles at a time, in SOURCES order, and nvcc's ptxas gets
-    // the CPUs left per file. On a 2-vCPU Zen 4 all six files at once (one ptxas per CPU
-    // each) took 176-219 s wall and 289-348 s of CPU in four builds; two at a time, one
-    // ptxas each, 127.8 s and 232.1 s (a second build, 193 s, ran while the VM's host was
-    // loaded: every file took 1.6-1.8x its time alone; lab/README.md, session 21).
+    // At most one file per CPU compiles at a time, the longest first (`LONGEST_FIRST`), and
+    // nvcc's ptxas gets the CPUs left per file. On a 2-vCPU Zen 4 all six files at once (one
+    // ptxas per CPU each) took 176-219 s wall and 289-348 s of CPU in four builds; two at a
+    // time, one ptxas each, in SOURCES order, 127.8 s and 232.1 s (a second build, 193 s, ran
+    // while the VM's host was loaded: every file took 1.6-1.8x its time alone; lab/README.md,
+    // session 21), with decode_sm80 then bwd_sm80 as the critical path (50 + 78 s).
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let slots = cpus.min(SOURCES.len()).max(1);
     let threads = nvcc_threads().unwrap_or((cpus / slots).max(1) as u32);
     let gate = std::sync::Arc::new(Gate::new(slots));
-    let mut ticket = 0;
     let compression = fatbin_compression();
     let extra: Vec<String> =
         env::var("NVCC_FLAGS").map(|f| f.split_whitespace().map(String::from).collect()).unwrap_or_default();
@@ -155,7 +155,7 @@ fn main() {
             let _ = fs::remove_file(&key_path);
             fs::write(&fatbin, b"").unwrap_or_else(|e| panic!("write {}: {e}", fatbin.display()));
             fs::write(&ptx, b"").unwrap_or_else(|e| panic!("write {}: {e}", ptx.display()));
-            jobs.push(std::thread::spawn(|| Ok((0.0, 0.0))));
+            jobs.push(std::thread::spawn(|| Ok((0.0, 0.0, 0.0))));
             continue;
         }
         // Step 1, the front end (cicc): the unit to the virtual architecture's PTX, once.
@@ -195,15 +195,14 @@ fn main() {
             input_key(&[&front, &back], src.file, &out_dir.join(format!("{stem}.gen.cu")), &out_dir, &headers)
         );
         if fatbin.exists() && ptx.exists() && fs::read_to_string(&key_path).is_ok_and(|old| old == key) {
-            jobs.push(std::thread::spawn(|| Ok((-1.0, 0.0))));
+            jobs.push(std::thread::spawn(|| Ok((-1.0, 0.0, 0.0))));
             continue;
         }
         let _ = fs::remove_file(&key_path);
         let nvcc_shown = nvcc.display().to_string();
-        let (gate, my_ticket) = (gate.clone(), ticket);
-        ticket += 1;
-        jobs.push(std::thread::spawn(move || -> Result<(f64, f64), String> {
-            let _slot = gate.enter(my_ticket);
+        let (gate, rank) = (gate.clone(), build_rank(&stem));
+        jobs.push(std::thread::spawn(move || -> Result<(f64, f64, f64), String> {
+            let _slot = gate.enter(rank);
             let t0 = Instant::now();
             let mut front_s = 0.0;
             for (step, mut cmd, out) in [("PTX", front, &ptx), ("fatbin", back, &fatbin)] {
@@ -218,15 +217,18 @@ fn main() {
                 }
             }
             fs::write(&key_path, key).map_err(|e| format!("write {}: {e}", key_path.display()))?;
-            Ok((front_s, t0.elapsed().as_secs_f64()))
+            Ok((front_s, t0.elapsed().as_secs_f64(), t0.duration_since(started).as_secs_f64()))
         }));
     }
+    gate.open();
     let mut failures = Vec::new();
     let mut timings = Vec::new();
     for (src, job) in SOURCES.iter().zip(jobs) {
         match job.join().expect("an nvcc thread panicked") {
-            Ok((front, _)) if front < 0.0 => timings.push(format!("{} unchanged, not recompiled", stem(src))),
-            Ok((front, wall)) => timings.push(format!("{} {wall:.1} s (PTX at {front:.1} s)", stem(src))),
+            Ok((front, _, _)) if front < 0.0 => timings.push(format!("{} unchanged, not recompiled", stem(src))),
+            Ok((front, wall, from)) => {
+                timings.push(format!("{} {wall:.1} s from {from:.1} s (PTX at {front:.1} s)", stem(src)))
+            }
             Err(e) => failures.push(e),
         }
     }
@@ -407,12 +409,36 @@ fn nvcc_threads() -> Option<u32> {
     }
 }
 
-/// Lets at most `slots` compile jobs run at once, and starts them in ticket order (0, 1, …),
-/// so that the files go in SOURCES order whatever order their threads reach the gate.
+/// The kernel files by their compile time, longest first: with fewer CPUs than files the
+/// longest start first, so that the last to finish is not a long file started late (longest
+/// processing time first). Standalone times on a 2-vCPU Zen 4, all arches (session 21):
+/// bwd_sm80 78 s, fwd_sm80 66 (front end 23), decode_sm80 50-52, fwd_sm90 38, bwd_sm90 6,
+/// decode_sm90 2.4. Two at a time in SOURCES order that made fwd_sm80 ‖ decode_sm80, then
+/// bwd_sm80 from 50 s: 128 s; longest first, bwd_sm80 ‖ fwd_sm80, then decode_sm80 beside
+/// bwd_sm80, fwd_sm90 after it: about 120 s predicted.
+const LONGEST_FIRST: &[&str] = &["bwd_sm80", "fwd_sm80", "decode_sm80", "fwd_sm90", "bwd_sm90", "decode_sm90"];
+
+/// A kernel file's place in the build order (`LONGEST_FIRST`; a file missing from it, after
+/// them all, in SOURCES order).
+fn build_rank(stem: &str) -> usize {
+    LONGEST_FIRST.iter().position(|s| *s == stem).unwrap_or_else(|| {
+        LONGEST_FIRST.len() + SOURCES.iter().position(|s| s.file.ends_with(&format!("/{stem}.cu"))).unwrap_or(0)
+    })
+}
+
+/// Lets at most `slots` compile jobs run at once, and admits the waiting job of the lowest
+/// rank ([`build_rank`]) first, once every job has arrived ([`Gate::open`]): the order does not
+/// depend on which thread reaches the gate first.
 struct Gate {
-    state: std::sync::Mutex<(usize, usize)>, // (running, next ticket to admit)
+    state: std::sync::Mutex<GateState>,
     cv: std::sync::Condvar,
     slots: usize,
+}
+
+struct GateState {
+    running: usize,
+    waiting: std::collections::BTreeSet<usize>,
+    open: bool,
 }
 
 /// A running job's place at the [`Gate`], given back when dropped (also when the job fails).
@@ -420,15 +446,24 @@ struct Slot<'a>(&'a Gate);
 
 impl Gate {
     fn new(slots: usize) -> Self {
-        Self { state: std::sync::Mutex::new((0, 0)), cv: std::sync::Condvar::new(), slots }
+        let state = GateState { running: 0, waiting: std::collections::BTreeSet::new(), open: false };
+        Self { state: std::sync::Mutex::new(state), cv: std::sync::Condvar::new(), slots }
     }
 
-    fn enter(&self, ticket: usize) -> Slot<'_> {
+    /// Every job has been started: admissions begin.
+    fn open(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).open = true;
+        self.cv.notify_all();
+    }
+
+    fn enter(&self, rank: usize) -> Slot<'_> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while !(st.1 == ticket && st.0 < self.slots) {
+        st.waiting.insert(rank);
+        while !(st.open && st.running < self.slots && st.waiting.first() == Some(&rank)) {
             st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        *st = (st.0 + 1, st.1 + 1);
+        st.waiting.remove(&rank);
+        st.running += 1;
         self.cv.notify_all();
         Slot(self)
     }
@@ -437,7 +472,7 @@ impl Gate {
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         let mut st = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.0 -= 1;
+        st.running -= 1;
         self.0.cv.notify_all();
     }
 }
