@@ -200,7 +200,7 @@ fn main() {
         }
         let _ = fs::remove_file(&key_path);
         let nvcc_shown = nvcc.display().to_string();
-        let (gate, rank) = (gate.clone(), build_rank(&stem));
+        let (gate, rank) = (gate.clone(), build_rank(stem));
         jobs.push(std::thread::spawn(move || -> Result<(f64, f64, f64), String> {
             let _slot = gate.enter(rank);
             let t0 = Instant::now();
