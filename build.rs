@@ -6,8 +6,8 @@
 //! (`ENTRIES`, for the tests). Without the feature it does nothing. With `DOCS_RS` set
 //! (docs.rs, which has no CUDA toolkit) it writes empty fatbins and runs no nvcc.
 //!
-//! Build time: the files compile concurrently, at most one per CPU at a time (in SOURCES
-//! order), each in two nvcc steps: the front end (cicc) once to PTX, then ptxas once per
+//! Build time: the files compile concurrently, at most one per CPU at a time (the longest
+//! first), each in two nvcc steps: the front end (cicc) once to PTX, then ptxas once per
 //! cubin from that PTX, `--threads` at a time, and fatbinary. `FUSED_ATTN_CUDA_ARCHS=90`
 //! (numbers, comma-separated) keeps only those cubins for a development build on one GPU;
 //! the PTX fallback stays, so such a build still runs (JIT-compiled) elsewhere.
@@ -201,6 +201,7 @@ fn main() {
         let _ = fs::remove_file(&key_path);
         let nvcc_shown = nvcc.display().to_string();
         let (gate, rank) = (gate.clone(), build_rank(stem));
+        gate.register(rank);
         jobs.push(std::thread::spawn(move || -> Result<(f64, f64, f64), String> {
             let _slot = gate.enter(rank);
             let t0 = Instant::now();
@@ -421,14 +422,16 @@ const LONGEST_FIRST: &[&str] = &["bwd_sm80", "fwd_sm80", "decode_sm80", "fwd_sm9
 /// A kernel file's place in the build order (`LONGEST_FIRST`; a file missing from it, after
 /// them all, in SOURCES order).
 fn build_rank(stem: &str) -> usize {
-    LONGEST_FIRST.iter().position(|s| *s == stem).unwrap_or_else(|| {
-        LONGEST_FIRST.len() + SOURCES.iter().position(|s| s.file.ends_with(&format!("/{stem}.cu"))).unwrap_or(0)
-    })
+    LONGEST_FIRST
+        .iter()
+        .position(|s| *s == stem)
+        .unwrap_or_else(|| LONGEST_FIRST.len() + SOURCES.iter().position(|s| self::stem(s) == stem).unwrap_or(0))
 }
 
-/// Lets at most `slots` compile jobs run at once, and admits the waiting job of the lowest
-/// rank ([`build_rank`]) first, once every job has arrived ([`Gate::open`]): the order does not
-/// depend on which thread reaches the gate first.
+/// Lets at most `slots` compile jobs run at once, and admits the registered job of the lowest
+/// rank ([`build_rank`]) first, once every job is registered ([`Gate::register`] from the
+/// spawning thread, then [`Gate::open`]): the order does not depend on when each job's thread
+/// reaches the gate.
 struct Gate {
     state: std::sync::Mutex<GateState>,
     cv: std::sync::Condvar,
@@ -450,7 +453,12 @@ impl Gate {
         Self { state: std::sync::Mutex::new(state), cv: std::sync::Condvar::new(), slots }
     }
 
-    /// Every job has been started: admissions begin.
+    /// A job of `rank` will come to [`Gate::enter`]; called before its thread starts.
+    fn register(&self, rank: usize) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).waiting.insert(rank);
+    }
+
+    /// Every job is registered: admissions begin.
     fn open(&self) {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).open = true;
         self.cv.notify_all();
@@ -458,7 +466,6 @@ impl Gate {
 
     fn enter(&self, rank: usize) -> Slot<'_> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.waiting.insert(rank);
         while !(st.open && st.running < self.slots && st.waiting.first() == Some(&rank)) {
             st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
         }
