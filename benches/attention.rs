@@ -540,12 +540,19 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
         }
     }
     group.finish();
+    Ok(())
+}
 
-    // The decode rows with K/V stored as PyTorch's SDPA takes them, `(B, Hkv, S, D)`, and
-    // passed as `(B, S, Hkv, D)` views (`transpose(1, 2)`, no copy): the layout of torch's
-    // rows in scripts/bench_torch.py, and of a KV cache grown along dim 2 (candle-transformers'
-    // `Cache`). Each kv head's keys are then one contiguous run; in the default rows (and in
-    // `cuda_fused_attn_bf16`'s) a key row of one head is 256 bytes every Hkv·D·2 bytes.
+/// `cuda_decode_layout_bf16`: the decode bench rows twice, `bshd` with K/V made `(B, S, Hkv,
+/// D)` as in `cuda_fused_attn_bf16` (a key row of one head every Hkv·D·2 bytes), `bhsd` with
+/// them made `(B, Hkv, S, D)` as PyTorch's SDPA takes them (scripts/bench_torch.py) and as a
+/// KV cache grown along dim 2 holds them (candle-transformers' `Cache`), passed as
+/// `transpose(1, 2)` views (no copy): each kv head's keys one contiguous run.
+#[cfg(feature = "cuda")]
+fn bench_cuda_decode_layout(c: &mut Criterion, dev: &Device) -> candle_core::Result<()> {
+    let dtype = DType::BF16;
+    let (h, hkv, d) = (32, 8, 128);
+    let randn = |shape: &[usize]| Tensor::randn(0f32, 1.0, shape, dev)?.to_dtype(dtype);
     let mut group = c.benchmark_group("cuda_decode_layout_bf16");
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(2));
     for (b, sq, sk) in [(8usize, 1usize, 8192usize), (1, 1, 32768), (1, 1, 2048), (32, 1, 4096), (1, 4, 8192)] {
@@ -593,6 +600,7 @@ fn benches(c: &mut Criterion) {
             }
             bench_device(c, &dev, &[DType::BF16], CUDA_SHAPES, 1 << 30);
             bench_cuda_varlen(c, &dev).expect("varlen benches");
+            bench_cuda_decode_layout(c, &dev).expect("decode layout benches");
             // Naive autograd keeps several f32 copies of the scores: bound it lower.
             bench_backward(c, &dev, DType::BF16, CUDA_BWD_SHAPES, 1 << 28);
         }

@@ -63,9 +63,10 @@
 //! AVX-512 paths f32, bf16 and f16 rows go through the `avx512.rs` direct kernels (bf16 and
 //! f16 converted in registers), elsewhere through loops compiled for the path (f16/bf16 rows
 //! converted one at a time into an L1 buffer); both ask for each next chunk of keys in L2.
-//! `gemm` picks its own SIMD kernels at run time on every path. `portable-gemm` is the path of CPUs without AVX2 + FMA and of other
-//! architectures; on x86-64 its `f32::mul_add`s (the `2^x` polynomial, the decode loops)
-//! are library calls, which makes it about 20× slower than the others on the bench rows.
+//! `gemm` picks its own SIMD kernels at run time on every path. `portable-gemm` is the path
+//! of CPUs without AVX2 + FMA and of other architectures; on x86-64 its `f32::mul_add`s (the
+//! `2^x` polynomial, the decode loops) are library calls, which makes it about 20× slower
+//! than the others on the bench rows.
 //! f16 inputs are converted to f32 (F16C) on every path: AVX512-FP16 has no f16 product
 //! with f32 sums, and f16 sums would lose the accuracy the f32 path keeps.
 //!
