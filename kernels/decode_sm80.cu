@@ -69,6 +69,18 @@
 // rows, where a pure read of the same bytes tops out at 2672 and 2479 GB/s
 // (lab/stream/stream_lab.cu). What is left to cuDNN is the streaming loop (ncu: its split
 // kernel reads (8,32,8,1,8192) in 92 µs, ours with the combine in 100-102 µs), not the combine.
+//
+// Lean tiles (session 23, H200, lab/results/s23-call1 and s23-call2). ncu on (32,32,8,1,4096)
+// had this kernel issuing 53.3M warp instructions against cuDNN's 19.3M for the same grid
+// (256 blocks of 128 threads, 2 per SM) at 77.8 % of DRAM peak against 86.1 %: 400 of a
+// tile's 813 instructions were the copy's per-chunk bounds and 64-bit addresses (16 cp.async),
+// and 64 of its FMULs the accumulator rescale. Full tiles now copy with per-thread pointer
+// steps and one XOR per copy (`load_kv_tile`), and the rescale runs only when a row max
+// moved (bit-identical). Outcome: 30.4M instructions, 84.5 % of DRAM peak, 172.8k cycles
+// against 189.4k (cuDNN 168.5k); (8,32,8,1,8192) 93.6k cycles against 96.4k (cuDNN 92.2k).
+// Same-call A/B, criterion medians of 3 rounds alternating: (1,32,8,1,2048) 14.2 against 14.8
+// µs, (1,32,8,1,32768) 49.9 / 51.4, (1,32,8,4,8192) 23.7 / 23.9, (32,32,8,1,4096) 138.0 /
+// 141.3, (8,32,8,1,8192) 80.0 / 81.7; cuDNN in that call 13.6 / 50.6 / 100.8 / 135.7 / 80.1.
 
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
@@ -167,6 +179,33 @@ template <typename T, int D>
 __device__ __forceinline__ void load_kv_tile(const FattnParams& p, const T* k_head, const T* v_head, T* sk,
                                              T* sv, int key0, int key_limit, int lane) {
     using Tr = Traits<D>;
+    if (p.vec_in && p.head_dim == D && key0 + kTileKeys <= key_limit) {
+        // A full tile (every row a key, every chunk a head dim; warp-uniform): lane copies
+        // chunk c = lane % kChunks of rows r0 + it·kR, r0 = lane / kChunks. The swizzle is
+        // linear over GF(2) in the row's low bits and r0 < kR, so offset(r0 + it·kR, c) =
+        // (offset(r0, c) ^ swizzle(it·kR) << 3) + it·kR·D: one XOR with a constant and an
+        // immediate per copy, two 64-bit adds for the sources. The general path below spends
+        // ~24 instructions per copy on per-chunk bounds and addresses (ncu, session 23: 400
+        // instructions per 16-key tile for 16 copies).
+        constexpr int kR = 32 / Tr::kChunks;
+        static_assert(kR * Tr::kChunks == 32 && kTileKeys % kR == 0, "whole rows per copy round");
+        const int r0 = lane / Tr::kChunks, c = lane % Tr::kChunks;
+        const T* ks = k_head + static_cast<int64_t>(key0 + r0) * p.k_seq_stride + c * 8;
+        const T* vs = v_head + static_cast<int64_t>(key0 + r0) * p.v_seq_stride + c * 8;
+        const int64_t k_step = static_cast<int64_t>(kR) * p.k_seq_stride;
+        const int64_t v_step = static_cast<int64_t>(kR) * p.v_seq_stride;
+        const int base = Tr::offset(r0, c);
+        const uint32_t sk_addr = smem_addr(sk), sv_addr = smem_addr(sv);
+#pragma unroll
+        for (int it = 0; it < kTileKeys / kR; ++it) {
+            const int off = (base ^ (Tr::swizzle(it * kR) << 3)) + it * kR * D;
+            cp_async_16_to(sk_addr + off * static_cast<int>(sizeof(T)), ks, 16);
+            cp_async_16_to(sv_addr + off * static_cast<int>(sizeof(T)), vs, 16);
+            ks += k_step;
+            vs += v_step;
+        }
+        return;
+    }
     auto chunk_of = [&](int it, int& off, const T*& ks, const T*& vs) {
         const int idx = it * 32 + lane;
         const int row = idx / Tr::kChunks, chunk = idx % Tr::kChunks;
@@ -305,10 +344,13 @@ __device__ __forceinline__ bool arrive_last_split(const FattnParams& p) {
 // kThreads / P; the block takes rounds first_round, first_round + round_step, ... (the split
 // kernel's last block all of them; the combine launch spreads them over blocks), and an item's
 // arithmetic does not depend on which block takes it.
-template <typename T, int D, bool kPacked>
+//
+// kBatch is the loads a lane keeps in flight: 16 for per-block partials; the combine launch
+// takes 4 for per-warp ones (kLanePartials per lane), whose 16-slot batches were three
+// quarters predicated-off work (ncu session 23: 1 080 instructions per warp).
+template <typename T, int D, bool kPacked, int kBatch = 16>
 __device__ __forceinline__ void merge_split_partials(const FattnParams& p, const BlockSeq& sq, int b, int kvh,
                                                      int row_group, int first_round = 0, int round_step = 1) {
-    constexpr int kBatch = 16;
     constexpr int kChunks4 = D / 4;
     const int rows_valid = min(kRows, p.kv_group * p.seq_q - row_group * kRows);
     const int items = rows_valid * kChunks4;
@@ -656,6 +698,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         }
 
         // Online softmax for rows g (half 0) and g + 8 (half 1); a row lives on 4 lanes.
+        float alpha_h[2];
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             float mx = fmaxf(fmaxf(s[0][2 * half], s[0][2 * half + 1]), fmaxf(s[1][2 * half], s[1][2 * half + 1]));
@@ -672,10 +715,20 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
                 sum += s[nt][2 * half] + s[nt][2 * half + 1];
             }
             row_sum[half] = row_sum[half] * alpha + sum;
+            alpha_h[half] = alpha;
+        }
+        // The accumulators are rescaled only when some row's max moved in this tile: x · 1 is
+        // x, so skipping the multiplies when every alpha is 1 changes no bit, and against a
+        // long cache most tiles move no max (the D/2 multiplies were a quarter of the tile's
+        // arithmetic, ncu session 23).
+        if (__any_sync(0xffffffffu, alpha_h[0] != 1.f || alpha_h[1] != 1.f)) {
 #pragma unroll
-            for (int j = 0; j < D / 8; ++j) {
-                acc[j][2 * half] *= alpha;
-                acc[j][2 * half + 1] *= alpha;
+            for (int half = 0; half < 2; ++half) {
+#pragma unroll
+                for (int j = 0; j < D / 8; ++j) {
+                    acc[j][2 * half] *= alpha_h[half];
+                    acc[j][2 * half + 1] *= alpha_h[half];
+                }
             }
         }
 

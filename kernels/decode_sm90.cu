@@ -60,7 +60,11 @@ __device__ __forceinline__ void combine_block(const FattnParams& p) {
     // Every split block's partial stores are visible after this (the split grid has completed
     // and flushed its memory).
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
-    merge_split_partials<T, D, kPacked>(p, sq, b, kvh, row_group, blockIdx.x, gridDim.x);
+    if (p.defer_combine == 2) {
+        merge_split_partials<T, D, kPacked, 4>(p, sq, b, kvh, row_group, blockIdx.x, gridDim.x);
+    } else {
+        merge_split_partials<T, D, kPacked>(p, sq, b, kvh, row_group, blockIdx.x, gridDim.x);
+    }
 }
 
 }  // namespace fattn_decode
