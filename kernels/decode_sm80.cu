@@ -348,7 +348,13 @@ __device__ __forceinline__ bool arrive_last_split(const FattnParams& p) {
 // kBatch is the loads a lane keeps in flight: 16 for per-block partials; the combine launch
 // takes 4 for per-warp ones (kLanePartials per lane), whose 16-slot batches were three
 // quarters predicated-off work (ncu session 23: 1 080 instructions per warp).
-template <typename T, int D, bool kPacked, int kBatch = 16>
+//
+// kWaitGrid (the combine launch): the block computes its first round's indices and addresses,
+// then waits for the split grid (`griddepcontrol.wait`) right before its first partial load,
+// so that only the loads and the arithmetic follow the split kernel's end (ncu session 23:
+// the integer prologue, three runtime divisions among it, was half a combine warp's
+// instructions, all of them after the wait).
+template <typename T, int D, bool kPacked, int kBatch = 16, bool kWaitGrid = false>
 __device__ __forceinline__ void merge_split_partials(const FattnParams& p, const BlockSeq& sq, int b, int kvh,
                                                      int row_group, int first_round = 0, int round_step = 1) {
     constexpr int kChunks4 = D / 4;
@@ -364,18 +370,30 @@ __device__ __forceinline__ void merge_split_partials(const FattnParams& p, const
     constexpr int kLanePartials = 4;
     if (p.defer_combine == 2)
         while (lanes < 32 && n > kLanePartials * lanes) lanes *= 2;
-    const int sub = threadIdx.x % lanes;
+    // lanes is a power of two: shifts, not runtime divisions.
+    const int lane_shift = __ffs(lanes) - 1;
+    const int sub = threadIdx.x & (lanes - 1);
+    const int per_round = kThreads >> lane_shift;
     const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
+    bool waited = !kWaitGrid;
     // Every lane runs the same number of rounds, so the shuffles below see a full warp.
-    for (int base = first_round * (kThreads / lanes); base < items; base += round_step * (kThreads / lanes)) {
-        const int item = base + threadIdx.x / lanes;
+    for (int base = first_round * per_round; base < items; base += round_step * per_round) {
+        const int item = base + (threadIdx.x >> lane_shift);
         const int row = item < items ? item / kChunks4 : 0, c4 = item < items ? item % kChunks4 : 0;
         const int r = row_group * kRows + row;
-        const bool valid = item < items && sq.has_row(p, r);
-        const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
+        // (q head in the group, query) of row r; sq = 1 (plain decode) needs no division.
+        const int hg = p.seq_q == 1 ? r : r / p.seq_q, i = p.seq_q == 1 ? 0 : r - hg * p.seq_q;
+        const bool valid = item < items && r < p.kv_group * p.seq_q && i < sq.len_q;  // sq.has_row(p, r)
+        const int h = kvh * p.kv_group + hg;
         const long long slot0 = ((long long)b * p.seq_q + i) * p.heads + h;
         float m = kNegInf, l = 0.f;
         float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (!waited) {
+            // Every split block's partial stores are visible after this (the split grid has
+            // completed and flushed its memory).
+            asm volatile("griddepcontrol.wait;\n" ::: "memory");
+            waited = true;
+        }
         for (int s0 = sub; s0 < n; s0 += kBatch * lanes) {
             float2 ml[kBatch];
             float4 x[kBatch];

@@ -57,13 +57,13 @@ __device__ __forceinline__ void combine_block(const FattnParams& p) {
     // The sequence's bounds come from the launch's index tensors, written before the split
     // kernel started: readable before the wait.
     const BlockSeq sq = block_keys<kPacked>(p, b).seq;
-    // Every split block's partial stores are visible after this (the split grid has completed
-    // and flushed its memory).
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    // The wait for the split grid is inside, right before the first partial load, so that
+    // the block's index and address arithmetic runs before the split kernel has ended. A
+    // block with no round exits without waiting (it reads and writes nothing).
     if (p.defer_combine == 2) {
-        merge_split_partials<T, D, kPacked, 4>(p, sq, b, kvh, row_group, blockIdx.x, gridDim.x);
+        merge_split_partials<T, D, kPacked, 4, true>(p, sq, b, kvh, row_group, blockIdx.x, gridDim.x);
     } else {
-        merge_split_partials<T, D, kPacked>(p, sq, b, kvh, row_group, blockIdx.x, gridDim.x);
+        merge_split_partials<T, D, kPacked, 16, true>(p, sq, b, kvh, row_group, blockIdx.x, gridDim.x);
     }
 }
 
