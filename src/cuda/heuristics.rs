@@ -95,6 +95,16 @@ pub(super) const DECODE_ROWS: usize = DECODE_BLOCK_ROWS as usize;
 const KEYS_PER_ROUND: usize = DECODE_KEYS_PER_ROUND as usize;
 /// Above this many splits per tile, one block per SM instead of every resident block.
 const MAX_SPLITS_ALL_SLOTS: usize = 16;
+/// Each split takes at least this many rounds (256 keys) when the range has them: a short
+/// cache is latency-bound, and fewer, longer split blocks leave fewer partials to merge.
+/// Measured (H200, bf16, D = 128, session 23 call 4, 3 rounds alternating, after the lean
+/// split kernel and combine), (1,32,8,1,2048) by splits, µs: 8 → 13.26 / 13.58 / 13.41,
+/// 12 → 13.77-13.92, 16 (the rule before) → 13.78-13.95, 20 → 13.76-13.98, 24 → 13.81-13.85,
+/// 32 → 15.80-16.29. (H100, session 11/16, before those kernels: 8 and 16 level.) Longer
+/// caches are unchanged: at 4 096 keys 16 splits are 4 rounds each. Call 5 (same call, 2
+/// rounds alternating): (1,32,8,1,2048) 13.5 / 13.6 against 13.9 / 13.9 µs (0.970), the other
+/// decode rows within ±0.3 %.
+const MIN_ROUNDS_PER_SPLIT: usize = 4;
 /// The last block of a tile reads splits × rows partial rows (f32, the instance's head dim
 /// each): at most this many.
 const MAX_PARTIAL_ROWS: usize = 256;
@@ -113,7 +123,8 @@ pub(super) const PER_WARP_PARTIALS_MAX_ROWS: usize = 8;
 /// the GPU at once (rounded down, so that a grid that already fills it is not split into a
 /// second partial wave); but when that gives more than 16 splits, as many blocks as SMs, and
 /// never more than 256 partial rows per tile (the last block of a tile reads them all, on one
-/// SM); no split without keys. Returns (splits, keys per split).
+/// SM); at least 4 rounds per split where the range has them; no split without keys. Returns
+/// (splits, keys per split).
 ///
 /// Measured (H100, bf16, D = 128, lab/README.md), µs by splits: 8 tiles of 4 rows
 /// (sk 32768: 16 → 65.8, 32 → 66.2; sk 2048: 16 → 14.8, 32 → 17.9) and of 16 rows (sq 4,
@@ -139,6 +150,7 @@ pub(super) fn split_keys(
         splits = sms / pairs;
     }
     let splits = splits.min(MAX_PARTIAL_ROWS / rows.clamp(1, DECODE_ROWS));
+    let splits = splits.min(rounds / MIN_ROUNDS_PER_SPLIT);
     let splits = forced_decode_splits().unwrap_or(splits).clamp(1, rounds);
     let keys_per_split = rounds.div_ceil(splits) * KEYS_PER_ROUND;
     (key_len.div_ceil(keys_per_split), keys_per_split)
@@ -319,6 +331,10 @@ mod tests {
         assert_eq!(split_keys(8192, 64, 4, 132, 2), (4, 2048));
         // Many pairs: no split.
         assert_eq!(split_keys(4096, 256, 4, 132, 2), (1, 4096));
+        // (1,32,8,1,2048,128): a short cache, at least 4 rounds (256 keys) per split.
+        assert_eq!(split_keys(2048, 8, 4, 132, 2), (8, 256));
+        // (1,32,8,4,8192,128): 8 tiles of 16 rows, 16 splits of 8 rounds, as before.
+        assert_eq!(split_keys(8192, 8, 16, 132, 2), (16, 512));
         // Short ranges never give a split without keys.
         let (splits, keys) = split_keys(100, 1, 1, 132, 2);
         assert!(keys >= 64 && (splits - 1) * keys < 100);
