@@ -45,6 +45,12 @@
 // reading a quarter of the bytes): (1,32,8,1,2048) 15.4 / 15.5 / 15.5 µs against 15.9 / 15.4 /
 // 15.8, the other decode rows within ±0.3% (same-call A/B, 3 rounds, call 8): within the
 // spread; kept for the 4× fewer bytes per block.
+// Session 23 (H200, lab/results/s23-call1..3): ncu had this launch at 10.1k cycles against
+// cuDNN's reduction at 5.8k, 1 080 instructions a warp, three quarters of its 16-slot batches
+// predicated off and the index math (three runtime divisions) all after the wait. Per-warp
+// partials now merge in batches of 4 (324k instructions, 9.4k cycles), and the wait sits right
+// before the first partial load (`merge_split_partials` kWaitGrid): (1,32,8,1,2048) 14.8 → 14.2
+// → 13.8 µs in same-call A/Bs against cuDNN's 13.4 (with 8 splits since 6efdbf9: 13.5).
 
 #include "decode_sm80.cu"
 
