@@ -58,7 +58,8 @@
 //! (`stream_k_tail`).
 //!
 //! `FUSED_ATTN_SM90_TILE_RULES` (read once; default `small-grid,persistent,dynamic,wide,shift,streamk`) names
-//! the rules that apply (`none`: none of them), a diagnostic switch for A/B runs.
+//! the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
+//! `FUSED_ATTN_SM90_WIDE_PADDING` (read once) replaces the wide rule's padding bound.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
@@ -136,13 +137,31 @@ fn wide_instance(p: &Problem, inst: &Instance) -> Option<&'static Instance> {
             && i.head_dim == inst.head_dim
     })?;
     let padded = |i: &Instance| p.seq_k.div_ceil(i.key_block as usize) * i.key_block as usize;
-    (padded(wide) as f64 <= padded(inst) as f64 * WIDE_PADDING).then_some(wide)
+    (padded(wide) as f64 <= padded(inst) as f64 * wide_padding()).then_some(wide)
+}
+
+/// [`WIDE_PADDING`], or `FUSED_ATTN_SM90_WIDE_PADDING` when set to a ratio of at least 1 (read
+/// once): a diagnostic switch for A/B runs of the padding rule.
+fn wide_padding() -> f64 {
+    static PADDING: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *PADDING.get_or_init(|| {
+        std::env::var("FUSED_ATTN_SM90_WIDE_PADDING")
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|r| *r >= 1.0)
+            .unwrap_or(WIDE_PADDING)
+    })
 }
 
 /// How many more keys (a ratio) the wide instance's blocks may cover than the plain one's:
 /// 176-key blocks ran 4% faster per key than 128-key ones on an H100 (16k keys: 7175-7229 µs
 /// against 7365-7492, 1% of padding), and lost at 2048 and 4096 keys, which 176 covers with
-/// 3.1% of padding (982 against 971 µs; lab/results/s13-hopper-wide-h100/).
+/// 3.1% of padding (982 against 971 µs; lab/results/s13-hopper-wide-h100/). Again on an H200
+/// after session 17's step descriptors (session 24 call 3, same call, 3 rounds alternating,
+/// `FUSED_ATTN_SM90_WIDE_PADDING=1.04` against the rule; lab/results/s24-call3/): the wide
+/// instance at (16,16,16,2048,2048,128) 989.6-999.7 µs against 974.9-977.2, (4,32,32,4096,4096,
+/// 128) 1902.8-1915.6 against 1869.7-1872.7, (4,32,4,4096,4096,128) 1871.7-1874.9 against
+/// 1855.0-1868.4: 1.0-2.3% slower, so the bound stays.
 const WIDE_PADDING: f64 = 1.02;
 
 /// Whether the wide instances apply: `FUSED_ATTN_SM90_TILE_RULES` unset or naming `wide`.
