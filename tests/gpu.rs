@@ -1402,12 +1402,12 @@ fn gpu_varlen_paged_decode() {
         check_all_varlen_on("gpu_varlen_paged_decode", &dev, &cases, &[CudaKernels::Auto, CudaKernels::Sm80]);
     // Which cases split their keys: the mixed half (a 200-row prefill sequence) runs the prefill
     // kernel, and the (32, 8, 128) third of the rest fills the GPU's blocks with one split
-    // (160 tiles of 16 rows), so about a third of the cases launch the combine (session 23: 25
-    // of 72 with the heads drawn at random; session 24: 23, which failed the former bar of a
-    // third). At least a quarter must.
+    // (160 tiles of 16 rows); the other 24 split. With the heads drawn at random that was 23-31
+    // (session 24 call 1: 23, a failure); in turn it is at least those 24, a third (H200,
+    // session 24: 30 and 24).
     if decode_combine_launches(&dev).expect("decode probe ran") {
         assert!(
-            combine_runs * 4 >= cases.len(),
+            combine_runs * 3 >= cases.len(),
             "gpu_varlen_paged_decode: only {combine_runs} of {} cases launched the combine",
             cases.len()
         );
