@@ -43,6 +43,14 @@
 // with the unaligned and per-row paths rolled, and the prologue's copies a rolled loop: 6440 and
 // 3760 instructions, and the file compiles in half the time. With the index tensors on the GPU,
 // validation reads them back first (a device-to-host copy that waits for the stream): 0.68-0.81x.
+// Session 25 (H200, same-call A/B against c8db03a, 3 rounds, lab/results/s25-call1..3): one
+// inlined tile copy for every layout (issue_tile) takes the bf16 d128 varlen instance from 255
+// to 232 registers (d64 155 -> 128, the mod instance's spill gone) and its ncu duration 2-4%
+// down at base clocks, but no bench row moved (0.999-1.001); staging all page entries before
+// storing them (one round trip) moved nothing either (0.997-1.000, not kept). What moved the
+// rows was the host: the index upload reused for equal values (src/packed.rs), 16-key pages
+// 0.951 -> 0.970x (32,32,8,1,4096) and 0.951 -> 0.972x (8,32,8,1,8192), 256-key pages 0.984 /
+// 0.982x, the packed entry 0.998 / 0.992x of the contiguous decode.
 // ptxas (compute_80 → sm_90): the packed d128 entry 255 registers, a 16-byte stack and 20 bytes
 // of spills (three reloads per tile); the dense one 222, none; d256 packed entries spill.
 //
@@ -578,20 +586,28 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     }
     // Copies the 16-key tile at key0 into a stage.
     auto issue_tile = [&](T* st, int key0) {
-        if (!kPacked || pages == nullptr) {
-            load_kv_tile<T, D>(p, k_head, v_head, st, st + Tr::kTileElems, key0, split_end, lane);
-        } else if (p.page_block_size % kTileKeys == 0) {
+        // One inlined copy of load_kv_tile serves the dense, the unpaged packed and the paged
+        // (page size a multiple of 16) tile: only its sources and limit differ. Two copies
+        // (one per layout) took the varlen instance from 222 to 255 registers (ptxas, sm_90).
+        const T* ks = k_head;
+        const T* vs = v_head;
+        int kk = key0, limit = split_end;
+        if (kPacked && pages != nullptr) {
+            if (p.page_block_size % kTileKeys != 0) {
+                load_kv_tile_paged<T, D>(p, k_head, v_head, pages, first_page, st, st + Tr::kTileElems, key0,
+                                         split_end, lane);
+                return;
+            }
             // key0 is a multiple of 16: the tile lies in one page.
             const int page = key0 / p.page_block_size;
             const int64_t blk = pages[page - first_page];
             const int off = key0 - page * p.page_block_size;
-            load_kv_tile<T, D>(p, k_head + blk * p.k_batch_stride + off * p.k_seq_stride,
-                               v_head + blk * p.v_batch_stride + off * p.v_seq_stride, st, st + Tr::kTileElems, 0,
-                               split_end - key0, lane);
-        } else {
-            load_kv_tile_paged<T, D>(p, k_head, v_head, pages, first_page, st, st + Tr::kTileElems, key0,
-                                     split_end, lane);
+            ks = k_head + blk * p.k_batch_stride + off * p.k_seq_stride;
+            vs = v_head + blk * p.v_batch_stride + off * p.v_seq_stride;
+            kk = 0;
+            limit = split_end - key0;
         }
+        load_kv_tile<T, D>(p, ks, vs, st, st + Tr::kTileElems, kk, limit, lane);
     };
 
     // Q rows: local row r ↔ (q head kvh·group + hg, query i), hg = r / sq, i = r % sq.

@@ -1414,6 +1414,43 @@ fn gpu_varlen_paged_decode() {
     }
 }
 
+/// Index uploads are reused only for equal values (src/packed.rs `uploaded`): two paged decode
+/// batches of one shape whose block tables differ (another shuffle of another pool), called in
+/// turn A, A, B, B, A, each against the f64 oracle. A reused table of the other batch would
+/// read the wrong pages.
+#[test]
+fn gpu_packed_index_reuse() -> Result<()> {
+    let Some(dev) = cuda_device("gpu_packed_index_reuse") else { return Ok(()) };
+    let seed = fresh_seed("gpu_packed_index_reuse");
+    let make = |i: usize| {
+        let mut c = VarCase::random(case_seed(seed, i));
+        (c.heads, c.kv_heads, c.head_dim) = (8, 2, 128);
+        (c.len_q, c.len_k) = (vec![1, 1, 1], vec![300, 1000, 77]);
+        (c.page, c.flat_pages, c.strided, c.ranges) = (Some(16), false, false, None);
+        (c.causal, c.window, c.softcap, c.alibi) = (false, (None, None), None, 0);
+        c
+    };
+    let (a, mut b) = (make(0), make(1));
+    let prep_a = prepare_varlen(DType::BF16, &a, false)?;
+    let mut prep_b = prepare_varlen(DType::BF16, &b, false)?;
+    let table = |p: &VarPrepared| p.vl.block_table.as_ref().expect("paged").flatten_all()?.to_vec1::<u32>();
+    for i in 2.. {
+        if table(&prep_a)? != table(&prep_b)? {
+            break;
+        }
+        // The same shuffle by chance (one pool size in three draws): another draw.
+        b = make(i);
+        prep_b = prepare_varlen(DType::BF16, &b, false)?;
+    }
+    for (name, case, prep) in
+        [("A", &a, &prep_a), ("A", &a, &prep_a), ("B", &b, &prep_b), ("B", &b, &prep_b), ("A", &a, &prep_a)]
+    {
+        let r = check_varlen(&dev, DType::BF16, case, prep)?;
+        assert!(r.passes(), "batch {name} after another batch's upload: {r:?} (seed {seed})");
+    }
+    Ok(())
+}
+
 /// A packed batch gives each sequence's rows exactly what a dense call on that sequence
 /// alone gives (the same prefill instance: every sequence longer than the decode crossover),
 /// paged or not, on the sm_80 kernel (forced) and on the default one (the Hopper kernel on

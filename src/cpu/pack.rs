@@ -290,8 +290,35 @@ pub(super) fn release_kv_buffers() -> usize {
 /// between calls (`attention_varlen_into`) pays none of these faults.
 pub(super) fn output_buffer<T: WithDType>(n: usize) -> Vec<T> {
     let mut v: Vec<T> = Vec::with_capacity(n);
-    advise_huge_pages(v.as_mut_ptr().cast(), n * size_of::<T>());
+    let bytes = n * size_of::<T>();
+    advise_huge_pages(v.as_mut_ptr().cast(), bytes);
+    if std::env::var_os("FUSED_ATTN_CPU_PREFAULT").is_none_or(|x| x != "0") {
+        prefault(v.as_mut_ptr().cast(), bytes);
+    }
     v
+}
+
+/// Touches every page of the `len` bytes at `ptr` (a fresh allocation, not yet read), in
+/// 2 MiB pieces spread over the rayon pool, so that the kernel's zeroing of fresh pages runs
+/// before the call's work, evenly over its threads, instead of page by page in the middle of
+/// it (where a huge page's 2 MiB of zeroing also flushes the packed K/V out of the cache).
+fn prefault(ptr: *mut u8, len: usize) {
+    const PIECE: usize = 2 << 20;
+    const PAGE: usize = 4096;
+    if len < HUGE_MIN_BYTES {
+        return;
+    }
+    let base = ptr as usize;
+    (0..len.div_ceil(PIECE)).into_par_iter().for_each(|i| {
+        let end = ((i + 1) * PIECE).min(len);
+        let mut at = i * PIECE;
+        while at < end {
+            // SAFETY: `at < len`, so the byte lies in the caller's allocation of `len` bytes at
+            // `ptr`, which nothing reads before the call writes it; the pieces are disjoint.
+            unsafe { std::ptr::write_volatile((base + at) as *mut u8, 0) };
+            at += PAGE;
+        }
+    });
 }
 
 /// Buffers from this size on ask for huge pages ([`output_buffer`]).
