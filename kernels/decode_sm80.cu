@@ -148,6 +148,14 @@ template <> struct Elem<float> {
 };
 
 using fattn::cp_async_16_to;
+using fattn::cp_async_16_to_prefetch;
+
+// The L2 prefetch size of the full tiles' K/V copies (common/ptx.cuh
+// cp_async_16_to_prefetch): 0, none, unless a lab build sets it
+// (NVCC_FLAGS=-DFATTN_DECODE_L2_PREFETCH=128 or 256).
+#ifndef FATTN_DECODE_L2_PREFETCH
+#define FATTN_DECODE_L2_PREFETCH 0
+#endif
 using fattn::cp_async_commit;
 using fattn::cp_async_wait;
 using fattn::inv_row_sum;
@@ -207,8 +215,8 @@ __device__ __forceinline__ void load_kv_tile(const FattnParams& p, const T* k_he
 #pragma unroll
         for (int it = 0; it < kTileKeys / kR; ++it) {
             const int off = (base ^ (Tr::swizzle(it * kR) << 3)) + it * kR * D;
-            cp_async_16_to(sk_addr + off * static_cast<int>(sizeof(T)), ks, 16);
-            cp_async_16_to(sv_addr + off * static_cast<int>(sizeof(T)), vs, 16);
+            cp_async_16_to_prefetch<FATTN_DECODE_L2_PREFETCH>(sk_addr + off * static_cast<int>(sizeof(T)), ks);
+            cp_async_16_to_prefetch<FATTN_DECODE_L2_PREFETCH>(sv_addr + off * static_cast<int>(sizeof(T)), vs);
             ks += k_step;
             vs += v_step;
         }

@@ -21,6 +21,23 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async_16_to(uint32_t dst, const void* src, int src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
+// cp_async_16_to of all 16 bytes with an L2 prefetch-size hint: a miss brings the whole
+// aligned kBytes (64, 128 or 256) around `src` into L2 (0: no hint, the plain copy). A lab
+// knob for streaming reads (the decode's K/V tiles, kernels/decode_sm80.cu
+// FATTN_DECODE_L2_PREFETCH); every kernel builds without it.
+template <int kBytes>
+__device__ __forceinline__ void cp_async_16_to_prefetch(uint32_t dst, const void* src) {
+    static_assert(kBytes == 0 || kBytes == 64 || kBytes == 128 || kBytes == 256, "an L2 prefetch size");
+    if constexpr (kBytes == 0) {
+        cp_async_16_to(dst, src, 16);
+    } else if constexpr (kBytes == 64) {
+        asm volatile("cp.async.cg.shared.global.L2::64B [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+    } else if constexpr (kBytes == 128) {
+        asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+    } else {
+        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+    }
+}
 // The same to a generic pointer into shared memory: all 16 bytes when `valid`, else zeros.
 __device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {
     cp_async_16_to(smem_addr(dst), src, valid ? 16 : 0);
