@@ -1,12 +1,17 @@
 # The decode A/B call's shape (session 23 call 5, session 24 calls 1-2 wrote it inline): the
-# decode tests and compute-sanitizer tools on the new pack, the decode rows alternating old /
-# new pack, torch's decode rows in the same call. For device call scripts to source.
+# decode tests and compute-sanitizer tools on the new pack, bench rows alternating between
+# packs, torch's decode rows in the same call. For device call scripts to source.
 #   . lab/decode/check_ab.sh
+#   gpu_info                   # the GPU's name, driver and clock into $R/gpu0.txt
 #   decode_tests NEW [TOOLS]   # TOOLS: compute-sanitizer tools on gpu_sanitizer_subset, default memcheck
-#   decode_ab OLD NEW [ROUNDS] # the bench's decode rows, ROUNDS rounds (default 3), then the table
+#   bench_ab FILTER ROUNDS PACK...  # the bench's rows matching FILTER, packs alternating, then the table
+#   decode_ab OLD NEW [ROUNDS] # bench_ab of the dense decode rows (default 3 rounds)
+#   paged_ab OLD NEW [ROUNDS]  # bench_ab of issue 13's paged-decode rows (contiguous, packed, pages 16/256)
 #   torch_decode               # scripts/bench_torch.py --only decode
-# OLD and NEW are lab pack tags: device-pack/h90-TAG-9.tar.xz, unpacked to /tmp/TAG. $R is the
-# results folder, $L the checkout.
+#   kernel_durations PACK ROW...  # ncu's per-kernel durations (median) of cuda_paged_decode_bf16 rows
+#   archived FUNCTION          # runs it, its output also in $R/call.log, then $R as $OUT/r.tgz
+# Packs are lab pack tags: device-pack/h90-TAG-9.tar.xz, unpacked to /tmp/TAG. $R is the
+# results folder, $L the checkout. The device tool returns only a few files of $OUT: archive.
 CHECK_LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CHECK_LAB/medians.sh"
 unpack() { [ -d "/tmp/$1/bin" ] || { mkdir -p "/tmp/$1" && tar -xJf "$L/device-pack/h90-$1-9.tar.xz" -C "/tmp/$1"; }; }
@@ -22,17 +27,46 @@ decode_tests() {
      echo "$tool rc=$?"; grep -E "SUMMARY|test result" "$R/san_$tool.log" | tail -2
    done)
 }
-decode_ab() {
-  unpack "$1" && unpack "$2" || return 1
-  for r in $(seq "${3:-3}"); do for t in "$1" "$2"; do
-    CRITERION_HOME="/tmp/crit-$t-$r" timeout 60 "/tmp/$t/bin/bench" 'cuda_fused_attn_bf16/b[0-9]+_h32_kv8_q[14]_k' --bench \
+bench_ab() {
+  local filter="$1" rounds="$2"; shift 2
+  for t in "$@"; do unpack "$t" || return 1; done
+  for r in $(seq "$rounds"); do for t in "$@"; do
+    CRITERION_HOME="/tmp/crit-$t-$r" timeout 100 "/tmp/$t/bin/bench" "$filter" --bench \
       --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "/tmp/ab_${t}_$r.log" 2>&1
     medians "/tmp/crit-$t-$r" | sed "s/^/pack=$t round=$r /" >> "$R/ab_medians.txt"
   done; done
   python3 "$CHECK_LAB/hopper/ab_table.py" "$R/ab_medians.txt"
 }
+decode_ab() { bench_ab 'cuda_fused_attn_bf16/b[0-9]+_h32_kv8_q[14]_k' "${3:-3}" "$1" "$2"; }
+paged_ab() {
+  bench_ab 'cuda_paged_decode_bf16/(contiguous|paged(16|256)_hostidx|packed_hostidx)' "${3:-3}" "$1" "$2"
+}
+gpu_info() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$R/gpu0.txt"; cat "$R/gpu0.txt"
+}
+archived() {
+  "$@" 2>&1 | tee "$R/call.log"
+  tar -czf "$OUT/r.tgz" -C "$(dirname "$R")" "$(basename "$R")"
+}
 torch_decode() {
   mkdir -p "$R/decode"
   timeout 60 python3 "$L/scripts/bench_torch.py" --out "$R/decode" --rep-ms 100 --only decode > "$R/torchd.log" 2>&1
   echo "torchd rc=$?"; grep -E "^\| decode" "$R/decode/bench_torch.md" | cut -d'|' -f3,4,5,8
+}
+kernel_durations() {
+  local t="$1"; shift; unpack "$t" || return 1
+  for row in "$@"; do
+    (cd "/tmp/$t" && timeout 60 ncu --metrics gpu__time_duration.sum,launch__registers_per_thread \
+      -k regex:fattn_decode --csv bin/bench "cuda_paged_decode_bf16/$row\$" --bench --warm-up-time 0.1 \
+      --measurement-time 0.3 --sample-size 10 --noplot > "$R/ncu_${t}_$row.csv" 2>/dev/null)
+    python3 - "$R/ncu_${t}_$row.csv" "$t" "$row" <<'PY'
+import collections, csv, statistics, sys
+d = collections.defaultdict(list)
+for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"')):
+    if len(r) > 14 and r[-3] in ("gpu__time_duration.sum", "launch__registers_per_thread"):
+        d[(r[4][:40], r[-3][:24])].append(float(r[-1].replace(",", "")))
+for (kernel, metric), v in sorted(d.items()):
+    print(sys.argv[2], sys.argv[3], kernel, metric, len(v), "median", statistics.median(v))
+PY
+  done
 }

@@ -11,21 +11,12 @@
 # (32,32,8,1,4096) -1-2% (its split kernel at 84.5% of DRAM peak against cuDNN's 86.1%), the
 # latency-bound 2048 row unchanged. About 6 minutes of device time.
 export FUSED_ATTN_BENCH_CUDA_ONLY=1
-R=/tmp/r; mkdir -p $R; S=$(date +%s); L=$PWD
+R=/tmp/r; mkdir -p $R; L=$PWD
 . $L/lab/decode/check_ab.sh
 body() {
-  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $R/gpu0.txt; cat $R/gpu0.txt
+  gpu_info
   decode_tests s26b memcheck
-  echo "tests $(( $(date +%s) - S )) s"
-  for t in s26m s26a s26b; do unpack $t; done
-  for r in 1 2 3; do for t in s26m s26a s26b; do
-    CRITERION_HOME=/tmp/crit-$t-$r timeout 60 /tmp/$t/bin/bench 'cuda_fused_attn_bf16/b[0-9]+_h32_kv8_q[14]_k' --bench \
-      --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > /tmp/ab_${t}_$r.log 2>&1
-    medians /tmp/crit-$t-$r | sed "s/^/pack=$t round=$r /" >> $R/ab_medians.txt
-  done; done
-  python3 $L/lab/hopper/ab_table.py $R/ab_medians.txt
+  bench_ab 'cuda_fused_attn_bf16/b[0-9]+_h32_kv8_q[14]_k' 3 s26m s26a s26b
   torch_decode
-  echo "total $(( $(date +%s) - S )) s"
 }
-body 2>&1 | tee $R/call.log
-tar -czf $OUT/r.tgz -C /tmp r
+archived body
