@@ -383,8 +383,13 @@ fn upload(
     })
 }
 
-/// The last index upload per GPU, with the host values it holds.
+/// The last index upload per GPU device (candle's `Device`, one per `Device::new_cuda`), with
+/// the host values it holds: at most [`KEPT_UPLOADS`] devices, the oldest upload dropped first,
+/// so that a program that makes a new `Device` per request does not keep every one alive.
 static LAST_UPLOAD: Mutex<Vec<(Device, Vec<i32>, Tensor)>> = Mutex::new(Vec::new());
+
+/// How many devices' last uploads [`LAST_UPLOAD`] keeps.
+const KEPT_UPLOADS: usize = 4;
 
 /// `all` as an i32 tensor on `dev`. On a GPU the last upload is reused when its values are
 /// `all`'s, entry for entry: a model's layers call the attention of one decode step with the
@@ -405,6 +410,9 @@ fn uploaded(dev: &Device, all: Vec<i32>) -> Result<Tensor> {
     }
     let t = Tensor::new(all.as_slice(), dev)?;
     last.retain(|(d, _, _)| !d.same_device(dev));
+    if last.len() >= KEPT_UPLOADS {
+        last.remove(0);
+    }
     last.push((dev.clone(), all, t.clone()));
     Ok(t)
 }
