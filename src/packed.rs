@@ -5,7 +5,8 @@
 //! any kernel runs; the kernels then read i32 copies of the checked values, uploaded to q's
 //! device, never the caller's tensors. Index tensors may live on the CPU or on q's device;
 //! on a GPU, host-resident ones spare the device→host copy (a stream synchronization) that
-//! reading device-resident ones costs.
+//! reading device-resident ones costs. The upload of the checked values is reused while they
+//! stay the same (the layers of one decode step), see [`uploaded`].
 
 use std::sync::{Arc, Mutex};
 

@@ -12,7 +12,7 @@
 //!
 //! **Files.**
 //! - `mod.rs` (here): the entries [`forward()`] (a fresh output) and [`forward_into`] (the
-//!   caller's, `attention_varlen_into`), both through one [`write`], the kernel paths
+//!   caller's, `attention_varlen_into`), both through one [`write()`], the kernel paths
 //!   ([`CpuPath`]) and the dispatch table ([`kernel`]).
 //! - `forward.rs`: work items on rayon; per item the loop over key tiles (scores, online
 //!   softmax step, `P V`) in one of four product strategies; the merge of key splits.
@@ -214,7 +214,7 @@ fn check_call(p: &Problem, alibi: Option<&[f32]>) -> Result<()> {
     Ok(())
 }
 
-/// [`write`] into a fresh buffer ([`pack::output_buffer`]).
+/// [`write()`] into a fresh buffer ([`pack::output_buffer`]).
 fn fresh<T: Element>(
     p: &Problem,
     q: (&[T], &Layout),
@@ -230,7 +230,7 @@ fn fresh<T: Element>(
     Ok((T::to_cpu_storage_owned(out), lse))
 }
 
-/// [`write`] into the caller's initialized `out`.
+/// [`write()`] into the caller's initialized `out`.
 fn into<T: Element>(
     p: &Problem,
     q: (&[T], &Layout),

@@ -277,7 +277,7 @@ pub(super) fn release_kv_buffers() -> usize {
 }
 
 /// An output buffer for a call's `n` results: capacity `n`, length 0, for a caller that
-/// writes every element before `set_len` ([`super::forward`]).
+/// writes every element before `set_len` ([`super::forward`](mod@super::forward)).
 ///
 /// Outputs above glibc's largest mmap threshold (32 MiB) come as fresh pages from the
 /// kernel on every call, and the first write of each 4 KiB page faults: a packed batch's
