@@ -51,8 +51,9 @@
 // rows was the host: the index upload reused for equal values (src/packed.rs), 16-key pages
 // 0.951 -> 0.970x (32,32,8,1,4096) and 0.951 -> 0.972x (8,32,8,1,8192), 256-key pages 0.984 /
 // 0.982x, the packed entry 0.998 / 0.992x of the contiguous decode.
-// ptxas (compute_80 → sm_90): the packed d128 entry 255 registers, a 16-byte stack and 20 bytes
-// of spills (three reloads per tile); the dense one 222, none; d256 packed entries spill.
+// ptxas (compute_80 → sm_90, session 25): the packed bf16 d128 entries 232 / 234 (modded)
+// registers, no spills (255 and a 20-byte spill before issue_tile's single copy routine); the
+// dense ones 222 / 226; d64 128 packed against 126 dense.
 //
 // Fragments without ldmatrix. A dot product does not care about the order of its terms, so
 // the head dims are permuted: a thread reads 8 contiguous dims of Q and K with one 16-byte
@@ -149,13 +150,6 @@ template <> struct Elem<float> {
 
 using fattn::cp_async_16_to;
 using fattn::cp_async_16_to_prefetch;
-
-// The L2 prefetch size of the full tiles' K/V copies (common/ptx.cuh
-// cp_async_16_to_prefetch): 0, none, unless a lab build sets it
-// (NVCC_FLAGS=-DFATTN_DECODE_L2_PREFETCH=128 or 256).
-#ifndef FATTN_DECODE_L2_PREFETCH
-#define FATTN_DECODE_L2_PREFETCH 0
-#endif
 using fattn::cp_async_commit;
 using fattn::cp_async_wait;
 using fattn::inv_row_sum;
@@ -186,6 +180,13 @@ __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid, bool
 }
 
 __device__ __forceinline__ uint4 lds128(const void* p) { return *reinterpret_cast<const uint4*>(p); }
+
+// The L2 prefetch size of the full tiles' K/V copies below (common/ptx.cuh
+// cp_async_16_to_prefetch): 0, none, unless a lab build sets it
+// (NVCC_FLAGS=-DFATTN_DECODE_L2_PREFETCH=128 or 256).
+#ifndef FATTN_DECODE_L2_PREFETCH
+#define FATTN_DECODE_L2_PREFETCH 0
+#endif
 
 // One warp copies a 16-key tile of K and V (keys [key0, key0+16), zero past `key_limit`)
 // into its stage. The aligned case is one branch per tile and 16-byte cp.async copies,
