@@ -11,8 +11,12 @@
 #   kernel_durations PACK ROW...  # ncu's per-kernel durations (median) of cuda_paged_decode_bf16 rows
 #   archived FUNCTION          # runs it, its output also in $R/call.log, then $R as $OUT/r.tgz
 # Packs are lab pack tags: device-pack/h90-TAG-9.tar.xz, unpacked to /tmp/TAG. $R is the
-# results folder, $L the checkout. The device tool returns only a few files of $OUT: archive.
+# results folder, $L the checkout (defaults below). The device tool returns only a few files of $OUT: archive.
+# Sourcing sets the call's defaults: $R (/tmp/r unless set), $L (the checkout), the bench's
+# CUDA-only switch.
 CHECK_LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+L="${L:-$(dirname "$CHECK_LAB")}"; R="${R:-/tmp/r}"; mkdir -p "$R"
+export FUSED_ATTN_BENCH_CUDA_ONLY=1
 . "$CHECK_LAB/medians.sh"
 unpack() { [ -d "/tmp/$1/bin" ] || { mkdir -p "/tmp/$1" && tar -xJf "$L/device-pack/h90-$1-9.tar.xz" -C "/tmp/$1"; }; }
 decode_tests() {

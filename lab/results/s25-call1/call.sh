@@ -4,9 +4,7 @@
 # (h90-s25m). 1. decode tests and memcheck on s25p; 2. the bar's paged rows alternating, 3
 # rounds; 3. ncu's kernel-only durations of three rows on main's pack, to split the paged call's
 # fixed cost into kernel and index upload.
-export FUSED_ATTN_BENCH_CUDA_ONLY=1
-R=$OUT/r; mkdir -p $R; L=$PWD
-. $L/lab/decode/check_ab.sh
+R=$OUT/r; . lab/decode/check_ab.sh
 gpu_info
 decode_tests s25p memcheck
 bench_ab 'cuda_paged_decode_bf16/(contiguous|paged(16|256)_hostidx)' 3 s25m s25p

@@ -5,9 +5,7 @@
 # batch on the host Xeon with the output prefault on and off (FUSED_ATTN_CPU_PREFAULT), cores
 # 2,3, then ncu's kernel-only durations of both packs' varlen decode. (Run with $R = $OUT/r:
 # the device tool returned 8 of its files; later calls archive.)
-export FUSED_ATTN_BENCH_CUDA_ONLY=1
-R=$OUT/r; mkdir -p $R; L=$PWD
-. $L/lab/decode/check_ab.sh
+R=$OUT/r; . lab/decode/check_ab.sh
 gpu_info
 decode_tests s25v memcheck
 paged_ab s25m s25v 3

@@ -2,9 +2,7 @@
 # pack h90-s25c (call 2's one tile-copy path plus the index upload reused for equal values,
 # src/packed.rs `uploaded`) against main (h90-s25m): decode tests, gpu_packed_index_reuse and
 # memcheck on s25c, then the paged/packed decode rows alternating, 3 rounds.
-export FUSED_ATTN_BENCH_CUDA_ONLY=1
-R=/tmp/r; mkdir -p $R; L=$PWD
-. $L/lab/decode/check_ab.sh
+. lab/decode/check_ab.sh
 body() {
   gpu_info
   decode_tests s25c memcheck

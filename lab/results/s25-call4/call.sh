@@ -3,9 +3,7 @@
 # beside main's pack, with PyTorch's SDPA (cuDNN, FA2) before and after; then issue 13's CPU
 # rows on the host Xeon (bench_cpu --varlen, every variant, the output prefault on as
 # shipped), cores 2,3, 2 threads.
-export FUSED_ATTN_BENCH_CUDA_ONLY=1
-R=/tmp/r; mkdir -p $R; L=$PWD
-. $L/lab/decode/check_ab.sh
+. lab/decode/check_ab.sh
 body() {
   gpu_info
   torch_decode

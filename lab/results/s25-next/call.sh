@@ -10,9 +10,7 @@
 # whole 128/256-byte runs (a d128 bf16 key row is 256 bytes), fewer and larger DRAM bursts:
 # (32,32,8,1,4096) -1-2% (its split kernel at 84.5% of DRAM peak against cuDNN's 86.1%), the
 # latency-bound 2048 row unchanged. About 6 minutes of device time.
-export FUSED_ATTN_BENCH_CUDA_ONLY=1
-R=/tmp/r; mkdir -p $R; L=$PWD
-. $L/lab/decode/check_ab.sh
+. lab/decode/check_ab.sh
 body() {
   gpu_info
   decode_tests s26b memcheck
