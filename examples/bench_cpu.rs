@@ -13,11 +13,14 @@
 //!
 //! `bench_cpu --varlen` instead times issue 13's packed CPU batch (the 8 sequences of
 //! 64–2000 tokens of the `cpu_varlen` criterion groups, h16/hkv4, d64, causal and not)
-//! against a loop of dense calls, one per sequence, and the same sequences padded into one
-//! dense call, and the loop followed by the `Tensor::cat` that gives the packed call's one
-//! `(total, h, d)` output (`loop_cat`), and the packed call into one output buffer allocated
-//! once before the timing and reused by every call (`packed_into`, `attention_varlen_into`),
-//! interleaved call by call (packed, loop, padded, loop_cat, packed_into, packed, …) so that
+//! against a loop of dense calls, one per sequence, that drops each sequence's output before
+//! the next call (`loop`: the next output then reuses the freed, cache-warm memory), the same
+//! loop keeping its outputs until the end, as a caller that uses them does (`loop_kept`), the
+//! same sequences padded into one dense call, the loop followed by the `Tensor::cat` that
+//! gives the packed call's one `(total, h, d)` output (`loop_cat`), and the packed call into
+//! one output buffer allocated once before the timing and reused by every call
+//! (`packed_into`, `attention_varlen_into`), interleaved call by call (packed, loop,
+//! loop_kept, padded, loop_cat, packed_into, packed, …) so that
 //! a drift of the machine's load falls on all alike. It prints
 //! each one's median ms and minor page faults per call, and the median of the per-round
 //! ratios of each to packed (`over_packed`) and to packed_into (`over_packed_into`).
@@ -195,7 +198,7 @@ fn varlen_ab(
     for &causal in masks {
         let params = AttnParams::new(1.0 / (d as f32).sqrt()).causal(causal);
         type Run<'a> = Box<dyn Fn() -> candle_core::Result<()> + 'a>;
-        let runs: [(&str, Run<'_>); 5] = [
+        let runs: [(&str, Run<'_>); 6] = [
             ("packed", Box::new(|| attention_varlen(&q, &k, &v, &varlen, &params).map(drop))),
             (
                 "loop",
@@ -203,6 +206,17 @@ fn varlen_ab(
                     for (q, k, v) in &slices {
                         std::hint::black_box(attention(q, k, v, &params)?);
                     }
+                    Ok(())
+                }),
+            ),
+            (
+                "loop_kept",
+                Box::new(|| {
+                    let outs: Vec<Tensor> = slices
+                        .iter()
+                        .map(|(q, k, v)| attention(q, k, v, &params))
+                        .collect::<candle_core::Result<_>>()?;
+                    std::hint::black_box(&outs);
                     Ok(())
                 }),
             ),
