@@ -156,6 +156,35 @@ fn packed_forward_is_bit_exact_with_dense_calls_per_sequence() -> Result<()> {
     Ok(())
 }
 
+/// A packed batch of prefill sequences long enough that its work items fill several waves
+/// (src/cpu/forward.rs `run_items`: at least 64 items per thread each; here 2 and 3 threads,
+/// 8 heads over 2 kv heads, so a sequence of L queries is 2·⌈L/12⌉ items) and without key
+/// splits (every sequence has more than 16 queries): the waves then run pipelined (each wave's
+/// key packing and items as tasks from one counter, the packed keys alternating between two
+/// buffers, so the third wave reuses the first's). Its bits are the dense calls' on each
+/// sequence, on every path, dtype and mask.
+#[test]
+fn pipelined_waves_are_bit_exact_with_dense_calls_per_sequence() -> Result<()> {
+    let lens = [700, 650, 40, 600, 333, 710, 129, 500, 640, 257];
+    let batch = Batch { lens: lens.iter().map(|&l| (l, l + l % 7)).collect(), h: 8, hkv: 2, d: 24 };
+    for path in cpu_paths() {
+        for (n, dtype) in DTYPES.into_iter().enumerate() {
+            let [q, k, v, _] = batch.inputs(60 + n as u64, dtype)?;
+            for (i, p) in params_variants(&batch, 8).iter().enumerate() {
+                let (want, want_lse) = forced(path, || per_sequence_forward(&batch, &q, &k, &v, p))?;
+                for threads in [2, 3] {
+                    let (out, lse) = pool(threads)
+                        .install(|| forced(path, || attention_varlen_with_lse(&q, &k, &v, &batch.varlen()?, p)))?;
+                    let what = format!("{path} {dtype:?} params #{i}, {threads} threads");
+                    assert_same(&out, &want, &format!("{what}: out"));
+                    assert_same(&lse, &want_lse, &format!("{what}: lse"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The keys of `batch` as a paged cache of `page`-key blocks, shuffled, with unused blocks
 /// of garbage (NaN) between them: (k, v, block table); rank 4 or rank 3.
 fn paginate(

@@ -1,6 +1,7 @@
 //! The forward pass proper. [`run`] cuts a call's sequences (the batch entries of a dense
 //! call, the sequences of a packed one: [`SeqIn`]) into work items (sequence, kv head,
-//! query block, key split) and runs all of them in one parallel loop on rayon. [`attend`] runs one item over its key tiles:
+//! query block, key split) and runs them on rayon in waves of consecutive sequences
+//! ([`run_items`]; pipelined across waves, [`run_pipelined`]). [`attend`] runs one item over its key tiles:
 //! `S = Q Kᵀ`, the online [`softmax_step`], `acc = corr·acc + P V`, the products in one of
 //! four strategies ([`Products`]); tiles that no row of the item sees are skipped, and mask
 //! arithmetic runs only on tiles that some row sees in part. [`merge_splits`] combines the
@@ -13,9 +14,10 @@ use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 use std::f32::consts::LOG2_E;
 use std::mem::MaybeUninit;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
-use super::pack::{kv_tile, padded_stride, Element, Input, SharedKv, KEYS_PER_TILE, KT_LD, S_LD};
+use super::pack::{has_avx2, kv_tile, padded_stride, Element, Input, KvRing, SharedKv, KEYS_PER_TILE, KT_LD, S_LD};
 use super::softmax::{add_alibi, exp2_f32, exp2_sub_in_place, row_max, softcap_in_place, LANES};
 #[cfg(target_arch = "x86_64")]
 use super::{amx, avx2, avx512};
@@ -392,6 +394,12 @@ const WAVE_ITEMS_PER_THREAD: usize = 64;
 /// 511–1831 tokens (f32, h16/kv4, d64, `bench_cpu --varlen`, outputs reused so that no
 /// page faults differ): one loop over all items ran 227 / 121 ms (full / causal) against
 /// 210 / 111 for a loop of dense calls; 2 sequences were equal, 4 within 4-8%.
+///
+/// Several waves without key splits run pipelined ([`run_pipelined`]): in order, but with
+/// no wait at a wave's end. Measured on that batch (2-vCPU Zen 4 VM, 2 threads, 5 rounds
+/// alternating `FUSED_ATTN_CPU_PIPELINE=0/1`, `packed_into`): 338.8 / 180.7 ms (median, full /
+/// causal) one wave after another, 314.5 / 170.1 pipelined; instrumented, the waves one by
+/// one left 0.2-2% of each wave's item time idle and spent 0.13-0.54 ms packing each wave.
 #[allow(clippy::type_complexity)]
 fn run_items<T: Element>(
     seqs: Vec<SeqIn<'_, T>>,
@@ -405,9 +413,10 @@ fn run_items<T: Element>(
     let wave_items = WAVE_ITEMS_PER_THREAD * rayon::current_num_threads();
     let n = seqs.len();
     let seqs: Vec<(SeqIn<'_, T>, (usize, usize, usize, Option<usize>, usize))> = seqs.into_iter().zip(plans).collect();
+    // The waves: sequences `first..last`, until their items reach `wave_items`.
+    let mut waves = Vec::new();
     let mut first = 0;
     while first < n {
-        // The wave: sequences `first..last`, until their items reach `wave_items`.
         let (mut last, mut count) = (first, 0);
         while last < n && count < wave_items {
             let (s, (_, n_qblocks, n_splits, _, heads)) = &seqs[last];
@@ -416,6 +425,14 @@ fn run_items<T: Element>(
             }
             last += 1;
         }
+        waves.push((first, last));
+        first = last;
+    }
+    if waves.len() > 1 && seqs.iter().all(|(_, plan)| plan.2 == 1) && !pipeline_off() {
+        run_pipelined(&seqs, &waves, (&slots, pairs), (hkv, d), out_ptr, lse_ptr);
+        return;
+    }
+    for (first, last) in waves {
         let wave = &seqs[first..last];
         // The wave's slots, renumbered from 0.
         let mut wave_slots = Vec::new();
@@ -457,7 +474,154 @@ fn run_items<T: Element>(
             seq_items(seq, c, hkv, &mut items);
         }
         run_wave(&ctxs, &items, (g, h, d), out_ptr, lse_ptr);
-        first = last;
+    }
+}
+
+/// `FUSED_ATTN_CPU_PIPELINE=0`: the waves one after another, as before [`run_pipelined`]
+/// (for A/Bs).
+fn pipeline_off() -> bool {
+    static OFF: OnceLock<bool> = OnceLock::new();
+    *OFF.get_or_init(|| std::env::var_os("FUSED_ATTN_CPU_PIPELINE").is_some_and(|x| x == "0"))
+}
+
+/// [`run_items`] for several waves without key splits: every wave's key packing and items
+/// as one list of tasks that the threads take in order from a counter, so that the next
+/// wave's keys are packed while the last items of this one run, and no thread waits at a
+/// wave's end for the others (the waves one by one wait there twice: after the packing and
+/// after the items). The waves' packed keys alternate between the two buffer pairs of a
+/// [`KvRing`]; a task waits only for what it reads or overwrites: an item for its wave's
+/// packing, the packing of wave `w` for the items of wave `w - 2` (the same buffers). The
+/// items and their order within a wave are the waves' own, and each writes what it would
+/// (the results do not depend on the schedule).
+#[allow(clippy::type_complexity)]
+fn run_pipelined<T: Element>(
+    seqs: &[(SeqIn<'_, T>, (usize, usize, usize, Option<usize>, usize))],
+    waves: &[(usize, usize)],
+    (slots, pairs): (&[(Input<'_, T>, Input<'_, T>, usize)], bool),
+    (hkv, d): (usize, usize),
+    out_ptr: SendPtr<T>,
+    lse_ptr: Option<SendPtr<f32>>,
+) {
+    // Each wave's slots, renumbered from 0, and the buffers each parity needs.
+    let wave_slots: Vec<Vec<(Input<'_, T>, Input<'_, T>, usize)>> = waves
+        .iter()
+        .map(|&(first, last)| seqs[first..last].iter().filter_map(|(_, plan)| plan.3.map(|x| slots[x])).collect())
+        .collect();
+    let mut lens = [(0, 0); 2];
+    for (w, ws) in wave_slots.iter().enumerate() {
+        let (k, v) = SharedKv::lens(ws, hkv, d);
+        lens[w % 2] = (lens[w % 2].0.max(k), lens[w % 2].1.max(v));
+    }
+    let mut ring = KvRing::take(lens);
+    let shared: Vec<Option<SharedKv>> = wave_slots
+        .iter()
+        .enumerate()
+        .map(|(w, ws)| {
+            let (kt, v) = ring.ptrs(w % 2);
+            // SAFETY: the ring's buffers of this parity hold the largest `lens` of its waves
+            // and outlive every view (dropped at the end of this function); waves of one
+            // parity use them in turn (the packing of wave w waits for the items of w - 2).
+            (!ws.is_empty()).then(|| unsafe { SharedKv::view(kt, v, ws, hkv, d, pairs) })
+        })
+        .collect();
+    let ctxs: Vec<Vec<Ctx<'_, T>>> = waves
+        .iter()
+        .zip(&shared)
+        .map(|(&(first, last), shared)| {
+            let mut slot = 0;
+            seqs[first..last]
+                .iter()
+                .map(|(s, (q_block, n_qblocks, n_splits, kv, heads))| {
+                    let kv_slot = kv.map(|_| {
+                        slot += 1;
+                        slot - 1
+                    });
+                    Ctx {
+                        p: s.p.clone(),
+                        q: s.q,
+                        k: s.k,
+                        v: s.v,
+                        alibi: s.alibi,
+                        q_block: *q_block,
+                        n_qblocks: *n_qblocks,
+                        n_splits: *n_splits,
+                        heads: *heads,
+                        shared: kv_slot.and(shared.as_ref()),
+                        kv_slot: kv_slot.unwrap_or(0),
+                        out_row0: s.out_row0,
+                        lse0: s.lse0,
+                        lse_head: s.lse_head,
+                        attend: s.attend,
+                        out: out_ptr,
+                        lse: lse_ptr,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let items: Vec<Vec<Item>> = ctxs
+        .iter()
+        .map(|ctxs| {
+            let mut items = Vec::new();
+            for (seq, c) in ctxs.iter().enumerate() {
+                seq_items(seq, c, hkv, &mut items);
+            }
+            items
+        })
+        .collect();
+    // The task list: wave w's tiles, then its items; `starts[w]` is its first task.
+    let tiles: Vec<usize> = shared.iter().map(|s| s.as_ref().map_or(0, SharedKv::tiles)).collect();
+    let mut starts = vec![0];
+    for (t, it) in tiles.iter().zip(&items) {
+        starts.push(starts[starts.len() - 1] + t + it.len());
+    }
+    let total = starts[waves.len()];
+    let next = AtomicUsize::new(0);
+    let packed: Vec<AtomicUsize> = waves.iter().map(|_| AtomicUsize::new(0)).collect();
+    let done: Vec<AtomicUsize> = waves.iter().map(|_| AtomicUsize::new(0)).collect();
+    let avx2 = has_avx2();
+    (0..rayon::current_num_threads()).into_par_iter().with_max_len(1).for_each(|_| {
+        let mut sc = KeptScratch::take();
+        loop {
+            let x = next.fetch_add(1, Ordering::Relaxed);
+            if x >= total {
+                break;
+            }
+            let w = starts.partition_point(|&s| s <= x) - 1;
+            let i = x - starts[w];
+            if i < tiles[w] {
+                if w >= 2 {
+                    wait_for(&done[w - 2], items[w - 2].len());
+                }
+                let kv = shared[w].as_ref().expect("a wave with tiles has its blocks");
+                // SAFETY: task x is this tile's only packing; the items that read it wait for
+                // `packed[w]`, and those of wave w - 2, which read the same buffers, are done.
+                unsafe { kv.pack_tile(&wave_slots[w], i, avx2) };
+                packed[w].fetch_add(1, Ordering::Release);
+            } else {
+                wait_for(&packed[w], tiles[w]);
+                let it = &items[w][i - tiles[w]];
+                let ctx = &ctxs[w][it.seq];
+                // SAFETY: as in `run_wave`: `attend` reads the inputs inside the bounds
+                // `Input::new` checked and the wave's packed blocks, all written (above), and
+                // writes `sc` and its item's own rows of the output and LSE.
+                unsafe { (ctx.attend)(ctx, it, &mut sc.0) };
+                done[w].fetch_add(1, Ordering::Release);
+            }
+        }
+    });
+}
+
+/// Waits until `count` reaches `n` (spins briefly, then yields the core).
+fn wait_for(count: &AtomicUsize, n: usize) {
+    let mut spins = 0u32;
+    while count.load(Ordering::Acquire) < n {
+        if spins < 1 << 10 {
+            std::hint::spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 

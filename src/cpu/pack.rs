@@ -213,8 +213,13 @@ impl<'a, T> Input<'a, T> {
 /// preparation took 5–9 ms of a 150 ms call on 2 threads). Blocks start on a 64-byte line.
 /// O(Sk·D) per kv head (the size of K and V themselves), never Sq×Sk.
 pub(super) struct SharedKv {
-    kt: PooledBuffer,
-    v: PooledBuffer,
+    /// The first float of the Kᵀ blocks and of the V blocks: in `owned` ([`SharedKv::new`])
+    /// or in a [`KvRing`] that outlives this ([`SharedKv::view`]). Read and written only
+    /// through these pointers, tile by tile (a wave's tiles are written while another wave's
+    /// are read).
+    kt: *mut f32,
+    v: *mut f32,
+    owned: Option<(PooledBuffer, PooledBuffer)>,
     pub v_ld: usize,
     kv_heads: usize,
     /// Per slot (sequence), the index of its first tile; `slots + 1` entries.
@@ -351,26 +356,33 @@ fn advise_huge_pages(ptr: *mut u8, len: usize) {
     let _ = (ptr, len);
 }
 
-/// Which of the two kept buffers.
+/// Which of the kept buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Slot {
     /// Kᵀ blocks.
     Kt = 0,
     /// V blocks.
     V = 1,
+    /// The second Kᵀ and V buffers of a [`KvRing`] (the waves of a packed call alternate
+    /// between two).
+    Kt2 = 2,
+    V2 = 3,
 }
+
+/// The number of [`Slot`]s.
+const SLOTS: usize = 4;
 
 /// One kept buffer per [`Slot`].
 pub(super) struct Pool {
-    slots: Mutex<[Vec<f32>; 2]>,
+    slots: Mutex<[Vec<f32>; SLOTS]>,
 }
 
 impl Pool {
     const fn new() -> Self {
-        Self { slots: Mutex::new([Vec::new(), Vec::new()]) }
+        Self { slots: Mutex::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]) }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, [Vec<f32>; 2]> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, [Vec<f32>; SLOTS]> {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -380,11 +392,12 @@ impl Pool {
         std::mem::take(&mut self.lock()[slot as usize])
     }
 
-    /// Keeps `buf` in `slot` when it is larger than the buffer kept there and the two slots
-    /// then hold at most `limit` bytes; frees it otherwise.
+    /// Keeps `buf` in `slot` when it is larger than the buffer kept there and the slots
+    /// then hold at most `limit` bytes together; frees it otherwise.
     fn give_back(&self, slot: Slot, buf: Vec<f32>, limit: usize) {
         let mut slots = self.lock();
-        let other = slots[1 - slot as usize].capacity() * size_of::<f32>();
+        let other: usize =
+            (0..SLOTS).filter(|&x| x != slot as usize).map(|x| slots[x].capacity() * size_of::<f32>()).sum();
         if buf.capacity() > slots[slot as usize].capacity() && buf.capacity() * size_of::<f32>() + other <= limit {
             let old = std::mem::replace(&mut slots[slot as usize], buf);
             drop(slots);
@@ -457,66 +470,115 @@ impl SharedKv {
     /// rows, `v[w·v_ld + c] = (v[j0+2w][c], v[j0+2w+1][c])`, low half first; keys past the
     /// last one are zero in both.
     pub fn new<T: Element>(slots: &[(Input<'_, T>, Input<'_, T>, usize)], hkv: usize, d: usize, pairs: bool) -> Self {
+        let (kt_len, v_len) = Self::lens(slots, hkv, d);
+        let mut kt = PooledBuffer::take(&POOL, Slot::Kt, kt_len);
+        let mut vf = PooledBuffer::take(&POOL, Slot::V, v_len);
+        let (kt_ptr, v_ptr) = (kt.as_mut_ptr(), vf.as_mut_ptr());
+        // SAFETY: the two buffers hold `lens` floats and move into the result with it.
+        let mut kv = unsafe { Self::view(kt_ptr, v_ptr, slots, hkv, d, pairs) };
+        kv.owned = Some((kt, vf));
+        let avx2 = has_avx2();
+        (0..kv.tiles()).into_par_iter().for_each(|t| {
+            // SAFETY: each tile is packed once, by one task, and nothing reads the blocks
+            // before `new` returns.
+            unsafe { kv.pack_tile(slots, t, avx2) }
+        });
+        kv
+    }
+
+    /// The floats of the Kᵀ and of the V blocks of `slots` (as for [`SharedKv::new`]).
+    pub fn lens<T>(slots: &[(Input<'_, T>, Input<'_, T>, usize)], hkv: usize, d: usize) -> (usize, usize) {
+        let n_tiles: usize = slots.iter().map(|(_, _, sk)| sk.div_ceil(KEYS_PER_TILE)).sum();
+        (n_tiles * hkv * d * KT_LD, n_tiles * hkv * KEYS_PER_TILE * padded_stride(d))
+    }
+
+    /// The blocks of `slots` laid out over `kt` and `v` (at least [`SharedKv::lens`] floats
+    /// each), not yet packed ([`SharedKv::pack_tile`]).
+    ///
+    /// # Safety
+    /// `kt` and `v` point to that many floats, which outlive the result and which nothing
+    /// else accesses while it lives except through it.
+    pub unsafe fn view<T>(
+        kt: *mut f32,
+        v: *mut f32,
+        slots: &[(Input<'_, T>, Input<'_, T>, usize)],
+        hkv: usize,
+        d: usize,
+        pairs: bool,
+    ) -> Self {
         debug_assert!(!pairs || d.is_multiple_of(2));
-        let v_ld = padded_stride(d);
-        let (kt_block, v_block) = (d * KT_LD, KEYS_PER_TILE * v_ld);
         let mut tile_base = Vec::with_capacity(slots.len() + 1);
         tile_base.push(0);
         for (_, _, sk) in slots {
             tile_base.push(tile_base[tile_base.len() - 1] + sk.div_ceil(KEYS_PER_TILE));
         }
-        let n_tiles = tile_base[slots.len()];
-        let mut kt = PooledBuffer::take(&POOL, Slot::Kt, n_tiles * hkv * kt_block);
-        let mut vf = PooledBuffer::take(&POOL, Slot::V, n_tiles * hkv * v_block);
-        // 8 keys transposed in registers where the CPU has AVX2 (every path above
-        // `portable-gemm`; the bytes are the same either way).
-        #[cfg(target_arch = "x86_64")]
-        let avx2 = super::has_feature("avx2") && super::has_feature("fma");
-        let tiles = kt.par_chunks_mut(hkv * kt_block).zip(vf.par_chunks_mut(hkv * v_block));
-        tiles.enumerate().for_each(|(t, (kt, vf))| {
-            // The slot holding global tile t (empty slots share their base with the next).
-            let slot = tile_base.partition_point(|&x| x <= t) - 1;
-            let (k, v, sk) = &slots[slot];
-            let j0 = (t - tile_base[slot]) * KEYS_PER_TILE;
-            let jb = KEYS_PER_TILE.min(sk - j0);
-            if pairs {
-                pack_pairs_tile(k, v, (j0, jb), d, v_ld, (kt, kt_block), (vf, v_block));
-                return;
-            }
-            let mut rows = [[0f32; crate::problem::MAX_HEAD_DIM]; TRANSPOSE_KEYS];
-            for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
-                let keys = TRANSPOSE_KEYS.min(jb - g0);
-                for (kvh, (kt, vf)) in kt.chunks_exact_mut(kt_block).zip(vf.chunks_exact_mut(v_block)).enumerate() {
-                    for (jj, row) in (g0..g0 + keys).zip(&mut rows) {
-                        T::to_f32(k.row(0, j0 + jj, kvh, d), &mut row[..d]);
-                        T::to_f32(v.row(0, j0 + jj, kvh, d), &mut vf[jj * v_ld..][..d]);
-                    }
-                    #[cfg(target_arch = "x86_64")]
-                    if keys == TRANSPOSE_KEYS && avx2 {
-                        // SAFETY: the CPU has AVX2 and FMA; `rows` holds 8 rows of d ≤
-                        // MAX_HEAD_DIM floats; the block has d rows of KT_LD ≥ g0 + 8 floats.
-                        unsafe {
-                            super::avx2::transpose8(
-                                rows.as_ptr().cast(),
-                                crate::problem::MAX_HEAD_DIM,
-                                d,
-                                kt[g0..].as_mut_ptr(),
-                                KT_LD,
-                            )
-                        };
-                        continue;
-                    }
-                    for (t, dst) in kt.chunks_exact_mut(KT_LD).enumerate() {
-                        for (x, row) in dst[g0..g0 + keys].iter_mut().zip(&rows) {
-                            *x = row[t];
-                        }
+        Self { kt, v, owned: None, v_ld: padded_stride(d), kv_heads: hkv, tile_base, head_dim: d, pairs }
+    }
+
+    /// The key tiles of every slot.
+    pub fn tiles(&self) -> usize {
+        self.tile_base[self.tile_base.len() - 1]
+    }
+
+    /// Packs global tile `t` (of `slots`, those the layout was made for) of every kv head.
+    /// `avx2`: the CPU has AVX2 and FMA ([`has_avx2`]).
+    ///
+    /// # Safety
+    /// No other thread reads or writes tile `t`'s blocks meanwhile.
+    pub unsafe fn pack_tile<T: Element>(&self, slots: &[(Input<'_, T>, Input<'_, T>, usize)], t: usize, avx2: bool) {
+        let (d, hkv, v_ld) = (self.head_dim, self.kv_heads, self.v_ld);
+        let (kt_block, v_block) = (d * KT_LD, KEYS_PER_TILE * v_ld);
+        // SAFETY: tile t's blocks lie inside the buffers (`lens`), and the caller's contract
+        // gives this call the only access to them.
+        let (kt, vf) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(self.kt.add(t * hkv * kt_block), hkv * kt_block),
+                std::slice::from_raw_parts_mut(self.v.add(t * hkv * v_block), hkv * v_block),
+            )
+        };
+        // The slot holding global tile t (empty slots share their base with the next).
+        let slot = self.tile_base.partition_point(|&x| x <= t) - 1;
+        let (k, v, sk) = &slots[slot];
+        let j0 = (t - self.tile_base[slot]) * KEYS_PER_TILE;
+        let jb = KEYS_PER_TILE.min(sk - j0);
+        if self.pairs {
+            pack_pairs_tile(k, v, (j0, jb), d, v_ld, (kt, kt_block), (vf, v_block));
+            return;
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = avx2;
+        let mut rows = [[0f32; crate::problem::MAX_HEAD_DIM]; TRANSPOSE_KEYS];
+        for g0 in (0..jb).step_by(TRANSPOSE_KEYS) {
+            let keys = TRANSPOSE_KEYS.min(jb - g0);
+            for (kvh, (kt, vf)) in kt.chunks_exact_mut(kt_block).zip(vf.chunks_exact_mut(v_block)).enumerate() {
+                for (jj, row) in (g0..g0 + keys).zip(&mut rows) {
+                    T::to_f32(k.row(0, j0 + jj, kvh, d), &mut row[..d]);
+                    T::to_f32(v.row(0, j0 + jj, kvh, d), &mut vf[jj * v_ld..][..d]);
+                }
+                #[cfg(target_arch = "x86_64")]
+                if keys == TRANSPOSE_KEYS && avx2 {
+                    // SAFETY: the CPU has AVX2 and FMA; `rows` holds 8 rows of d ≤
+                    // MAX_HEAD_DIM floats; the block has d rows of KT_LD ≥ g0 + 8 floats.
+                    unsafe {
+                        super::avx2::transpose8(
+                            rows.as_ptr().cast(),
+                            crate::problem::MAX_HEAD_DIM,
+                            d,
+                            kt[g0..].as_mut_ptr(),
+                            KT_LD,
+                        )
+                    };
+                    continue;
+                }
+                for (t, dst) in kt.chunks_exact_mut(KT_LD).enumerate() {
+                    for (x, row) in dst[g0..g0 + keys].iter_mut().zip(&rows) {
+                        *x = row[t];
                     }
                 }
             }
-            // The last tile's missing keys, which the score kernel's last 16-key block reads.
-            kt.chunks_exact_mut(KT_LD).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
-        });
-        Self { kt, v: vf, v_ld, kv_heads: hkv, tile_base, head_dim: d, pairs }
+        }
+        // The last tile's missing keys, which the score kernel's last 16-key block reads.
+        kt.chunks_exact_mut(KT_LD).for_each(|row| row[jb..KEYS_PER_TILE].fill(0.0));
     }
 
     /// The index of the block of keys `j0..` (a multiple of KEYS_PER_TILE) of kv head `kvh`
@@ -527,12 +589,54 @@ impl SharedKv {
 
     /// Kᵀ of keys `j0..`: `d` rows of KEYS_PER_TILE keys at stride KT_LD.
     pub fn kt_tile(&self, slot: usize, kvh: usize, j0: usize) -> *const f32 {
-        self.kt[self.block(slot, kvh, j0) * self.head_dim * KT_LD..].as_ptr()
+        // In bounds: the block of a key the slot has lies inside the buffer (`lens`).
+        self.kt.wrapping_add(self.block(slot, kvh, j0) * self.head_dim * KT_LD)
     }
 
     /// V of keys `j0..`: KEYS_PER_TILE rows of `d` at stride `v_ld`.
     pub fn v_tile(&self, slot: usize, kvh: usize, j0: usize) -> *const f32 {
-        self.v[self.block(slot, kvh, j0) * KEYS_PER_TILE * self.v_ld..].as_ptr()
+        self.v.wrapping_add(self.block(slot, kvh, j0) * KEYS_PER_TILE * self.v_ld)
+    }
+}
+
+// SAFETY: the blocks behind the pointers are accessed tile by tile, each tile written by one
+// thread (`pack_tile`, whose callers order every read of a tile after its writing) and
+// otherwise only read; `owned` is plain memory.
+unsafe impl Send for SharedKv {}
+// SAFETY: as above.
+unsafe impl Sync for SharedKv {}
+
+/// Whether the CPU has AVX2 and FMA (the 8-key transposes of [`SharedKv::pack_tile`]).
+pub(super) fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return super::has_feature("avx2") && super::has_feature("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Two pairs of Kᵀ/V buffers from the kept pool ([`Slot::Kt`]/[`Slot::V`] and
+/// [`Slot::Kt2`]/[`Slot::V2`]): the waves of a packed call alternate between them, so that
+/// one wave's keys are packed while the previous wave's items still read theirs.
+pub(super) struct KvRing {
+    bufs: [(PooledBuffer, PooledBuffer); 2],
+}
+
+impl KvRing {
+    /// Buffers of `lens[i]` (Kᵀ, V) floats for the waves of parity `i`.
+    pub fn take(lens: [(usize, usize); 2]) -> Self {
+        let [(k0, v0), (k1, v1)] = lens;
+        Self {
+            bufs: [
+                (PooledBuffer::take(&POOL, Slot::Kt, k0), PooledBuffer::take(&POOL, Slot::V, v0)),
+                (PooledBuffer::take(&POOL, Slot::Kt2, k1), PooledBuffer::take(&POOL, Slot::V2, v1)),
+            ],
+        }
+    }
+
+    /// The Kᵀ and V buffers of parity `i` (for [`SharedKv::view`]).
+    pub fn ptrs(&mut self, i: usize) -> (*mut f32, *mut f32) {
+        let (k, v) = &mut self.bufs[i];
+        (k.as_mut_ptr(), v.as_mut_ptr())
     }
 }
 
