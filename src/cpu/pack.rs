@@ -249,7 +249,8 @@ pub(super) const fn padded_stride(n: usize) -> usize {
 /// the two buffers (19 MiB at (1,16,16,2048,2048,64)) cost one page fault per 4 KiB on
 /// first touch; those faults made up most of the 25–32 ms that preparing K and V took per
 /// call single-thread, out of 290–390 ms. Kept: the largest buffers seen, the size of a
-/// call's K and V in f32 (never Sq×Sk), while the two together stay within
+/// call's K and V in f32 (never Sq×Sk; a pipelined packed call's [`KvRing`] takes a second
+/// pair, each pair the size of its largest wave), while all of them together stay within
 /// [`keep_limit_bytes`]; [`super::release_cpu_buffers`] frees them.
 static POOL: Pool = Pool::new();
 
