@@ -410,15 +410,15 @@ fn run_items<T: Element>(
     lse_ptr: Option<SendPtr<f32>>,
 ) {
     let g = h / hkv;
-    let wave_items = WAVE_ITEMS_PER_THREAD * rayon::current_num_threads();
+    let per_wave = WAVE_ITEMS_PER_THREAD * rayon::current_num_threads();
     let n = seqs.len();
     let seqs: Vec<(SeqIn<'_, T>, (usize, usize, usize, Option<usize>, usize))> = seqs.into_iter().zip(plans).collect();
-    // The waves: sequences `first..last`, until their items reach `wave_items`.
+    // The waves: sequences `first..last`, until their items reach `per_wave`.
     let mut waves = Vec::new();
     let mut first = 0;
     while first < n {
         let (mut last, mut count) = (first, 0);
-        while last < n && count < wave_items {
+        while last < n && count < per_wave {
             let (s, (_, n_qblocks, n_splits, _, heads)) = &seqs[last];
             if s.p.seq_q > 0 && s.p.seq_k > 0 {
                 count += (hkv / heads) * n_qblocks * n_splits;
@@ -434,22 +434,41 @@ fn run_items<T: Element>(
     }
     for (first, last) in waves {
         let wave = &seqs[first..last];
-        // The wave's slots, renumbered from 0.
-        let mut wave_slots = Vec::new();
-        let slot_of: Vec<Option<usize>> = wave
-            .iter()
-            .map(|(_, (_, _, _, slot, _))| {
-                slot.map(|x| {
-                    wave_slots.push(slots[x]);
-                    wave_slots.len() - 1
-                })
-            })
-            .collect();
+        let wave_slots = wave_slots(wave, &slots);
         let shared = (!wave_slots.is_empty()).then(|| SharedKv::new(&wave_slots, hkv, d, pairs));
-        let ctxs: Vec<Ctx<'_, T>> = wave
-            .iter()
-            .zip(slot_of)
-            .map(|((s, (q_block, n_qblocks, n_splits, _, heads)), slot)| Ctx {
+        let ctxs = wave_ctxs(wave, shared.as_ref(), out_ptr, lse_ptr);
+        let items = wave_items(&ctxs, hkv);
+        run_wave(&ctxs, &items, (g, h, d), out_ptr, lse_ptr);
+    }
+}
+
+/// The key slots of a wave's sequences that pack their keys, in order (a sequence's
+/// `Ctx::kv_slot` is its place among them: [`wave_ctxs`]).
+#[allow(clippy::type_complexity)]
+fn wave_slots<'a, T: Element>(
+    wave: &[(SeqIn<'a, T>, (usize, usize, usize, Option<usize>, usize))],
+    slots: &[(Input<'a, T>, Input<'a, T>, usize)],
+) -> Vec<(Input<'a, T>, Input<'a, T>, usize)> {
+    wave.iter().filter_map(|(_, plan)| plan.3.map(|x| slots[x])).collect()
+}
+
+/// The contexts of a wave's sequences, whose packed keys (if any) are `shared`'s slots in
+/// [`wave_slots`]' order.
+#[allow(clippy::type_complexity)]
+fn wave_ctxs<'a, T: Element>(
+    wave: &'a [(SeqIn<'a, T>, (usize, usize, usize, Option<usize>, usize))],
+    shared: Option<&'a SharedKv>,
+    out: SendPtr<T>,
+    lse: Option<SendPtr<f32>>,
+) -> Vec<Ctx<'a, T>> {
+    let mut next_slot = 0;
+    wave.iter()
+        .map(|(s, (q_block, n_qblocks, n_splits, kv, heads))| {
+            let slot = kv.map(|_| {
+                next_slot += 1;
+                next_slot - 1
+            });
+            Ctx {
                 p: s.p.clone(),
                 q: s.q,
                 k: s.k,
@@ -459,22 +478,26 @@ fn run_items<T: Element>(
                 n_qblocks: *n_qblocks,
                 n_splits: *n_splits,
                 heads: *heads,
-                shared: slot.and(shared.as_ref()),
+                shared: slot.and(shared),
                 kv_slot: slot.unwrap_or(0),
                 out_row0: s.out_row0,
                 lse0: s.lse0,
                 lse_head: s.lse_head,
                 attend: s.attend,
-                out: out_ptr,
-                lse: lse_ptr,
-            })
-            .collect();
-        let mut items = Vec::new();
-        for (seq, c) in ctxs.iter().enumerate() {
-            seq_items(seq, c, hkv, &mut items);
-        }
-        run_wave(&ctxs, &items, (g, h, d), out_ptr, lse_ptr);
+                out,
+                lse,
+            }
+        })
+        .collect()
+}
+
+/// A wave's items, sequence by sequence in a dense call's order ([`seq_items`]).
+fn wave_items<T>(ctxs: &[Ctx<'_, T>], hkv: usize) -> Vec<Item> {
+    let mut items = Vec::new();
+    for (seq, c) in ctxs.iter().enumerate() {
+        seq_items(seq, c, hkv, &mut items);
     }
+    items
 }
 
 /// `FUSED_ATTN_CPU_PIPELINE=0`: the waves one after another, as before [`run_pipelined`]
@@ -502,11 +525,9 @@ fn run_pipelined<T: Element>(
     out_ptr: SendPtr<T>,
     lse_ptr: Option<SendPtr<f32>>,
 ) {
-    // Each wave's slots, renumbered from 0, and the buffers each parity needs.
-    let wave_slots: Vec<Vec<(Input<'_, T>, Input<'_, T>, usize)>> = waves
-        .iter()
-        .map(|&(first, last)| seqs[first..last].iter().filter_map(|(_, plan)| plan.3.map(|x| slots[x])).collect())
-        .collect();
+    // Each wave's slots, and the buffers each parity needs.
+    let wave_slots: Vec<Vec<(Input<'_, T>, Input<'_, T>, usize)>> =
+        waves.iter().map(|&(first, last)| wave_slots(&seqs[first..last], slots)).collect();
     let mut lens = [(0, 0); 2];
     for (w, ws) in wave_slots.iter().enumerate() {
         let (k, v) = SharedKv::lens(ws, hkv, d);
@@ -527,48 +548,9 @@ fn run_pipelined<T: Element>(
     let ctxs: Vec<Vec<Ctx<'_, T>>> = waves
         .iter()
         .zip(&shared)
-        .map(|(&(first, last), shared)| {
-            let mut slot = 0;
-            seqs[first..last]
-                .iter()
-                .map(|(s, (q_block, n_qblocks, n_splits, kv, heads))| {
-                    let kv_slot = kv.map(|_| {
-                        slot += 1;
-                        slot - 1
-                    });
-                    Ctx {
-                        p: s.p.clone(),
-                        q: s.q,
-                        k: s.k,
-                        v: s.v,
-                        alibi: s.alibi,
-                        q_block: *q_block,
-                        n_qblocks: *n_qblocks,
-                        n_splits: *n_splits,
-                        heads: *heads,
-                        shared: kv_slot.and(shared.as_ref()),
-                        kv_slot: kv_slot.unwrap_or(0),
-                        out_row0: s.out_row0,
-                        lse0: s.lse0,
-                        lse_head: s.lse_head,
-                        attend: s.attend,
-                        out: out_ptr,
-                        lse: lse_ptr,
-                    }
-                })
-                .collect()
-        })
+        .map(|(&(first, last), shared)| wave_ctxs(&seqs[first..last], shared.as_ref(), out_ptr, lse_ptr))
         .collect();
-    let items: Vec<Vec<Item>> = ctxs
-        .iter()
-        .map(|ctxs| {
-            let mut items = Vec::new();
-            for (seq, c) in ctxs.iter().enumerate() {
-                seq_items(seq, c, hkv, &mut items);
-            }
-            items
-        })
-        .collect();
+    let items: Vec<Vec<Item>> = ctxs.iter().map(|ctxs| wave_items(ctxs, hkv)).collect();
     // The task list: wave w's tiles, then its items; `starts[w]` is its first task.
     let tiles: Vec<usize> = shared.iter().map(|s| s.as_ref().map_or(0, SharedKv::tiles)).collect();
     let mut starts = vec![0];
