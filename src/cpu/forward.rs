@@ -14,7 +14,7 @@ use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 use std::f32::consts::LOG2_E;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use super::pack::{has_avx2, kv_tile, padded_stride, Element, Input, KvRing, SharedKv, KEYS_PER_TILE, KT_LD, S_LD};
@@ -534,11 +534,13 @@ fn run_pipelined<T: Element>(
         lens[w % 2] = (lens[w % 2].0.max(k), lens[w % 2].1.max(v));
     }
     let mut ring = KvRing::take(lens);
+    // Each pair's pointers taken once: every view of a parity derives from the same ones.
+    let ptrs = ring.ptrs();
     let shared: Vec<Option<SharedKv>> = wave_slots
         .iter()
         .enumerate()
         .map(|(w, ws)| {
-            let (kt, v) = ring.ptrs(w % 2);
+            let (kt, v) = ptrs[w % 2];
             // SAFETY: the ring's buffers of this parity hold the largest `lens` of its waves
             // and outlive every view (dropped at the end of this function); waves of one
             // parity use them in turn (the packing of wave w waits for the items of w - 2).
@@ -562,7 +564,11 @@ fn run_pipelined<T: Element>(
     let packed: Vec<AtomicUsize> = waves.iter().map(|_| AtomicUsize::new(0)).collect();
     let done: Vec<AtomicUsize> = waves.iter().map(|_| AtomicUsize::new(0)).collect();
     let avx2 = has_avx2();
+    // Set when a task unwinds, so that the others stop waiting for what it would have done
+    // and the panic reaches the caller instead of a hang.
+    let failed = AtomicBool::new(false);
     (0..rayon::current_num_threads()).into_par_iter().with_max_len(1).for_each(|_| {
+        let _flag = FlagOnUnwind(&failed);
         let mut sc = KeptScratch::take();
         loop {
             let x = next.fetch_add(1, Ordering::Relaxed);
@@ -573,7 +579,7 @@ fn run_pipelined<T: Element>(
             let i = x - starts[w];
             if i < tiles[w] {
                 if w >= 2 {
-                    wait_for(&done[w - 2], items[w - 2].len());
+                    wait_for(&done[w - 2], items[w - 2].len(), &failed);
                 }
                 let kv = shared[w].as_ref().expect("a wave with tiles has its blocks");
                 // SAFETY: task x is this tile's only packing; the items that read it wait for
@@ -581,7 +587,7 @@ fn run_pipelined<T: Element>(
                 unsafe { kv.pack_tile(&wave_slots[w], i, avx2) };
                 packed[w].fetch_add(1, Ordering::Release);
             } else {
-                wait_for(&packed[w], tiles[w]);
+                wait_for(&packed[w], tiles[w], &failed);
                 let it = &items[w][i - tiles[w]];
                 let ctx = &ctxs[w][it.seq];
                 // SAFETY: as in `run_wave`: `attend` reads the inputs inside the bounds
@@ -594,10 +600,23 @@ fn run_pipelined<T: Element>(
     });
 }
 
-/// Waits until `count` reaches `n` (spins briefly, then yields the core).
-fn wait_for(count: &AtomicUsize, n: usize) {
+/// Sets its flag when dropped during a panic ([`run_pipelined`]'s tasks).
+struct FlagOnUnwind<'a>(&'a AtomicBool);
+
+impl Drop for FlagOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Waits until `count` reaches `n` (spins briefly, then yields the core); panics when
+/// `failed` says another task panicked (what it owed `count` will never come).
+fn wait_for(count: &AtomicUsize, n: usize, failed: &AtomicBool) {
     let mut spins = 0u32;
     while count.load(Ordering::Acquire) < n {
+        assert!(!failed.load(Ordering::Acquire), "fused-attn cpu: a pipelined task panicked");
         if spins < 1 << 10 {
             std::hint::spin_loop();
             spins += 1;

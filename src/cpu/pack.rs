@@ -634,10 +634,11 @@ impl KvRing {
         }
     }
 
-    /// The Kᵀ and V buffers of parity `i` (for [`SharedKv::view`]).
-    pub fn ptrs(&mut self, i: usize) -> (*mut f32, *mut f32) {
-        let (k, v) = &mut self.bufs[i];
-        (k.as_mut_ptr(), v.as_mut_ptr())
+    /// The Kᵀ and V buffers of each parity (for [`SharedKv::view`]). Take them once and
+    /// derive every view from them: each call reborrows the buffers.
+    pub fn ptrs(&mut self) -> [(*mut f32, *mut f32); 2] {
+        let [(k0, v0), (k1, v1)] = &mut self.bufs;
+        [(k0.as_mut_ptr(), v0.as_mut_ptr()), (k1.as_mut_ptr(), v1.as_mut_ptr())]
     }
 }
 
