@@ -107,6 +107,16 @@
 // causal 13.0 / 13.1 / 13.2 against 13.2 / 13.1 / 13.2; the 2048 d64/d128 rows within ±0.6%
 // (same-call A/B, 3 rounds, lab/results/s20-final-h100/ab_medians.txt). Issuing K one block
 // ahead of V in the producer changed no row by more than 1% (lab/results/s20-ab1-h100/).
+// Session 27: a small grid (one block per tile, at most half as many tiles as SMs) on the d64
+// `_mods` tile splits each tile's key blocks over a cluster of two CTAs; the second sends its
+// partial into the first's shared memory (st.async completing on an mbarrier there), which
+// merges it and stores the tile (HopperConfig::kPairSplit). Lab stamps of (1,8,512,d64) had
+// put each key block at ~1.1 µs of a tile's ~7 µs. Same-call A/Bs (H200, 3 rounds,
+// lab/results/s27-call2/, -call3/): 12.23 / 12.25 / 12.06 µs against 12.81 / 12.78 / 12.82,
+// causal 12.51 / 12.51 / 12.39 against 13.35 / 13.30 / 13.38 (-4.8% / -6.5%); ncu (base
+// clocks) 16.1 against 16.6 µs, causal 14.4 against 15.4. Clusters of four were slower (17.5
+// µs), as were the 192-row tile split by stream-K (14.9 against 12.1) and a masked d64
+// instance skipping unseen blocks (causal +3.3%; lab/results/s27-call1/).
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
@@ -143,7 +153,7 @@ namespace hopper {
 // ---- tile traits --------------------------------------------------------------------------
 
 template <int kHeadDim_, int kBlockN_, int kStages_, int kConsumers_, int kProducerRegs_, int kConsumerRegs_,
-          int kQBufs_ = 1, bool kPersistent_ = false, bool kPingPong_ = true>
+          int kQBufs_ = 1, bool kPersistent_ = false, bool kPingPong_ = true, bool kPairSplit_ = false>
 struct HopperConfig {
     static constexpr int kHeadDim = kHeadDim_;
     static constexpr int kBlockN = kBlockN_;
@@ -167,9 +177,24 @@ struct HopperConfig {
     static constexpr int kBarriers = (kPersistent ? 2 * kQBufs : 1) + 4 * kStages;
     // Persistent: the next tile (an int, 8 bytes for alignment), after the barriers.
     static constexpr int kTileSlotBytes = kPersistent ? 8 : 0;
+    // Cluster split (FattnHopperParams::pair_split = R, 2 or 4): a small grid's tile runs on a
+    // cluster of R CTAs, each taking a contiguous share of the tile's key blocks; ranks 1..R-1
+    // send their partials (every consumer thread's unnormalized O, two row maxima and two
+    // partial row sums) into rank 0's shared memory, which merges them in rank order and stores
+    // the tile. Then: an mbarrier (8 bytes, 16 with the alignment of the partials) and up to
+    // kSplitMax - 1 partials, each per consumer (D/8 + 1) × 128 float4.
+    static constexpr bool kPairSplit = kPairSplit_;
+    // Clusters of 4 (a quarter of the key blocks each) ran the (1,8,8,512,512,64) row in
+    // 17.5 µs against 12.4 for pairs (session 27 call 3, H200, ncu 19.7 against 16.1 µs): pairs
+    // only, and room for one other rank's partial.
+    static constexpr int kSplitMax = kPairSplit ? 2 : 1;
+    static constexpr int kPairFloat4s = kHeadDim / 8 + 1;
+    static constexpr int kPartialBytes = kConsumers * kPairFloat4s * 128 * 16;  // one rank's
+    static constexpr int kPairPad = (16 - (kBarriers * 8 + kTileSlotBytes) % 16) % 16;
+    static constexpr int kPairBytes = kPairSplit ? kPairPad + 16 + (kSplitMax - 1) * kPartialBytes : 0;
     // 1 KiB of slack aligns the tiles to the swizzle atom; the barriers follow the tiles.
     static constexpr int kSmemBytes =
-        1024 + kQBufs * kQBytes + 2 * kStages * kKVBytes + kBarriers * 8 + kTileSlotBytes;
+        1024 + kQBufs * kQBytes + 2 * kStages * kKVBytes + kBarriers * 8 + kTileSlotBytes + kPairBytes;
     // setmaxnreg budgets: the producer needs a few registers, the consumers O, S and P.
     static constexpr int kProducerRegs = kProducerRegs_;
     static constexpr int kConsumerRegs = kConsumerRegs_;
@@ -210,6 +235,7 @@ struct HopperConfig {
     static_assert(kConsumers <= 3, "named barrier ids: 1 + consumer (epilogue) and kTurnBarrier + consumer");
     static_assert(kConsumers >= 2 || !kPingPong, "ping-pong takes turns between two or more consumers");
     static_assert(kQBufs == 1 || (kQBufs == 2 && kPersistent), "one Q tile, or two for the persistent loop");
+    static_assert(!kPairSplit || !kPersistent, "a cluster splits one tile: no persistent loop");
 };
 
 // Per head-dim instance (kVariant as src/cuda/instances.rs `Variant::cpp_code`: 0 plain,
@@ -226,8 +252,10 @@ struct HopperTraits<64, 0> : HopperConfig<64, 128, 3, 3, 32, 160, 2, true> {
 };
 // The softcap/ALiBi arithmetic does not fit the 128 registers per thread that 512 threads
 // leave at entry (ptxas allocates for the launch bound; 244 bytes of spills): two consumers.
+// Small grids of plain problems run here too (the smaller tile), split over clusters of 2 or
+// 4 CTAs where the host asks (kPairSplit).
 template <>
-struct HopperTraits<64, 1> : HopperConfig<64, 128, 3, 2, 24, 240> {};
+struct HopperTraits<64, 1> : HopperConfig<64, 128, 3, 2, 24, 240, 1, false, true, true> {};
 template <>
 struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {};
 template <>
@@ -305,6 +333,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // compute-sanitizer's racecheck, which does not take a bar.arrive as a release, does not
     // count atomic accesses as a race.
     int* const tile_slot = reinterpret_cast<int*>(empty_v + ST);
+    // Pair split: rank 0's mbarrier for rank 1's partial, then the partials (16-byte aligned).
+    uint8_t* const pair_area = reinterpret_cast<uint8_t*>(empty_v + ST) + Cfg::kTileSlotBytes + Cfg::kPairPad;
+    uint64_t* const pair_bar = reinterpret_cast<uint64_t*>(pair_area);
+    float4* const pair_part = reinterpret_cast<float4*>(pair_area + 16);
     // Drawn tiles (a counter): block-uniform.
     const bool drawn = kPersistent && hp.tile_counter != nullptr;
 
@@ -347,8 +379,26 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         nb_end = keys.hi > keys.lo ? (keys.hi + BN - 1) / BN : nb_begin;
     };
     const int num_tiles = kPersistent ? p.batch * p.heads * ((p.seq_q + BM - 1) / BM) : 1;
-    const int first_tile = blockIdx.x;
+    // Cluster split (small grids, src/cuda/prefill_sm90.rs `pair_split`): the cluster's R CTAs
+    // (R = hp.pair_split, 2 or 4; consecutive blocks) share tile blockIdx.x / R; rank r takes
+    // key blocks [ceil(r·n/R), ceil((r+1)·n/R)) of the tile's n, so rank 0's share is never
+    // empty while the tile has a block; grid-uniform.
+    const int ranks = Cfg::kPairSplit && !kPacked && hp.pair_split > 1 ? hp.pair_split : 1;
+    if (ranks > Cfg::kSplitMax) __trap();  // the host asks for at most kSplitMax
+    const bool pair = ranks > 1;
+    const int pair_rank = static_cast<int>(blockIdx.x) % ranks;
+    const int first_tile = static_cast<int>(blockIdx.x) / ranks;
     setup(first_tile);
+    // Rank 0: the other ranks with key blocks, whose partials it waits for and merges (bit r).
+    unsigned pair_sources = 0u;
+    if (pair) {
+        const int n = nb_end - nb_begin, lo = nb_begin;
+        auto share = [&](int r) { return lo + (r * n + ranks - 1) / ranks; };
+        for (int r = 1; r < ranks; ++r)
+            if (share(r) < share(r + 1)) pair_sources |= 1u << r;
+        nb_begin = share(pair_rank);
+        nb_end = share(pair_rank + 1);
+    }
     // Packed: a query block past its sequence's end has nothing to do (the grid covers the
     // longest sequence). The whole CTA leaves together, before any barrier.
     if (kPacked && qb.m0 >= span.len_q) return;
@@ -424,9 +474,16 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::mbar_init(&empty_k[s], Cfg::kConsumers * 4);
             sm90::mbar_init(&empty_v[s], Cfg::kConsumers * 4);
         }
+        // Cluster split, rank 0: one arrival (here) and the other ranks' partial bytes complete
+        // the phase.
+        if (pair && pair_rank == 0) sm90::mbar_init(pair_bar, 1);
         sm90::fence_barrier_init();
+        if (pair && pair_rank == 0) sm90::mbar_arrive_expect_tx(pair_bar, __popc(pair_sources) * Cfg::kPartialBytes);
     }
     __syncthreads();
+    // Pair split: every thread arrives once, releasing rank 0's initialized mbarrier to rank 1,
+    // and waits once before it exits (rank 1's consumers before they write into rank 0).
+    if (pair) sm90::cluster_arrive();
 
     const int warp_group = threadIdx.x / 128;
     if (warp_group == 0) {
@@ -434,7 +491,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
         // Thread 0 issues every copy; persistent, its whole warp hands the tiles over (named
         // barriers take whole warps).
-        if (threadIdx.x >= (kPersistent ? 32 : 1)) return;
+        if (threadIdx.x >= (kPersistent ? 32 : 1)) {
+            if (pair) sm90::cluster_wait();
+            return;
+        }
         const bool leader = threadIdx.x == 0;
         // it0: key blocks loaded for earlier tiles (the ring's position); n: tiles so far.
         int it0 = 0;
@@ -531,6 +591,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             // Persistent: the warp meets again before the next tile's hand-over.
             if constexpr (kPersistent) __syncwarp();
         }
+        if (pair) sm90::cluster_wait();
         return;
     }
 
@@ -807,6 +868,56 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         } else if (!kStageO) {
             release(&empty_q[b]);  // no key: Q is not read
         }
+        if constexpr (Cfg::kPairSplit) {
+            if (pair) {
+                // Every thread of the cluster arrived at the start: rank 0's mbarrier is set up.
+                sm90::cluster_wait();
+                if (pair_rank != 0) {
+                    // This share's partial into rank 0's slot pair_rank - 1, in thread order
+                    // (float4-coalesced): O unnormalized, then both rows' max and this thread's
+                    // partial sums.
+                    if (nb_begin < nb_end) {
+                        const uint32_t bar = sm90::map_to_rank(smem_addr(pair_bar), 0);
+                        const uint32_t dst = sm90::map_to_rank(
+                            smem_addr(pair_part + ((pair_rank - 1) * Cfg::kConsumers + cw) * Cfg::kPairFloat4s * 128 + tid), 0);
+#pragma unroll
+                        for (int j = 0; j < D / 8; ++j)
+                            sm90::st_async_v4(dst + j * 128 * 16, o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3], bar);
+                        sm90::st_async_v4(dst + (D / 8) * 128 * 16, row_max[0], row_max[1], row_sum[0], row_sum[1], bar);
+                    }
+                    return;  // rank 0 stores the tile
+                }
+                if (pair_sources != 0u) {
+                    // Every other share's partial has landed: merged after this one's terms, in
+                    // rank order (fixed bits), as the stream-K merge does for two.
+                    sm90::mbar_wait(pair_bar, 0);
+                    for (int r = 1; r < ranks; ++r) {
+                        if (!(pair_sources >> r & 1u)) continue;
+                        const float4* const src = pair_part + ((r - 1) * Cfg::kConsumers + cw) * Cfg::kPairFloat4s * 128 + tid;
+                        const float4 ml = src[(D / 8) * 128];
+                        const float m_tail[2] = {ml.x, ml.y}, l_tail[2] = {ml.z, ml.w};
+                        float fh[2], ft[2];
+#pragma unroll
+                        for (int hf = 0; hf < 2; ++hf) {
+                            const float mx = fmaxf(row_max[hf], m_tail[hf]);
+                            const float base = mx == kNegInf ? 0.f : mx * exp_scale;
+                            fh[hf] = exp2f(fmaf(row_max[hf], exp_scale, -base));
+                            ft[hf] = exp2f(fmaf(m_tail[hf], exp_scale, -base));
+                            row_max[hf] = mx;
+                            row_sum[hf] = __fmaf_rn(row_sum[hf], fh[hf], __fmul_rn(l_tail[hf], ft[hf]));
+                        }
+#pragma unroll
+                        for (int j = 0; j < D / 8; ++j) {
+                            const float4 x = src[j * 128];
+                            const float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+                            for (int e = 0; e < 4; ++e)
+                                o[4 * j + e] = __fmaf_rn(o[4 * j + e], fh[e / 2], __fmul_rn(xs[e], ft[e / 2]));
+                        }
+                    }
+                }
+            }
+        }
 
         // False for the first-in piece of a split tile (stream-K): the other piece stores it.
         // Only stores depend on it, never the loop's control flow, so that the loop's ring
@@ -1020,6 +1131,8 @@ __device__ __forceinline__ void fwd_hopper_varlen(const FattnHopperParams& p) {
                   #NAME ": loops over query tiles exactly when Instance::loops_over_tiles says so");              \
     static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kStreamK == (D == 64 && VARIANT == 0),                      \
                   #NAME ": shares its tail out exactly when Instance::shares_tail says so");                    \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kPairSplit == (D == 64 && VARIANT == 1),                    \
+                  #NAME ": splits tiles over clusters exactly when Instance::splits_pairs says so");            \
     extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT>::kThreads, 1)               \
         NAME(const __grid_constant__ FattnHopperParams p) {                                                            \
         fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT>, fattn::DTYPE, VARIANT == 1, false>(p);      \

@@ -67,6 +67,24 @@ pub(crate) fn record_prefill(name: &'static str) {
     LAST_PREFILL.with(|c| c.set(Some(name)));
 }
 
+thread_local! {
+    static LAST_PREFILL_PAIRS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Records whether the prefill launch this thread just made split its tiles' key blocks over a
+/// cluster of blocks (src/cuda/prefill_sm90.rs `pair_split`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn record_prefill_pairs(split: bool) {
+    LAST_PREFILL_PAIRS.with(|c| c.set(split));
+}
+
+/// Whether the last prefill launch of this thread split its tiles' key blocks over a cluster
+/// of blocks (another order of additions than one block per tile: other bits, the same
+/// tolerance), and forgets it. The tests that compare two calls bit for bit use it.
+pub fn take_last_prefill_pairs() -> bool {
+    LAST_PREFILL_PAIRS.with(|c| c.take())
+}
+
 /// The name of the last prefill kernel this thread launched, and forgets it: the tests use
 /// it to prove which kernel generation ran a call (`None`: no prefill kernel ran since the
 /// last take, for example because the call took the decode kernel).

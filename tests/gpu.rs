@@ -46,7 +46,8 @@ mod common;
 use candle_core::{DType, Device, Result, Tensor};
 use candle_fused_attn::{
     attention, attention_backward, attention_ref, attention_with_lse, take_last_backward_kernel,
-    take_last_decode_combine, take_last_prefill_kernel, with_cuda_kernels, AttnParams, CudaKernels,
+    take_last_decode_combine, take_last_prefill_kernel, take_last_prefill_pairs, with_cuda_kernels, AttnParams,
+    CudaKernels,
 };
 use common::{case_seed, measure_with, oracle, Alibi, Case, CaseResult, FloorInputs, Limits};
 use rayon::prelude::*;
@@ -294,6 +295,8 @@ struct HopperTally {
     test: &'static str,
     failures: Vec<String>,
     hopper_runs: usize,
+    /// Default runs whose last launch split its tiles over clusters of blocks (small d64 grids).
+    pair_runs: usize,
     /// The prefill kernels the default (`Auto`) runs took.
     ran: std::collections::BTreeSet<&'static str>,
     worst: (f64, String),
@@ -306,6 +309,7 @@ impl HopperTally {
             test,
             failures: Vec::new(),
             hopper_runs: 0,
+            pair_runs: 0,
             ran: std::collections::BTreeSet::new(),
             worst: (0.0, String::new()),
             start: std::time::Instant::now(),
@@ -318,11 +322,14 @@ impl HopperTally {
         let test = self.test;
         for kernels in [CudaKernels::Auto, CudaKernels::Sm80] {
             take_last_prefill_kernel();
+            take_last_prefill_pairs();
             let r =
                 with_cuda_kernels(kernels, &check).unwrap_or_else(|e| panic!("{test}: {what} {kernels:?}: error {e}"));
             let ran = take_last_prefill_kernel().unwrap_or("no prefill kernel");
+            let pairs = take_last_prefill_pairs();
             if kernels == CudaKernels::Auto {
                 self.ran.insert(ran);
+                self.pair_runs += pairs as usize;
             }
             let what = format!("{what} {kernels:?} ran {ran}");
             if kernels == CudaKernels::Sm80 && is_hopper(ran) {
@@ -344,9 +351,10 @@ impl HopperTally {
     fn finish(self, cases: usize) {
         let test = self.test;
         println!(
-            "{test}: {cases} cases × 2 kernel generations, {} on the Hopper kernel, {} failures; worst \
-             error/allowed {:.3} at {}; {:.1} s",
+            "{test}: {cases} cases × 2 kernel generations, {} on the Hopper kernel ({} split over clusters), {} \
+             failures; worst error/allowed {:.3} at {}; {:.1} s",
             self.hopper_runs,
+            self.pair_runs,
             self.failures.len(),
             self.worst.0,
             self.worst.1,
@@ -423,6 +431,9 @@ fn gpu_hopper_prefill() {
         for name in wide {
             assert!(tally.ran.contains(name), "{test}: no case ran {name} (ran: {:?})", tally.ran);
         }
+        // Small d64 grids split their tiles over clusters of blocks (src/cuda/prefill_sm90.rs
+        // `pair_split`): the random cases must have run some.
+        assert!(tally.pair_runs > 0, "{test}: no case split its tiles over a cluster of blocks");
     } else {
         println!("{test}: wide-instance coverage not checked: FUSED_ATTN_SM90_TILE_RULES is set");
     }
@@ -838,6 +849,8 @@ fn gpu_sanitizer_subset() {
             (1, 8, 2, 3, 4097, 128), // decode long enough to split the keys
             (1, 2, 1, 65, 200, 32),
             (1, 4, 1, 16, 2049, 96),
+            (1, 2, 1, 200, 300, 64), // Hopper: small grids split over block pairs (f16/bf16),
+            (1, 2, 1, 150, 200, 64), // three and two key blocks
         ];
         for shape in shapes {
             for mask in 0..4 {
@@ -1460,7 +1473,7 @@ fn gpu_varlen_matches_dense_per_sequence() -> Result<()> {
     use candle_fused_attn::attention_varlen;
     let Some(dev) = cuda_device("gpu_varlen_matches_dense_per_sequence") else { return Ok(()) };
     let seed = fresh_seed("gpu_varlen_matches_dense_per_sequence");
-    let (mut compared, mut hopper_pairs, mut different_generations) = (0usize, 0usize, 0usize);
+    let (mut compared, mut hopper_pairs, mut not_compared) = (0usize, 0usize, 0usize);
     for (i, dtype) in [DType::F32, DType::F16, DType::BF16].into_iter().cycle().take(12).enumerate() {
         let mut c = VarCase::random(case_seed(seed, i));
         c.len_q = vec![129, 300, 257];
@@ -1492,11 +1505,18 @@ fn gpu_varlen_matches_dense_per_sequence() -> Result<()> {
                     pb.alibi_slopes = Some(pd.alibi_slopes.as_ref().unwrap().narrow(0, b, 1)?);
                 }
                 let (kb, vb) = (kb.unsqueeze(0)?.to_device(&dev)?, vb.unsqueeze(0)?.to_device(&dev)?);
+                take_last_prefill_pairs();
                 let dense = with_cuda_kernels(kernels, || attention(&qb, &kb, &vb, &pb))?.squeeze(0)?;
                 let dense_ran = take_last_prefill_kernel().unwrap_or("none");
+                // A small dense call may split its tiles over clusters of blocks (another order
+                // of additions; the packed entry never does): not compared bit for bit.
+                let dense_pairs = take_last_prefill_pairs();
                 q0 += lq;
-                if is_hopper(dense_ran) != is_hopper(packed_ran) {
-                    different_generations += 1;
+                // Nor is a dense call on another instance of the same generation (a dense
+                // unmasked sequence may take a `_wide` instance, which the packed entry never
+                // takes: other key blocks).
+                if dense_ran != packed_ran || dense_pairs {
+                    not_compared += 1;
                     continue;
                 }
                 hopper_pairs += is_hopper(packed_ran) as usize;
@@ -1514,8 +1534,8 @@ fn gpu_varlen_matches_dense_per_sequence() -> Result<()> {
     }
     println!(
         "gpu_varlen_matches_dense_per_sequence: 12 batches of 3 sequences × 2 kernel settings: {compared} \
-         sequences bit-identical ({hopper_pairs} of them on the Hopper kernel), {different_generations} not \
-         compared (packed and dense on different kernel generations)"
+         sequences bit-identical ({hopper_pairs} of them on the Hopper kernel), {not_compared} not \
+         compared (packed and dense on different kernels, or the dense call split over a cluster)"
     );
     // Forced sm_80, every sequence is compared.
     assert!(compared >= 36, "only {compared} sequences compared");

@@ -168,7 +168,11 @@ struct FattnHopperParams {
     int32_t sk_tail;
     float* sk_partial;
     uint32_t* sk_flags;
-    uint64_t pad_hopper_[6];
+    // 1: a small grid of 2 · tiles CTAs launched as clusters of two, each pair splitting one
+    // tile's key blocks (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs `pair_split`); 0: not.
+    int32_t pair_split;
+    int32_t pad_pair_;
+    uint64_t pad_hopper_[5];
 };
 
 // The Hopper backward's parameters (kernels/bwd_sm90.cu): 4-D tensor maps (head_dim, seq,

@@ -44,6 +44,27 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
     } while (!done);
 }
 
+// ---- thread-block clusters (pairs) -------------------------------------------------------------
+
+// This thread's arrival on the cluster barrier, releasing its earlier writes (the barriers it
+// initialized) to the cluster; each arrival is followed by one cluster_wait before exit.
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release;\n" ::: "memory"); }
+// Waits until every thread of the cluster has arrived, acquiring their released writes.
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
+// The shared::cluster address of this CTA's shared-memory address `addr` in CTA `rank`.
+__device__ __forceinline__ uint32_t map_to_rank(uint32_t addr, uint32_t rank) {
+    uint32_t out;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(addr), "r"(rank));
+    return out;
+}
+// 16 bytes into another CTA's shared memory (shared::cluster address `dst`); their arrival
+// completes 16 bytes of the transaction count of that CTA's mbarrier at `bar` (shared::cluster).
+__device__ __forceinline__ void st_async_v4(uint32_t dst, float a, float b, float c, float d, uint32_t bar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(dst),
+                 "f"(a), "f"(b), "f"(c), "f"(d), "r"(bar)
+                 : "memory");
+}
+
 // ---- TMA --------------------------------------------------------------------------------------
 
 __device__ __forceinline__ void prefetch_tma_desc(const TmaDesc* desc) {

@@ -252,6 +252,18 @@ impl Instance {
     pub const fn shares_tail(&self) -> bool {
         self.loops_over_tiles() && matches!(self.variant, Variant::Plain) && self.head_dim == 64
     }
+
+    /// Whether a small grid of this instance may split each tile's key blocks over a cluster of
+    /// two blocks (src/cuda/prefill_sm90.rs `pair_split`): the d64 `_mods` Hopper prefill
+    /// instance (128-row tiles, one per block), whose `HopperTraits::kPairSplit` is set
+    /// (kernels/fwd_sm90.cu asserts the same of every instance). Its shared memory holds the
+    /// other block's partial.
+    pub const fn splits_pairs(&self) -> bool {
+        matches!(self.arch, Arch::Sm90a)
+            && matches!(self.family, Family::Fwd)
+            && matches!(self.variant, Variant::Mods)
+            && self.head_dim == 64
+    }
 }
 
 /// A kernel file, the families it holds and the architecture it is built for. build.rs
@@ -336,7 +348,9 @@ macro_rules! fwd_tc {
 /// Hopper prefill instances, `HopperTraits<D, variant>` in kernels/fwd_sm90.cu: a producer
 /// warpgroup and `rows / 64` consumer warpgroups (threads = 128 · (1 + rows / 64)), block_n keys;
 /// shared memory 1024 (alignment slack) + Q buffers·rows·D·2 + stages·2·block_n·D·2 + barriers
-/// (one per Q buffer, two when persistent, four per stage)·8 + 8 (persistent: the tile slot) bytes.
+/// (one per Q buffer, two when persistent, four per stage)·8 + 8 (persistent: the tile slot) bytes,
+/// and, for the cluster split (d64 `_mods`), padding to 16 bytes, a 16-byte mbarrier slot and
+/// consumers·(D/8 + 1)·128·16 bytes of the other block's partial.
 macro_rules! fwd_sm90 {
     ($name:literal, $dtype:ident, $d:literal, $variant:ident, $threads:literal, $rows:literal, $keys:literal, $smem:literal) => {
         Instance {
@@ -503,11 +517,11 @@ macro_rules! bwd_aux {
 pub const INSTANCES: &[Instance] = &[
     // kernels/fwd_sm90.cu (dense f16/bf16 on compute capability 9.0)
     fwd_sm90!("fattn_fwd_f16_d64_sm90", F16, 64, Plain, 512, 192, 128, 148616),
-    fwd_sm90!("fattn_fwd_f16_d64_mods_sm90", F16, 64, Mods, 384, 128, 128, 115816),
+    fwd_sm90!("fattn_fwd_f16_d64_mods_sm90", F16, 64, Mods, 384, 128, 128, 152704),
     fwd_sm90!("fattn_fwd_f16_d128_sm90", F16, 128, Plain, 384, 128, 128, 197736),
     fwd_sm90!("fattn_fwd_f16_d128_mods_sm90", F16, 128, Mods, 384, 128, 128, 164936),
     fwd_sm90!("fattn_fwd_bf16_d64_sm90", BF16, 64, Plain, 512, 192, 128, 148616),
-    fwd_sm90!("fattn_fwd_bf16_d64_mods_sm90", BF16, 64, Mods, 384, 128, 128, 115816),
+    fwd_sm90!("fattn_fwd_bf16_d64_mods_sm90", BF16, 64, Mods, 384, 128, 128, 152704),
     fwd_sm90!("fattn_fwd_bf16_d128_sm90", BF16, 128, Plain, 384, 128, 128, 197736),
     fwd_sm90!("fattn_fwd_bf16_d128_mods_sm90", BF16, 128, Mods, 384, 128, 128, 164936),
     fwd_sm90!("fattn_fwd_f16_d192_sm90", F16, 192, Plain, 384, 128, 64, 197736),

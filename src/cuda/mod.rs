@@ -29,6 +29,7 @@
 
 mod backward;
 mod backward_sm90;
+mod cluster;
 mod decode;
 mod heuristics;
 mod instances;

@@ -229,8 +229,14 @@ ffi_struct! {
         /// `[grid][consumers]` u32, zero before the launch (and after it): each split tile's
         /// arrivals.
         sk_flags: u64 = 712,
+        /// 1: a small grid of 2 · tiles blocks launched as clusters of two, each pair
+        /// splitting one tile's key blocks (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs
+        /// `pair_split`); 0: one block per tile.
+        pair_split: i32 = 720,
+        /// Padding after `pair_split`.
+        pad_pair_: i32 = 724,
         /// Explicit tail padding to the 64-byte alignment, so that every byte is initialized.
-        pad_hopper_: [u64; 6] = 720,
+        pad_hopper_: [u64; 5] = 728,
     }
 }
 

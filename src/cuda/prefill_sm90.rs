@@ -53,11 +53,17 @@
 //! sequence (dense or packed) that is not a whole number of query tiles moves every tile up so
 //! that its one partial tile is the top one, which sees the fewest keys (`partial_tile_top`).
 //!
+//! **Pair split.** A dense grid of one block per tile on the d64 `_mods` instance (the
+//! small-grid tile) with at most half as many tiles as SMs splits each tile's key blocks over
+//! a cluster of two blocks: the second sends its partial into the first's shared memory, which
+//! merges it and stores the tile (`pair_split`), so that a latency-bound tile's chain of key
+//! blocks is half as long.
+//!
 //! **Stream-K tail.** A strided grid whose tiles are not a whole number of rounds shares its
 //! last tiles out by key blocks, so that every block ends at about the same time
 //! (`stream_k_tail`).
 //!
-//! `FUSED_ATTN_SM90_TILE_RULES` (read once; default `small-grid,persistent,dynamic,wide,shift,streamk`) names
+//! `FUSED_ATTN_SM90_TILE_RULES` (read once; default `small-grid,persistent,dynamic,wide,shift,streamk,pairs`) names
 //! the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
 //! `FUSED_ATTN_SM90_WIDE_PADDING` (read once) replaces the wide rule's padding bound.
 
@@ -281,6 +287,34 @@ fn grid(p: &Problem, inst: &Instance, tiles: usize, sms: usize) -> Grid {
     }
 }
 
+/// Over how many blocks (a cluster of 2, or 1: none) a launch of `tiles` query tiles of `p` on
+/// `inst` on `grid` splits each tile's key blocks (kernels/fwd_sm90.cu `kPairSplit`): dense
+/// problems on an instance that can (`Instance::splits_pairs`), one block per tile, at most
+/// half as many tiles as SMs and at least two key blocks. Rule `pairs`.
+///
+/// Measured (H200, same-call A/Bs, 3 rounds, criterion medians; lab/results/s27-call2, -call3):
+/// (1,8,8,512,512,64) 12.23 / 12.25 / 12.06 µs against 12.81 / 12.78 / 12.82 without,
+/// causal 12.51 / 12.51 / 12.39 against 13.35 / 13.30 / 13.38; clusters of 4 (the kernel
+/// takes any size its shared memory holds partials for) were slower, 17.5 µs.
+fn pair_split(p: &Problem, inst: &Instance, grid: Grid, tiles: usize, sms: usize) -> usize {
+    if !inst.splits_pairs() || p.packed().is_some() || !matches!(grid, Grid::PerTile(_)) || tiles == 0 {
+        return 1;
+    }
+    let key_blocks = p.seq_k.div_ceil(inst.key_block as usize);
+    if 2 * tiles <= sms && key_blocks >= 2 && pair_rule() {
+        2
+    } else {
+        1
+    }
+}
+
+/// Whether small grids split their tiles over pairs of blocks (`pair_split`):
+/// `FUSED_ATTN_SM90_TILE_RULES` unset or naming `pairs`.
+fn pair_rule() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| tile_rule("pairs"))
+}
+
 /// Rows of one K/V box of a paged cache with pages of `page` keys: a whole key block when a
 /// page holds whole blocks, else one page when it divides the block and holds whole 8-row
 /// swizzle atoms (the kernel then loads a block as key_block / page boxes); `None` otherwise.
@@ -369,6 +403,7 @@ pub(super) fn forward<T: KernelDtype>(
     // Tile numbers stay i32 in the kernel, up to a persistent grid's last draw (tiles + SMs).
     to_i32(tiles + sms, "batch · heads · query blocks")?;
     let grid = grid(p, inst, tiles, sms);
+    let ranks = pair_split(p, inst, grid, tiles, sms);
     // Stream-K: the pieces' partials (f32, per block two slots of every consumer warpgroup's
     // 64 rows × the instance's head dim, then their (max, sum)).
     let sk_tail = stream_k_tail(inst, grid, tiles, p.seq_k.div_ceil(inst.key_block as usize));
@@ -415,17 +450,17 @@ pub(super) fn forward<T: KernelDtype>(
                 sk_tail: to_i32(sk_tail, "stream-K tail tiles")?,
                 sk_partial: sk_partial_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
                 sk_flags: if sk_tail > 0 { counters_ptr + 4 } else { 0 },
-                pad_hopper_: [0; 6],
+                pair_split: if ranks > 1 { ranks as i32 } else { 0 },
+                pad_pair_: 0,
+                pad_hopper_: [0; 5],
             };
-            let grid_x = grid.blocks() as u32;
+            let grid_x = (ranks * grid.blocks()) as u32;
             let cfg = LaunchConfig {
                 grid_dim: (grid_x, 1, 1),
                 block_dim: (inst.threads, 1, 1),
                 shared_mem_bytes: smem_bytes,
             };
-            let mut builder = stream.launch_builder(&kernel.func);
-            builder.arg(&params);
-            // SAFETY: the kernel's one argument is `FattnHopperParams` by value, matching its C++
+            // The launch's safety, either way: the kernel's one argument is `FattnHopperParams` by value, matching its C++
             // signature (offsets and size asserted on both sides). The tensor maps describe q, k
             // and v within their allocations (dims and strides from the validated problem; packed:
             // total_q/total_k rows, or num_blocks pages of page_size rows, as
@@ -440,8 +475,20 @@ pub(super) fn forward<T: KernelDtype>(
             // within the rows, every block-table entry a sequence uses below num_blocks). The
             // output is contiguous with head_dim % 8 == 0 and a start checked above to lie on 16
             // bytes, so its 16-byte stores are aligned.
-            unsafe { builder.launch(cfg) }.w()?;
+            if ranks > 1 {
+                // SAFETY: as said above; the grid is ranks · tiles blocks in clusters of `ranks`,
+                // block ranks·t + r taking share r of tile t's key blocks (kernels/fwd_sm90.cu
+                // reads `pair_split`), and the instance's shared memory (`smem_bytes`) holds the
+                // other ranks' partials.
+                unsafe { super::cluster::launch_clusters(&stream, &kernel.func, cfg, &params, ranks as u32) }?;
+            } else {
+                let mut builder = stream.launch_builder(&kernel.func);
+                builder.arg(&params);
+                // SAFETY: as said above.
+                unsafe { builder.launch(cfg) }.w()?;
+            }
             crate::cuda_kernels::record_prefill(inst.name);
+            crate::cuda_kernels::record_prefill_pairs(ranks > 1);
             Ok(())
         })
     };
@@ -460,7 +507,7 @@ pub(super) fn forward<T: KernelDtype>(
 mod tests {
     use super::super::instances::Instance;
     use super::super::instances::{Arch, Family, Variant, INSTANCES};
-    use super::{grid, kv_box_rows, wide_instance, Grid};
+    use super::{grid, kv_box_rows, pair_split, wide_instance, Grid};
     use crate::problem::{Problem, SeqLayout};
 
     fn dense(batch: usize, heads: usize, seq: usize, head_dim: usize, window_right: i64) -> Problem {
@@ -550,6 +597,34 @@ mod tests {
                 && i.head_dim == w.head_dim));
             assert!(w.key_block > find(w.head_dim, Variant::Plain).key_block, "{}", w.name);
         }
+    }
+
+    #[test]
+    fn small_d64_grids_split_their_tiles_over_block_pairs() {
+        if std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_some() {
+            println!("SKIPPED: the tile rules are set by FUSED_ATTN_SM90_TILE_RULES");
+            return;
+        }
+        let find = |d: u32, v: Variant| {
+            INSTANCES
+                .iter()
+                .find(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd && i.head_dim == d && i.variant == v)
+                .unwrap()
+        };
+        let small = find(64, Variant::Mods);
+        // (1, 8, 512, d64): 32 tiles of 128 rows and 4 key blocks, 64 blocks on 132 SMs; causal too.
+        assert_eq!(pair_split(&dense(1, 8, 512, 64, -1), small, Grid::PerTile(32), 32, 132), 2);
+        assert_eq!(pair_split(&dense(1, 8, 512, 64, 0), small, Grid::PerTile(32), 32, 132), 2);
+        assert_eq!(pair_split(&dense(1, 8, 256, 64, -1), small, Grid::PerTile(16), 16, 132), 2);
+        // More than half as many tiles as SMs, one key block, or no tiles: one block per tile.
+        assert_eq!(pair_split(&dense(1, 17, 512, 64, -1), small, Grid::PerTile(68), 68, 132), 1);
+        assert_eq!(pair_split(&dense(1, 8, 128, 64, -1), small, Grid::PerTile(8), 8, 132), 1);
+        assert_eq!(pair_split(&dense(1, 8, 512, 64, -1), small, Grid::PerTile(0), 0, 132), 1);
+        // Other instances never split.
+        for inst in INSTANCES.iter().filter(|i| !i.splits_pairs()) {
+            assert_eq!(pair_split(&dense(1, 8, 512, 64, -1), inst, Grid::PerTile(32), 32, 132), 1, "{}", inst.name);
+        }
+        assert!(INSTANCES.iter().filter(|i| i.splits_pairs()).all(|i| i.block_rows == 128 && !i.loops_over_tiles()));
     }
 
     #[test]

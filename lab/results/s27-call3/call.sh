@@ -1,0 +1,56 @@
+# Session 27 call 3 (pack s27c: small d64 grids split over clusters of 4 blocks (rule `quads`,
+# 3+ key blocks) or 2 (`pairs`)): (a) tests: gpu_hopper_prefill (asserts some cases split),
+# the packed-vs-dense identity, LSE, poison, the sanitizer subset (a shape split over 4 and one
+# over 2) and compute-sanitizer memcheck / racecheck / synccheck of it; (b) same-call A/B, 3
+# rounds alternating, on the small rows: no split (base), pairs only, the default (quads);
+# (c) ncu kernel durations of the small rows, pairs against quads.
+. lab/decode/check_ab.sh
+BASE=small-grid,persistent,dynamic,wide,shift,streamk
+envab() {  # FILTER ROUNDS VAR "label=value ..." (value "unset" unsets)
+  local filter="$1" rounds="$2" var="$3" pairs="$4"
+  for r in $(seq "$rounds"); do for lv in $pairs; do
+    local label="${lv%%=*}" val="${lv#*=}"
+    if [ "$val" = unset ]; then unset "$var"; else export "$var=$val"; fi
+    CRITERION_HOME="/tmp/crit-$label-$r" timeout 120 /tmp/s27c/bin/bench "$filter" --bench \
+      --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "/tmp/envab_${label}_$r.log" 2>&1
+    medians "/tmp/crit-$label-$r" | sed "s/^/cfg=$label round=$r /" | tee -a "$R/envab_medians.txt"
+  done; done
+  unset "$var"
+}
+body() {
+  gpu_info
+  unpack s27c; head -3 /tmp/s27c/COMMIT
+  cd /tmp/s27c
+  for t in gpu_hopper_prefill gpu_varlen_matches_dense_per_sequence gpu_lse gpu_output_poisoned \
+           gpu_sanitizer_subset; do
+    timeout 240 bin/gpu $t --exact --nocapture > "$R/t_$t.log" 2>&1; echo "$t rc=$?"
+    grep -hE "^gpu_|panicked" "$R/t_$t.log" | cut -c1-300
+  done
+  for tool in memcheck racecheck synccheck; do
+    timeout 150 compute-sanitizer --tool $tool bin/gpu gpu_sanitizer_subset --exact --nocapture > "$R/san_$tool.log" 2>&1
+    echo "$tool rc=$?"; grep -E "SUMMARY|test result" "$R/san_$tool.log" | tail -2
+  done
+  cd "$L"
+  envab 'cuda_fused_attn_bf16/b1_h8_kv8_q512_k512_d64' 3 FUSED_ATTN_SM90_TILE_RULES "base=$BASE pairs=$BASE,pairs quads=unset"
+  cd /tmp/s27c
+  for cfg in pairs quads; do
+    if [ $cfg = pairs ]; then export FUSED_ATTN_SM90_TILE_RULES=$BASE,pairs; else unset FUSED_ATTN_SM90_TILE_RULES; fi
+    for row in b1_h8_kv8_q512_k512_d64 b1_h8_kv8_q512_k512_d64_causal; do
+      timeout 90 ncu --metrics gpu__time_duration.sum -k regex:fattn_fwd --csv \
+        bin/bench "cuda_fused_attn_bf16/$row\$" --bench --warm-up-time 0.1 --measurement-time 0.3 \
+        --sample-size 10 --noplot > "$R/ncu_${cfg}_$row.csv" 2>"$R/ncu_${cfg}_$row.err"
+      python3 - "$R/ncu_${cfg}_$row.csv" <<'PY'
+import csv, statistics, sys, collections
+d = collections.defaultdict(list)
+for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"')):
+    if len(r) > 14 and r[-3] == "gpu__time_duration.sum":
+        d[r[4][:48]].append(float(r[-1].replace(",", "")))
+for k, v in d.items():
+    if len(v) > 50: print(sys.argv[1].split("/")[-1], k, len(v), "median", statistics.median(v))
+PY
+    done
+  done
+  unset FUSED_ATTN_SM90_TILE_RULES
+  cd "$L"
+}
+archived body
