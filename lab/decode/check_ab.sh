@@ -9,6 +9,9 @@
 #   paged_ab OLD NEW [ROUNDS]  # bench_ab of issue 13's paged-decode rows (contiguous, packed, pages 16/256)
 #   torch_decode               # scripts/bench_torch.py --only decode
 #   kernel_durations PACK ROW...  # ncu's per-kernel durations (median) of cuda_paged_decode_bf16 rows
+#   envab PACK FILTER ROUNDS VAR "label=value ..."  # one pack's bench rows under values of VAR,
+#                              # alternating ("unset" unsets it); medians to $R/envab_medians.txt
+#   gpu_all PACK [SECONDS]     # the pack's whole GPU test binary (oracle skipped), then the oracle
 #   archived FUNCTION          # runs it, its output also in $R/call.log, then $R as $OUT/r.tgz
 # Packs are lab pack tags: device-pack/h90-TAG-9.tar.xz, unpacked to /tmp/TAG. $R is the
 # results folder, $L the checkout (defaults below). The device tool returns only a few files of $OUT: archive.
@@ -73,4 +76,25 @@ for (kernel, metric), v in sorted(d.items()):
     print(sys.argv[2], sys.argv[3], kernel, metric, len(v), "median", statistics.median(v))
 PY
   done
+}
+envab() {
+  local pack="$1" filter="$2" rounds="$3" var="$4" pairs="$5"
+  unpack "$pack" || return 1
+  for r in $(seq "$rounds"); do for lv in $pairs; do
+    local label="${lv%%=*}" val="${lv#*=}"
+    if [ "$val" = unset ]; then unset "$var"; else export "$var=$val"; fi
+    CRITERION_HOME="/tmp/crit-$label-$r" timeout 120 "/tmp/$pack/bin/bench" "$filter" --bench \
+      --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "/tmp/envab_${label}_$r.log" 2>&1
+    medians "/tmp/crit-$label-$r" | sed "s/^/cfg=$label round=$r /" | tee -a "$R/envab_medians.txt"
+  done; done
+  unset "$var"
+}
+gpu_all() {
+  unpack "$1" || return 1
+  (cd "/tmp/$1" && head -1 COMMIT
+   timeout "${2:-270}" bin/gpu --nocapture --test-threads=1 --skip gpu_torch_oracle > "$R/all.log" 2>&1; echo "all rc=$?"
+   grep -E "^test result|FAILED|SKIPPED|panicked" "$R/all.log" | cut -c1-250 | head -20
+   timeout 60 python3 scripts/torch_oracle.py --out /tmp/oracle > "$R/oracle.log" 2>&1; echo "oracle gen rc=$?"
+   FUSED_ATTN_ORACLE_DIR=/tmp/oracle timeout 60 bin/gpu gpu_torch_oracle --exact --nocapture >> "$R/oracle.log" 2>&1
+   echo "oracle rc=$?"; grep -E "cases|test result|SKIPPED|panicked" "$R/oracle.log" | head -5)
 }

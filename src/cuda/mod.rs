@@ -33,6 +33,7 @@ mod cluster;
 mod decode;
 mod heuristics;
 mod instances;
+mod launch_ex;
 mod params;
 mod pdl;
 mod prefill;

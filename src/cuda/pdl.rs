@@ -10,8 +10,9 @@
 
 use candle_core::cuda_backend::cudarc::driver::sys;
 use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig};
-use candle_core::cuda_backend::WrapErr;
-use candle_core::{bail, Result};
+use candle_core::Result;
+
+use super::launch_ex::launch_with;
 
 /// Launches `func(*param)` on `stream` with programmatic stream serialization allowed, so that
 /// it may start while the kernel launched just before it on `stream` finishes.
@@ -29,39 +30,15 @@ pub(super) unsafe fn launch_dependent<P: DeviceRepr>(
     cfg: LaunchConfig,
     param: &P,
 ) -> Result<()> {
-    stream.context().bind_to_thread().w()?;
     // SAFETY: an all-zero CUlaunchAttributeValue is a valid value of the C union (plain data).
     let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
     value.programmaticStreamSerializationAllowed = 1;
-    let mut attrs = [sys::CUlaunchAttribute {
+    let attr = sys::CUlaunchAttribute {
         id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
         pad: [0; 4],
         value,
-    }];
-    let config = sys::CUlaunchConfig {
-        gridDimX: cfg.grid_dim.0,
-        gridDimY: cfg.grid_dim.1,
-        gridDimZ: cfg.grid_dim.2,
-        blockDimX: cfg.block_dim.0,
-        blockDimY: cfg.block_dim.1,
-        blockDimZ: cfg.block_dim.2,
-        sharedMemBytes: cfg.shared_mem_bytes,
-        hStream: stream.cu_stream(),
-        attrs: attrs.as_mut_ptr(),
-        numAttrs: attrs.len() as u32,
     };
-    let mut args = [param as *const P as *mut std::ffi::c_void];
-    // SAFETY: `config` and `attrs` are live locals for the call; `args` holds one pointer to
-    // `*param`, the kernel's one argument, which the driver copies before returning; the
-    // caller guarantees the rest (see the function's safety section).
-    let res = unsafe { sys::cuLaunchKernelEx(&config, func.cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) };
-    if res != sys::CUresult::CUDA_SUCCESS {
-        bail!(
-            "fused-attn cuda: cuLaunchKernelEx (programmatic dependent launch, grid {:?}, block {:?}) failed with \
-             {res:?}",
-            cfg.grid_dim,
-            cfg.block_dim
-        )
-    }
-    Ok(())
+    // SAFETY: the caller guarantees what a launch and the programmatic serialization require
+    // (see the function's safety section).
+    unsafe { launch_with(stream, func, cfg, param, attr, "programmatic dependent launch") }
 }

@@ -529,14 +529,16 @@ mod tests {
         }
     }
 
+    /// The Hopper prefill instance of head dim `d` and variant `v` (the first, f16).
+    fn hopper(d: u32, v: Variant) -> &'static Instance {
+        INSTANCES
+            .iter()
+            .find(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd && i.head_dim == d && i.variant == v)
+            .expect("a Hopper prefill instance of that head dim and variant")
+    }
+
     #[test]
     fn persistent_grids_only_where_blocks_loop_over_tiles() {
-        let hopper = |d: u32, v: Variant| {
-            INSTANCES
-                .iter()
-                .find(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd && i.head_dim == d && i.variant == v)
-                .unwrap()
-        };
         for inst in INSTANCES.iter().filter(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd) {
             let expect = matches!(inst.variant, Variant::Plain | Variant::Wide) && inst.head_dim <= 128;
             assert_eq!(inst.loops_over_tiles(), expect, "{}", inst.name);
@@ -567,16 +569,10 @@ mod tests {
             println!("SKIPPED: the tile rules are set by FUSED_ATTN_SM90_TILE_RULES");
             return;
         }
-        let find = |d: u32, v: Variant| {
-            INSTANCES
-                .iter()
-                .find(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd && i.head_dim == d && i.variant == v)
-                .unwrap()
-        };
-        let (d128, d256) = (find(128, Variant::Plain), find(256, Variant::Plain));
+        let (d128, d256) = (hopper(128, Variant::Plain), hopper(256, Variant::Plain));
         let wide = |p: &Problem, inst: &Instance| wide_instance(p, inst).map(|i| (i.name, i.key_block));
-        let d128_wide = Some((find(128, Variant::Wide).name, 176));
-        let d256_wide = Some((find(256, Variant::Wide).name, 80));
+        let d128_wide = Some((hopper(128, Variant::Wide).name, 176));
+        let d256_wide = Some((hopper(256, Variant::Wide).name, 80));
         assert_eq!(wide(&dense(1, 32, 16384, 128, -1), d128), d128_wide);
         assert_eq!(wide(&dense(1, 32, 16384, 128, 0), d128), None, "causal d128 keeps 128-key blocks");
         // 2048 keys: 12 blocks of 176 cover 2112 (3.1% more than 16 of 128).
@@ -585,9 +581,9 @@ mod tests {
         assert_eq!(wide(&dense(16, 16, 2048, 256, -1), d256), d256_wide);
         assert_eq!(wide(&dense(16, 16, 2048, 256, 0), d256), d256_wide);
         // Mods instances, d64 and d192 have none.
-        assert_eq!(wide(&dense(16, 16, 2048, 128, -1), find(128, Variant::Mods)), None);
-        assert_eq!(wide(&dense(16, 16, 2048, 64, -1), find(64, Variant::Plain)), None);
-        assert_eq!(wide(&dense(16, 16, 2048, 192, -1), find(192, Variant::Plain)), None);
+        assert_eq!(wide(&dense(16, 16, 2048, 128, -1), hopper(128, Variant::Mods)), None);
+        assert_eq!(wide(&dense(16, 16, 2048, 64, -1), hopper(64, Variant::Plain)), None);
+        assert_eq!(wide(&dense(16, 16, 2048, 192, -1), hopper(192, Variant::Plain)), None);
         // Every wide instance's dtype and head dim has a plain one.
         for w in INSTANCES.iter().filter(|i| i.variant == Variant::Wide) {
             assert!(INSTANCES.iter().any(|i| i.variant == Variant::Plain
@@ -595,7 +591,7 @@ mod tests {
                 && i.family == w.family
                 && i.dtype == w.dtype
                 && i.head_dim == w.head_dim));
-            assert!(w.key_block > find(w.head_dim, Variant::Plain).key_block, "{}", w.name);
+            assert!(w.key_block > hopper(w.head_dim, Variant::Plain).key_block, "{}", w.name);
         }
     }
 
@@ -605,13 +601,7 @@ mod tests {
             println!("SKIPPED: the tile rules are set by FUSED_ATTN_SM90_TILE_RULES");
             return;
         }
-        let find = |d: u32, v: Variant| {
-            INSTANCES
-                .iter()
-                .find(|i| i.arch == Arch::Sm90a && i.family == Family::Fwd && i.head_dim == d && i.variant == v)
-                .unwrap()
-        };
-        let small = find(64, Variant::Mods);
+        let small = hopper(64, Variant::Mods);
         // (1, 8, 512, d64): 32 tiles of 128 rows and 4 key blocks, 64 blocks on 132 SMs; causal too.
         assert_eq!(pair_split(&dense(1, 8, 512, 64, -1), small, Grid::PerTile(32), 32, 132), 2);
         assert_eq!(pair_split(&dense(1, 8, 512, 64, 0), small, Grid::PerTile(32), 32, 132), 2);

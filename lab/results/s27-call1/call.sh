@@ -1,3 +1,4 @@
+# (envab: lab/decode/check_ab.sh since the end of session 27; this call ran the same function inline.)
 # Session 27 call 1 (pack s27a = the masked d64 instance + the opt-in split of small grids):
 # (a) gpu_hopper_prefill with the default rules (the `_masked` instances must run) and with the
 #     opt-in `split` rule (small unmasked d64 grids split over two blocks per tile), memcheck of
@@ -8,17 +9,6 @@
 . lab/decode/check_ab.sh
 BASE=small-grid,persistent,dynamic,wide,shift,streamk
 SPLIT=small-grid,persistent,dynamic,wide,masked,shift,streamk,split
-envab() {  # FILTER ROUNDS VAR "label=value ..." (value "unset" unsets)
-  local filter="$1" rounds="$2" var="$3" pairs="$4"
-  for r in $(seq "$rounds"); do for lv in $pairs; do
-    local label="${lv%%=*}" val="${lv#*=}"
-    if [ "$val" = unset ]; then unset "$var"; else export "$var=$val"; fi
-    CRITERION_HOME="/tmp/crit-$label-$r" timeout 120 /tmp/s27a/bin/bench "$filter" --bench \
-      --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "/tmp/envab_${label}_$r.log" 2>&1
-    medians "/tmp/crit-$label-$r" | sed "s/^/cfg=$label round=$r /" | tee -a "$R/envab_medians.txt"
-  done; done
-  unset "$var"
-}
 body() {
   gpu_info
   unpack s27a; head -3 /tmp/s27a/COMMIT
@@ -27,8 +17,8 @@ body() {
   FUSED_ATTN_SM90_TILE_RULES=$SPLIT timeout 240 bin/gpu gpu_hopper_prefill --exact --nocapture > "$R/t_hopper_split.log" 2>&1; echo "hopper split rc=$?"
   grep -hE "test result|panicked|cases|ran" "$R/t_hopper.log" "$R/t_hopper_split.log" | cut -c1-300
   cd "$L"
-  envab 'cuda_fused_attn_bf16/(b1_h8_kv8_q512_k512_d64|b16_h16_kv16_q2048_k2048_d64)' 3 FUSED_ATTN_SM90_TILE_RULES "base=$BASE masked=unset split=$SPLIT"
-  envab 'cuda_fused_attn_bf16/b32_h32_kv8_q1_k4096_d128$' 3 FUSED_ATTN_DECODE_SPLITS "s1=unset s2=2"
+  envab s27a 'cuda_fused_attn_bf16/(b1_h8_kv8_q512_k512_d64|b16_h16_kv16_q2048_k2048_d64)' 3 FUSED_ATTN_SM90_TILE_RULES "base=$BASE masked=unset split=$SPLIT"
+  envab s27a 'cuda_fused_attn_bf16/b32_h32_kv8_q1_k4096_d128$' 3 FUSED_ATTN_DECODE_SPLITS "s1=unset s2=2"
   mkdir -p /tmp/st && xz -dc device-pack/lab_stamps.xz > /tmp/st/lab_stamps && chmod +x /tmp/st/lab_stamps
   for a in "1 8 8 512 64" "1 8 8 512 64 causal" "16 16 16 2048 64 causal" "16 16 16 2048 128"; do
     timeout 60 /tmp/st/lab_stamps $a > "$R/stamps_${a// /_}.txt" 2>&1; echo "stamps $a rc=$?"

@@ -1,3 +1,4 @@
+# (envab: lab/decode/check_ab.sh since the end of session 27; this call ran the same function inline.)
 # Session 27 call 2 (pack s27b = small d64 grids split over clusters of two blocks, rule `pairs`):
 # (a) tests: gpu_hopper_prefill (asserts some cases split over pairs), the packed-vs-dense
 #     identity, LSE, poison, errors, NaN, the sanitizer subset (now with a pair-split shape) and
@@ -6,17 +7,6 @@
 #     d64 2048 controls; (c) ncu kernel durations of the small rows both ways.
 . lab/decode/check_ab.sh
 BASE=small-grid,persistent,dynamic,wide,shift,streamk
-envab() {  # FILTER ROUNDS VAR "label=value ..." (value "unset" unsets)
-  local filter="$1" rounds="$2" var="$3" pairs="$4"
-  for r in $(seq "$rounds"); do for lv in $pairs; do
-    local label="${lv%%=*}" val="${lv#*=}"
-    if [ "$val" = unset ]; then unset "$var"; else export "$var=$val"; fi
-    CRITERION_HOME="/tmp/crit-$label-$r" timeout 120 /tmp/s27b/bin/bench "$filter" --bench \
-      --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "/tmp/envab_${label}_$r.log" 2>&1
-    medians "/tmp/crit-$label-$r" | sed "s/^/cfg=$label round=$r /" | tee -a "$R/envab_medians.txt"
-  done; done
-  unset "$var"
-}
 body() {
   gpu_info
   unpack s27b; head -3 /tmp/s27b/COMMIT
@@ -31,7 +21,7 @@ body() {
     echo "$tool rc=$?"; grep -E "SUMMARY|test result" "$R/san_$tool.log" | tail -2
   done
   cd "$L"
-  envab 'cuda_fused_attn_bf16/(b1_h8_kv8_q512_k512_d64|b16_h16_kv16_q2048_k2048_d64)' 3 FUSED_ATTN_SM90_TILE_RULES "base=$BASE pairs=unset"
+  envab s27b 'cuda_fused_attn_bf16/(b1_h8_kv8_q512_k512_d64|b16_h16_kv16_q2048_k2048_d64)' 3 FUSED_ATTN_SM90_TILE_RULES "base=$BASE pairs=unset"
   cd /tmp/s27b
   for cfg in base pairs; do
     if [ $cfg = base ]; then export FUSED_ATTN_SM90_TILE_RULES=$BASE; else unset FUSED_ATTN_SM90_TILE_RULES; fi

@@ -1,3 +1,4 @@
+# (envab: lab/decode/check_ab.sh since the end of session 27; this call ran the same function inline.)
 # Session 27 call 3 (pack s27c: small d64 grids split over clusters of 4 blocks (rule `quads`,
 # 3+ key blocks) or 2 (`pairs`)): (a) tests: gpu_hopper_prefill (asserts some cases split),
 # the packed-vs-dense identity, LSE, poison, the sanitizer subset (a shape split over 4 and one
@@ -6,17 +7,6 @@
 # (c) ncu kernel durations of the small rows, pairs against quads.
 . lab/decode/check_ab.sh
 BASE=small-grid,persistent,dynamic,wide,shift,streamk
-envab() {  # FILTER ROUNDS VAR "label=value ..." (value "unset" unsets)
-  local filter="$1" rounds="$2" var="$3" pairs="$4"
-  for r in $(seq "$rounds"); do for lv in $pairs; do
-    local label="${lv%%=*}" val="${lv#*=}"
-    if [ "$val" = unset ]; then unset "$var"; else export "$var=$val"; fi
-    CRITERION_HOME="/tmp/crit-$label-$r" timeout 120 /tmp/s27c/bin/bench "$filter" --bench \
-      --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "/tmp/envab_${label}_$r.log" 2>&1
-    medians "/tmp/crit-$label-$r" | sed "s/^/cfg=$label round=$r /" | tee -a "$R/envab_medians.txt"
-  done; done
-  unset "$var"
-}
 body() {
   gpu_info
   unpack s27c; head -3 /tmp/s27c/COMMIT
@@ -31,7 +21,7 @@ body() {
     echo "$tool rc=$?"; grep -E "SUMMARY|test result" "$R/san_$tool.log" | tail -2
   done
   cd "$L"
-  envab 'cuda_fused_attn_bf16/b1_h8_kv8_q512_k512_d64' 3 FUSED_ATTN_SM90_TILE_RULES "base=$BASE pairs=$BASE,pairs quads=unset"
+  envab s27c 'cuda_fused_attn_bf16/b1_h8_kv8_q512_k512_d64' 3 FUSED_ATTN_SM90_TILE_RULES "base=$BASE pairs=$BASE,pairs quads=unset"
   cd /tmp/s27c
   for cfg in pairs quads; do
     if [ $cfg = pairs ]; then export FUSED_ATTN_SM90_TILE_RULES=$BASE,pairs; else unset FUSED_ATTN_SM90_TILE_RULES; fi
