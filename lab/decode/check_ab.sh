@@ -12,6 +12,8 @@
 #   envab PACK FILTER ROUNDS VAR "label=value ..."  # one pack's bench rows under values of VAR,
 #                              # alternating ("unset" unsets it); medians to $R/envab_medians.txt
 #   gpu_all PACK [SECONDS]     # the pack's whole GPU test binary (oracle skipped), then the oracle
+#   fwd_durations PACK LABEL ROW...  # ncu's median duration of each fattn_fwd kernel (50+
+#                              # launches) on cuda_fused_attn_bf16 rows, under the current env
 #   archived FUNCTION          # runs it, its output also in $R/call.log, then $R as $OUT/r.tgz
 # Packs are lab pack tags: device-pack/h90-TAG-9.tar.xz, unpacked to /tmp/TAG. $R is the
 # results folder, $L the checkout (defaults below). The device tool returns only a few files of $OUT: archive.
@@ -97,4 +99,21 @@ gpu_all() {
    timeout 60 python3 scripts/torch_oracle.py --out /tmp/oracle > "$R/oracle.log" 2>&1; echo "oracle gen rc=$?"
    FUSED_ATTN_ORACLE_DIR=/tmp/oracle timeout 60 bin/gpu gpu_torch_oracle --exact --nocapture >> "$R/oracle.log" 2>&1
    echo "oracle rc=$?"; grep -E "cases|test result|SKIPPED|panicked" "$R/oracle.log" | head -5)
+}
+fwd_durations() {
+  local t="$1" label="$2"; shift 2; unpack "$t" || return 1
+  for row in "$@"; do
+    (cd "/tmp/$t" && timeout 90 ncu --metrics gpu__time_duration.sum -k regex:fattn_fwd --csv \
+      bin/bench "cuda_fused_attn_bf16/$row\$" --bench --warm-up-time 0.1 --measurement-time 0.3 \
+      --sample-size 10 --noplot > "$R/ncu_${label}_$row.csv" 2>"$R/ncu_${label}_$row.err")
+    python3 - "$R/ncu_${label}_$row.csv" <<'PY'
+import csv, statistics, sys, collections
+d = collections.defaultdict(list)
+for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"')):
+    if len(r) > 14 and r[-3] == "gpu__time_duration.sum":
+        d[r[4][:48]].append(float(r[-1].replace(",", "")))
+for k, v in d.items():
+    if len(v) > 50: print(sys.argv[1].split("/")[-1], k, len(v), "median", statistics.median(v))
+PY
+  done
 }

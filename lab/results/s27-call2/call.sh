@@ -1,4 +1,4 @@
-# (envab: lab/decode/check_ab.sh since the end of session 27; this call ran the same function inline.)
+# (envab, fwd_durations: lab/decode/check_ab.sh since the end of session 27; this call ran the same functions inline.)
 # Session 27 call 2 (pack s27b = small d64 grids split over clusters of two blocks, rule `pairs`):
 # (a) tests: gpu_hopper_prefill (asserts some cases split over pairs), the packed-vs-dense
 #     identity, LSE, poison, errors, NaN, the sanitizer subset (now with a pair-split shape) and
@@ -22,23 +22,9 @@ body() {
   done
   cd "$L"
   envab s27b 'cuda_fused_attn_bf16/(b1_h8_kv8_q512_k512_d64|b16_h16_kv16_q2048_k2048_d64)' 3 FUSED_ATTN_SM90_TILE_RULES "base=$BASE pairs=unset"
-  cd /tmp/s27b
   for cfg in base pairs; do
     if [ $cfg = base ]; then export FUSED_ATTN_SM90_TILE_RULES=$BASE; else unset FUSED_ATTN_SM90_TILE_RULES; fi
-    for row in b1_h8_kv8_q512_k512_d64 b1_h8_kv8_q512_k512_d64_causal; do
-      timeout 90 ncu --metrics gpu__time_duration.sum -k regex:fattn_fwd --csv \
-        bin/bench "cuda_fused_attn_bf16/$row\$" --bench --warm-up-time 0.1 --measurement-time 0.3 \
-        --sample-size 10 --noplot > "$R/ncu_${cfg}_$row.csv" 2>"$R/ncu_${cfg}_$row.err"
-      python3 - "$R/ncu_${cfg}_$row.csv" <<'PY'
-import csv, statistics, sys, collections
-d = collections.defaultdict(list)
-for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"')):
-    if len(r) > 14 and r[-3] == "gpu__time_duration.sum":
-        d[r[4][:48]].append(float(r[-1].replace(",", "")))
-for k, v in d.items():
-    if len(v) > 50: print(sys.argv[1].split("/")[-1], k, len(v), "median", statistics.median(v))
-PY
-    done
+    fwd_durations s27b $cfg b1_h8_kv8_q512_k512_d64 b1_h8_kv8_q512_k512_d64_causal
   done
   unset FUSED_ATTN_SM90_TILE_RULES
   cd "$L"
