@@ -12,6 +12,8 @@
 #   envab PACK FILTER ROUNDS VAR "label=value ..."  # one pack's bench rows under values of VAR,
 #                              # alternating ("unset" unsets it); medians to $R/envab_medians.txt
 #   gpu_all PACK [SECONDS]     # the pack's whole GPU test binary (oracle skipped), then the oracle
+#   gpu_tests PACK "TOOLS" TEST...  # those tests of the pack's GPU binary, then each
+#                              # compute-sanitizer tool of TOOLS on gpu_sanitizer_subset
 #   fwd_durations PACK LABEL ROW...  # ncu's median duration of each fattn_fwd kernel (50+
 #                              # launches) on cuda_fused_attn_bf16 rows, under the current env
 #   archived FUNCTION          # runs it, its output also in $R/call.log, then $R as $OUT/r.tgz
@@ -116,4 +118,16 @@ for k, v in d.items():
     if len(v) > 50: print(sys.argv[1].split("/")[-1], k, len(v), "median", statistics.median(v))
 PY
   done
+}
+gpu_tests() {
+  local t="$1" tools="$2"; shift 2; unpack "$t" || return 1
+  (cd "/tmp/$t" && head -3 COMMIT
+   for test in "$@"; do
+     timeout 240 bin/gpu "$test" --exact --nocapture > "$R/t_$test.log" 2>&1; echo "$test rc=$?"
+     grep -hE "^gpu_|panicked" "$R/t_$test.log" | cut -c1-300
+   done
+   for tool in $tools; do
+     timeout 150 compute-sanitizer --tool "$tool" bin/gpu gpu_sanitizer_subset --exact --nocapture > "$R/san_$tool.log" 2>&1
+     echo "$tool rc=$?"; grep -E "SUMMARY|test result" "$R/san_$tool.log" | tail -2
+   done)
 }

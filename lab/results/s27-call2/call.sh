@@ -1,4 +1,4 @@
-# (envab, fwd_durations: lab/decode/check_ab.sh since the end of session 27; this call ran the same functions inline.)
+# (gpu_tests, envab, fwd_durations: lab/decode/check_ab.sh since the end of session 27; this call ran the same functions inline.)
 # Session 27 call 2 (pack s27b = small d64 grids split over clusters of two blocks, rule `pairs`):
 # (a) tests: gpu_hopper_prefill (asserts some cases split over pairs), the packed-vs-dense
 #     identity, LSE, poison, errors, NaN, the sanitizer subset (now with a pair-split shape) and
@@ -9,18 +9,8 @@
 BASE=small-grid,persistent,dynamic,wide,shift,streamk
 body() {
   gpu_info
-  unpack s27b; head -3 /tmp/s27b/COMMIT
-  cd /tmp/s27b
-  for t in gpu_hopper_prefill gpu_varlen_matches_dense_per_sequence gpu_lse gpu_output_poisoned gpu_errors \
-           gpu_nan_in_a_query_row_stays_in_that_row gpu_nan_in_a_key_reaches_only_rows_that_see_it gpu_sanitizer_subset; do
-    timeout 240 bin/gpu $t --exact --nocapture > "$R/t_$t.log" 2>&1; echo "$t rc=$?"
-    grep -hE "^gpu_|panicked" "$R/t_$t.log" | cut -c1-300
-  done
-  for tool in memcheck racecheck synccheck; do
-    timeout 150 compute-sanitizer --tool $tool bin/gpu gpu_sanitizer_subset --exact --nocapture > "$R/san_$tool.log" 2>&1
-    echo "$tool rc=$?"; grep -E "SUMMARY|test result" "$R/san_$tool.log" | tail -2
-  done
-  cd "$L"
+  gpu_tests s27b "memcheck racecheck synccheck" \
+    gpu_hopper_prefill gpu_varlen_matches_dense_per_sequence gpu_lse gpu_output_poisoned gpu_errors gpu_nan_in_a_query_row_stays_in_that_row gpu_nan_in_a_key_reaches_only_rows_that_see_it gpu_sanitizer_subset
   envab s27b 'cuda_fused_attn_bf16/(b1_h8_kv8_q512_k512_d64|b16_h16_kv16_q2048_k2048_d64)' 3 FUSED_ATTN_SM90_TILE_RULES "base=$BASE pairs=unset"
   for cfg in base pairs; do
     if [ $cfg = base ]; then export FUSED_ATTN_SM90_TILE_RULES=$BASE; else unset FUSED_ATTN_SM90_TILE_RULES; fi
