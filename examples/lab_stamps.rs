@@ -2,7 +2,8 @@
 //! `NVCC_FLAGS=-DFATTN_LAB_STAMPS=K` (kernels/fwd_sm90.cu stores them for the process's
 //! launch K). Runs a dense bf16 problem K + 2 times on GPU 0, then prints one line per
 //! consumer item of launch K: `cta consumer item tile kb_lo kb_hi start_ns end_ns` (ns after
-//! the CTA's entry). A build without the define has no `g_lab_stamps`: the read fails.
+//! the CTA's entry), after a comment line with every CTA's entry in ns after the first one's.
+//! A build without the define has no `g_lab_stamps`: the read fails.
 //! ```text
 //! NVCC_FLAGS=-DFATTN_LAB_STAMPS=5 cargo run --release --features cuda --example lab_stamps -- 16 16 16 2048 128 [causal]
 //! ```
@@ -26,11 +27,21 @@ fn main() -> Result<()> {
         attention(&q, &k, &v, &params)?;
     }
     dev.synchronize()?;
+    // Each CTA's entry (absolute %globaltimer ns), printed relative to the first one.
+    let entries = candle_fused_attn::lab_read_global(&dev, "kernels/fwd_sm90.cu", "g_lab_entry")?;
+    let entries: Vec<u64> = entries
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .filter(|&t| t > 0)
+        .collect();
+    let first = entries.iter().copied().min().unwrap_or(0);
     let bytes = candle_fused_attn::lab_read_global(&dev, "kernels/fwd_sm90.cu", "g_lab_stamps")?;
     let words: Vec<u64> = bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
     // [cta][consumer (3)][item (64)][4]: tile, lo | hi << 16, start, end (kernels/fwd_sm90.cu).
     const ITEMS: usize = 64;
     println!("# b {b} h {h} hkv {hkv} s {s} d {d} causal {causal} launch {launch}");
+    let spread: Vec<u64> = entries.iter().map(|t| t - first).collect();
+    println!("# cta entries (ns after the first): {spread:?}");
     for (slot, st) in words.chunks_exact(4).enumerate() {
         if st[3] == 0 {
             continue;

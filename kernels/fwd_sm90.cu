@@ -135,10 +135,13 @@
 // process's Hopper prefill launches (counted by their CTAs' arrivals; launches on one stream
 // do not overlap) stores, per CTA < kLabCtas, consumer and item < kLabItems: the tile, its key
 // blocks (lo | hi << 16), and the item's start and end in ns of %globaltimer after the CTA's
-// entry. Plain global stores: a printf here is a call, and ptxas then serializes every wgmma
-// of the kernel (C7510).
+// entry, and per CTA its entry in absolute %globaltimer ns (g_lab_entry: the launch's spread
+// of CTA entries, and with ncu's kernel duration the time outside every CTA's life). Plain
+// global stores: a printf here is a call, and ptxas then serializes every wgmma of the kernel
+// (C7510).
 constexpr int kLabCtas = 132, kLabItems = 64;
 __device__ unsigned long long g_lab_stamps[kLabCtas * 3 * kLabItems * 4];
+__device__ unsigned long long g_lab_entry[kLabCtas];
 __device__ unsigned int g_lab_ctas;
 __device__ __forceinline__ unsigned long long lab_now() {
     unsigned long long t;
@@ -451,6 +454,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     if (threadIdx.x == 0) {
         lab_t0 = lab_now();
         lab_launch = atomicAdd(&g_lab_ctas, 1u) / gridDim.x;
+        if (lab_launch == FATTN_LAB_STAMPS && blockIdx.x < kLabCtas) g_lab_entry[blockIdx.x] = lab_t0;
     }
 #endif
     if (threadIdx.x == 0) {
