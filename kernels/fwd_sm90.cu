@@ -180,8 +180,9 @@ struct HopperConfig {
     static constexpr int kBarriers = (kPersistent ? 2 * kQBufs : 1) + 4 * kStages;
     // Persistent: the next tile (an int, 8 bytes for alignment), after the barriers.
     static constexpr int kTileSlotBytes = kPersistent ? 8 : 0;
-    // Cluster split (FattnHopperParams::pair_split = R, 2 or 4): a small grid's tile runs on a
-    // cluster of R CTAs, each taking a contiguous share of the tile's key blocks; ranks 1..R-1
+    // Cluster split (FattnHopperParams::pair_split = R, the cluster size, at most kSplitMax): a
+    // small grid's tile runs on a cluster of R CTAs, each taking a contiguous share of the
+    // tile's key blocks; ranks 1..R-1
     // send their partials (every consumer thread's unnormalized O, two row maxima and two
     // partial row sums) into rank 0's shared memory, which merges them in rank order and stores
     // the tile. Then: an mbarrier (8 bytes, 16 with the alignment of the partials) and up to
@@ -255,8 +256,8 @@ struct HopperTraits<64, 0> : HopperConfig<64, 128, 3, 3, 32, 160, 2, true> {
 };
 // The softcap/ALiBi arithmetic does not fit the 128 registers per thread that 512 threads
 // leave at entry (ptxas allocates for the launch bound; 244 bytes of spills): two consumers.
-// Small grids of plain problems run here too (the smaller tile), split over clusters of 2 or
-// 4 CTAs where the host asks (kPairSplit).
+// Small grids of plain problems run here too (the smaller tile), split over CTA pairs where
+// the host asks (kPairSplit).
 template <>
 struct HopperTraits<64, 1> : HopperConfig<64, 128, 3, 2, 24, 240, 1, false, true, true> {};
 template <>
@@ -383,7 +384,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     };
     const int num_tiles = kPersistent ? p.batch * p.heads * ((p.seq_q + BM - 1) / BM) : 1;
     // Cluster split (small grids, src/cuda/prefill_sm90.rs `pair_split`): the cluster's R CTAs
-    // (R = hp.pair_split, 2 or 4; consecutive blocks) share tile blockIdx.x / R; rank r takes
+    // (R = hp.pair_split, 2 today; consecutive blocks) share tile blockIdx.x / R; rank r takes
     // key blocks [ceil(r·n/R), ceil((r+1)·n/R)) of the tile's n, so rank 0's share is never
     // empty while the tile has a block; grid-uniform.
     const int ranks = Cfg::kPairSplit && !kPacked && hp.pair_split > 1 ? hp.pair_split : 1;

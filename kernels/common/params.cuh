@@ -168,8 +168,9 @@ struct FattnHopperParams {
     int32_t sk_tail;
     float* sk_partial;
     uint32_t* sk_flags;
-    // 1: a small grid of 2 · tiles CTAs launched as clusters of two, each pair splitting one
-    // tile's key blocks (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs `pair_split`); 0: not.
+    // R > 1: a small grid of R · tiles CTAs launched as clusters of R (2 today), each cluster
+    // splitting one tile's key blocks (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs
+    // `pair_split`); 0: one CTA per tile.
     int32_t pair_split;
     int32_t pad_pair_;
     uint64_t pad_hopper_[5];

@@ -1,7 +1,7 @@
 //! Launches in thread-block clusters (compute capability 9.0): a grid whose consecutive blocks
-//! form clusters of 2 or 4, co-scheduled on one GPU processing cluster, so that a block can
-//! write into another's shared memory (distributed shared memory) and all can meet on the
-//! cluster barrier. Used by the Hopper prefill's cluster split of small grids
+//! form clusters (of two for the prefill's pair split), co-scheduled on one GPU processing
+//! cluster, so that a block can write into another's shared memory (distributed shared
+//! memory) and all can meet on the cluster barrier. Used by the Hopper prefill's cluster split of small grids
 //! (src/cuda/prefill_sm90.rs `pair_split`, kernels/fwd_sm90.cu).
 
 use candle_core::cuda_backend::cudarc::driver::sys;

@@ -229,9 +229,9 @@ ffi_struct! {
         /// `[grid][consumers]` u32, zero before the launch (and after it): each split tile's
         /// arrivals.
         sk_flags: u64 = 712,
-        /// 1: a small grid of 2 · tiles blocks launched as clusters of two, each pair
-        /// splitting one tile's key blocks (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs
-        /// `pair_split`); 0: one block per tile.
+        /// R > 1: a small grid of R · tiles blocks launched as clusters of R (2 today), each
+        /// cluster splitting one tile's key blocks (kernels/fwd_sm90.cu; src/cuda/
+        /// prefill_sm90.rs `pair_split`); 0: one block per tile.
         pair_split: i32 = 720,
         /// Padding after `pair_split`.
         pad_pair_: i32 = 724,

@@ -63,8 +63,8 @@
 //! last tiles out by key blocks, so that every block ends at about the same time
 //! (`stream_k_tail`).
 //!
-//! `FUSED_ATTN_SM90_TILE_RULES` (read once; default `small-grid,persistent,dynamic,wide,shift,streamk,pairs`) names
-//! the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
+//! `FUSED_ATTN_SM90_TILE_RULES` (read once; default
+//! `small-grid,persistent,dynamic,wide,shift,streamk,pairs`) names the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
 //! `FUSED_ATTN_SM90_WIDE_PADDING` (read once) replaces the wide rule's padding bound.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
@@ -460,9 +460,10 @@ pub(super) fn forward<T: KernelDtype>(
                 block_dim: (inst.threads, 1, 1),
                 shared_mem_bytes: smem_bytes,
             };
-            // The launch's safety, either way: the kernel's one argument is `FattnHopperParams` by value, matching its C++
-            // signature (offsets and size asserted on both sides). The tensor maps describe q, k
-            // and v within their allocations (dims and strides from the validated problem; packed:
+            // The launch's safety, either way: the kernel's one argument is `FattnHopperParams` by
+            // value, matching its C++ signature (offsets and size asserted on both sides). The
+            // tensor maps describe q, k and v within their allocations (dims and strides from the
+            // validated problem; packed:
             // total_q/total_k rows, or num_blocks pages of page_size rows, as
             // `crate::packed::validate_packed` checked them against the tensors), and TMA never
             // reads outside a map (out-of-bounds boxes are zero-filled). The other pointers are
