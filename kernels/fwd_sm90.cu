@@ -220,6 +220,13 @@ struct HopperConfig {
     // rule off, +0.8%); wide d128 16k -0.5% (rule on/off, same binary). On for plain d64 only
     // (HopperTraits<64, 0>; src/cuda/instances.rs `shares_tail` names the same instances).
     static constexpr bool kStreamK = false;
+    // A strided grid's last round (tiles % grid whole tiles while the other SMs wait) is split
+    // into FattnHopperParams::tail_pieces pieces per tile, contiguous ranges of its key blocks,
+    // one per block; the last piece of a tile to arrive merges every piece's partial in piece
+    // order and stores the tile. On for the d128 instances (plain and wide), whose tiles are
+    // long: 4096 tiles (the bench's d128 rows) run 31.03 rounds of 132, and the lab stamps put
+    // the 32nd at 3.5% of the kernel (session 27). Set per instance below.
+    static constexpr bool kTailSplit = false;
 
     static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "a wgmma n of 16..256 in steps of 16");
@@ -261,7 +268,9 @@ struct HopperTraits<64, 0> : HopperConfig<64, 128, 3, 3, 32, 160, 2, true> {
 template <>
 struct HopperTraits<64, 1> : HopperConfig<64, 128, 3, 2, 24, 240, 1, false, true, true> {};
 template <>
-struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {};
+struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {
+    static constexpr bool kTailSplit = true;
+};
 template <>
 struct HopperTraits<128, 1> : HopperConfig<128, 128, 2, 2, 24, 240> {};
 // d192 and d256: 64-key blocks, so that Q (48 / 64 KiB) and the K/V ring fit the shared
@@ -282,6 +291,7 @@ struct HopperTraits<256, kVariant> : HopperConfig<256, 64, 2, 2, 24, 240> {};
 template <>
 struct HopperTraits<128, 3> : HopperConfig<128, 176, 2, 2, 24, 240, 1, true> {
     static constexpr bool kStepDescriptors = true;
+    static constexpr bool kTailSplit = true;
 };
 template <>
 struct HopperTraits<256, 3> : HopperConfig<256, 80, 2, 2, 24, 240, 1, false> {};
@@ -431,6 +441,13 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // live through the key loop (registers: the d64 consumers spilled inside it otherwise).
     // The host keeps sk_tail · nb_all · grid within i32.
     const bool sk = Cfg::kStreamK && kPersistent && !drawn && hp.sk_tail > 0;  // block-uniform
+    // Tail split (strided grids, hp.tail_pieces = P > 1; kTailSplit): block b takes whole
+    // tiles b, b + grid, ... for the whole rounds; then the last tiles % grid tiles are each
+    // cut into P contiguous ranges of key blocks ([j·nb/P, (j+1)·nb/P), the host keeps P ≤ nb
+    // so none is empty), piece j of tail tile i going to block i·P + j (the host keeps
+    // P · (tiles % grid) ≤ grid). Every piece leaves its partial; the last to arrive merges
+    // them all in piece order (fixed bits) and stores the tile (the epilogue).
+    const bool ts = Cfg::kTailSplit && kPersistent && !drawn && hp.tail_pieces > 1;  // block-uniform
     auto nb_all = [&]() { return (p.seq_k + BN - 1) / BN; };
     // Item n of a strided grid: its tile (num_tiles: none), and [piece_lo, piece_hi) of its
     // key blocks (the whole [0, nb_all) unless it is a piece of a split tile).
@@ -438,6 +455,16 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         const int grid = static_cast<int>(gridDim.x), bx = static_cast<int>(blockIdx.x), nb = nb_all();
         piece_lo = 0;
         piece_hi = nb;
+        if constexpr (Cfg::kTailSplit) {
+            const int rounds = num_tiles / grid;
+            if (!ts || n < rounds) return first_tile + n * grid;
+            const int pieces = hp.tail_pieces, rem = num_tiles - rounds * grid;
+            if (n > rounds || bx >= rem * pieces) return num_tiles;
+            const int j = bx % pieces;
+            piece_lo = j * nb / pieces;
+            piece_hi = (j + 1) * nb / pieces;
+            return rounds * grid + bx / pieces;
+        }
         const int head_rounds = sk ? (num_tiles - hp.sk_tail) / grid : 0;
         if (!sk || n < head_rounds) return first_tile + n * grid;
         const int units = hp.sk_tail * nb, u0 = bx * units / grid, u1 = (bx + 1) * units / grid;
@@ -506,7 +533,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         for (int tile = first_tile, n = 0;; ++n) {
             int piece_lo = 0, piece_hi = 0;
             if constexpr (kPersistent) {
-                if (Cfg::kStreamK && !drawn) {
+                if ((Cfg::kStreamK || Cfg::kTailSplit) && !drawn) {
                     tile = strided_item(n, piece_lo, piece_hi);
                 } else if (n > 0) {
                     int next = 0;
@@ -526,7 +553,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 }
                 if (tile >= num_tiles) break;  // the consumers see the end and stop
                 if (n > 0 || sk) setup(tile);
-                if (sk) nb_begin = piece_lo, nb_end = piece_hi;
+                if (sk || ts) nb_begin = piece_lo, nb_end = piece_hi;
             } else {
                 // One tile per CTA: nothing to load when it sees no key (its consumers write
                 // zeros without waiting).
@@ -756,17 +783,17 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 sm90::named_barrier_sync(kSlotFullBarrier + cw, 160);
                 tile = __shfl_sync(0xffffffffu, lane == 0 ? atomicAdd(tile_slot, 0) : 0, 0);
                 if (tile < num_tiles) sm90::named_barrier_arrive(kSlotFreeBarrier + cw, 160);
-            } else if constexpr (Cfg::kStreamK) {
+            } else if constexpr (Cfg::kStreamK || Cfg::kTailSplit) {
                 int piece_lo, piece_hi;
                 tile = strided_item(n, piece_lo, piece_hi);
                 if (tile >= num_tiles) break;
                 if (n > 0 || sk) setup(tile);
-                if (sk) nb_begin = piece_lo, nb_end = piece_hi;
+                if (sk || ts) nb_begin = piece_lo, nb_end = piece_hi;
             } else if (n > 0) {
                 tile += static_cast<int>(gridDim.x);
             }
             if (tile >= num_tiles) break;
-            if ((drawn || !Cfg::kStreamK) && n > 0) setup(tile);
+            if ((drawn || !(Cfg::kStreamK || Cfg::kTailSplit)) && n > 0) setup(tile);
             // Q of this tile in buffer b.
             sm90::mbar_wait(&bar_q[b], (n / QB) & 1);
         } else if (n > 0) {
@@ -998,6 +1025,65 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 }
             }
         }
+        if constexpr (kPersistent && Cfg::kTailSplit) {
+            // A piece of a tail tile (the tail split above): this warpgroup's partial (per
+            // thread: O unnormalized, both rows' max and partial sums; float4-coalesced) goes
+            // to the block's slot; the warpgroup that brings the tile's count to P merges
+            // every piece's partial in piece order (its own too, from its slot), so that the
+            // bits do not depend on the order of arrival, and stores the tile.
+            if (ts && (nb_begin > 0 || nb_end < nb_all())) {
+                constexpr int kF4 = D / 8 + 1;  // float4 per thread of a slot
+                const int pieces = hp.tail_pieces, bx = static_cast<int>(blockIdx.x), tail_tile = bx / pieces;
+                float4* const slots = reinterpret_cast<float4*>(hp.sk_partial);
+                float4* const mine = slots + static_cast<int64_t>(bx * Cfg::kConsumers + cw) * kF4 * 128 + tid;
+#pragma unroll
+                for (int j = 0; j < D / 8; ++j) mine[j * 128] = make_float4(o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3]);
+                mine[(D / 8) * 128] = make_float4(row_max[0], row_max[1], row_sum[0], row_sum[1]);
+                __shared__ unsigned ts_arrived[Cfg::kConsumers];
+                __threadfence();  // this thread's partial is visible on the device...
+                sm90::named_barrier_sync(1 + cw, 128);  // ...for every thread of the warpgroup
+                if (tid == 0) {
+                    unsigned* const flag = hp.sk_flags + tail_tile * Cfg::kConsumers + cw;
+                    const unsigned arrived = atomicAdd(flag, 1u);
+                    if (arrived + 1u == static_cast<unsigned>(pieces)) *flag = 0u;  // all in: zero for the next launch
+                    ts_arrived[cw] = arrived;
+                }
+                sm90::named_barrier_sync(1 + cw, 128);
+                // Lane 0's read, broadcast: warp-uniform.
+                store_tile = __shfl_sync(0xffffffffu, ts_arrived[cw], 0) + 1u == static_cast<unsigned>(pieces);
+                if (store_tile) {
+                    __threadfence();  // the other pieces' partials, published before their arrivals
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf) row_max[hf] = kNegInf, row_sum[hf] = 0.f;
+#pragma unroll
+                    for (int j = 0; j < D / 2; ++j) o[j] = 0.f;
+                    for (int r = 0; r < pieces; ++r) {
+                        const float4* const src =
+                            slots + static_cast<int64_t>((tail_tile * pieces + r) * Cfg::kConsumers + cw) * kF4 * 128 + tid;
+                        const float4 ml = __ldcg(src + (D / 8) * 128);
+                        const float m_piece[2] = {ml.x, ml.y}, l_piece[2] = {ml.z, ml.w};
+                        float fh[2], fp[2];
+#pragma unroll
+                        for (int hf = 0; hf < 2; ++hf) {
+                            const float mx = fmaxf(row_max[hf], m_piece[hf]);
+                            const float base = mx == kNegInf ? 0.f : mx * exp_scale;
+                            fh[hf] = exp2f(fmaf(row_max[hf], exp_scale, -base));
+                            fp[hf] = exp2f(fmaf(m_piece[hf], exp_scale, -base));
+                            row_max[hf] = mx;
+                            row_sum[hf] = __fmaf_rn(row_sum[hf], fh[hf], __fmul_rn(l_piece[hf], fp[hf]));
+                        }
+#pragma unroll
+                        for (int j = 0; j < D / 8; ++j) {
+                            const float4 x = __ldcg(src + j * 128);
+                            const float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+                            for (int e = 0; e < 4; ++e)
+                                o[4 * j + e] = __fmaf_rn(o[4 * j + e], fh[e / 2], __fmul_rn(xs[e], fp[e / 2]));
+                        }
+                    }
+                }
+            }
+        }
         uint16_t* const og = kPacked ? o_seq_rows<uint16_t>(p, span, qb.head)
                                      : static_cast<uint16_t*>(p.o) + qb.batch * p.o_batch_stride + qb.head * p.o_head_stride;
         const int rows = len_q();
@@ -1138,6 +1224,12 @@ __device__ __forceinline__ void fwd_hopper_varlen(const FattnHopperParams& p) {
                   #NAME ": shares its tail out exactly when Instance::shares_tail says so");                    \
     static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kPairSplit == (D == 64 && VARIANT == 1),                    \
                   #NAME ": splits tiles over clusters exactly when Instance::splits_pairs says so");            \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kTailSplit == (D == 128 && (VARIANT == 0 || VARIANT == 3)), \
+                  #NAME ": splits its last round exactly when Instance::splits_tail says so");                  \
+    static_assert(!fattn::hopper::HopperTraits<D, VARIANT>::kTailSplit ||                                              \
+                      (fattn::hopper::HopperTraits<D, VARIANT>::kPersistent &&                                         \
+                       !fattn::hopper::HopperTraits<D, VARIANT>::kStreamK),                                            \
+                  #NAME ": the tail split is a persistent grid's, and not stream-K's");                         \
     extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT>::kThreads, 1)               \
         NAME(const __grid_constant__ FattnHopperParams p) {                                                            \
         fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT>, fattn::DTYPE, VARIANT == 1, false>(p);      \

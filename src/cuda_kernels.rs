@@ -85,6 +85,25 @@ pub fn take_last_prefill_pairs() -> bool {
     LAST_PREFILL_PAIRS.with(|c| c.take())
 }
 
+thread_local! {
+    static LAST_PREFILL_TAIL: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Records into how many pieces the prefill launch this thread just made cut each tile of its
+/// last round (src/cuda/prefill_sm90.rs `tail_pieces`; 0: none).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn record_prefill_tail(pieces: usize) {
+    LAST_PREFILL_TAIL.with(|c| c.set(pieces));
+}
+
+/// Into how many pieces of key blocks the last prefill launch of this thread cut each tile of
+/// its persistent grid's last round (0: none; another order of additions for those tiles'
+/// rows: other bits, the same tolerance), and forgets it. The tests use it to prove that the
+/// split ran, and to leave such calls out of bit-for-bit comparisons.
+pub fn take_last_prefill_tail() -> usize {
+    LAST_PREFILL_TAIL.with(|c| c.take())
+}
+
 /// The name of the last prefill kernel this thread launched, and forgets it: the tests use
 /// it to prove which kernel generation ran a call (`None`: no prefill kernel ran since the
 /// last take, for example because the call took the decode kernel).

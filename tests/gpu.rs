@@ -46,8 +46,8 @@ mod common;
 use candle_core::{DType, Device, Result, Tensor};
 use candle_fused_attn::{
     attention, attention_backward, attention_ref, attention_with_lse, take_last_backward_kernel,
-    take_last_decode_combine, take_last_prefill_kernel, take_last_prefill_pairs, with_cuda_kernels, AttnParams,
-    CudaKernels,
+    take_last_decode_combine, take_last_prefill_kernel, take_last_prefill_pairs, take_last_prefill_tail,
+    with_cuda_kernels, AttnParams, CudaKernels,
 };
 use common::{case_seed, measure_with, oracle, Alibi, Case, CaseResult, FloorInputs, Limits};
 use rayon::prelude::*;
@@ -57,6 +57,18 @@ const SWEEP_CASES: usize = 500;
 const PREPARE_AHEAD: usize = 8;
 
 /// The CUDA device, or `None` after printing why the test is skipped.
+/// The device's SM count (0 when built without `cuda`, or for a device that is not CUDA).
+fn dev_sms(dev: &Device) -> usize {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(d) = dev {
+        use candle_core::cuda_backend::cudarc::driver::sys::CUdevice_attribute;
+        let attr = CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+        return d.cuda_stream().context().attribute(attr).map_or(0, |n| n.max(0) as usize);
+    }
+    let _ = dev;
+    0
+}
+
 fn cuda_device(test: &str) -> Option<Device> {
     if !cfg!(feature = "cuda") {
         println!("SKIPPED: {test}: built without the `cuda` feature (build with --features cuda)");
@@ -297,6 +309,8 @@ struct HopperTally {
     hopper_runs: usize,
     /// Default runs whose last launch split its tiles over clusters of blocks (small d64 grids).
     pair_runs: usize,
+    /// Default runs whose last launch cut its persistent grid's last round into pieces (d128).
+    tail_runs: usize,
     /// The prefill kernels the default (`Auto`) runs took.
     ran: std::collections::BTreeSet<&'static str>,
     worst: (f64, String),
@@ -310,6 +324,7 @@ impl HopperTally {
             failures: Vec::new(),
             hopper_runs: 0,
             pair_runs: 0,
+            tail_runs: 0,
             ran: std::collections::BTreeSet::new(),
             worst: (0.0, String::new()),
             start: std::time::Instant::now(),
@@ -323,14 +338,19 @@ impl HopperTally {
         for kernels in [CudaKernels::Auto, CudaKernels::Sm80] {
             take_last_prefill_kernel();
             take_last_prefill_pairs();
+            take_last_prefill_tail();
             let r =
                 with_cuda_kernels(kernels, &check).unwrap_or_else(|e| panic!("{test}: {what} {kernels:?}: error {e}"));
             let ran = take_last_prefill_kernel().unwrap_or("no prefill kernel");
             let pairs = take_last_prefill_pairs();
+            let tail = take_last_prefill_tail();
             if kernels == CudaKernels::Auto {
                 self.ran.insert(ran);
                 self.pair_runs += pairs as usize;
+                self.tail_runs += (tail > 0) as usize;
             }
+            let what =
+                if tail > 0 { format!("{what} (last round in {tail} pieces per tile)") } else { what.to_string() };
             let what = format!("{what} {kernels:?} ran {ran}");
             if kernels == CudaKernels::Sm80 && is_hopper(ran) {
                 self.failures.push(format!("{what}: forced sm80 but ran the Hopper kernel"));
@@ -351,10 +371,11 @@ impl HopperTally {
     fn finish(self, cases: usize) {
         let test = self.test;
         println!(
-            "{test}: {cases} cases × 2 kernel generations, {} on the Hopper kernel ({} split over clusters), {} \
-             failures; worst error/allowed {:.3} at {}; {:.1} s",
+            "{test}: {cases} cases × 2 kernel generations, {} on the Hopper kernel ({} split over clusters, {} with \
+             the last round in pieces), {} failures; worst error/allowed {:.3} at {}; {:.1} s",
             self.hopper_runs,
             self.pair_runs,
+            self.tail_runs,
             self.failures.len(),
             self.worst.0,
             self.worst.1,
@@ -434,6 +455,16 @@ fn gpu_hopper_prefill() {
         // Small d64 grids split their tiles over clusters of blocks (src/cuda/prefill_sm90.rs
         // `pair_split`): the random cases must have run some.
         assert!(tally.pair_runs > 0, "{test}: no case split its tiles over a cluster of blocks");
+        // Persistent d128 grids cut their last round's tiles into pieces of key blocks
+        // (`tail_pieces`): the persistent cases must have run some (when the GPU has 132 SMs,
+        // for which they are made; elsewhere, if the shapes happen to split).
+        if tally.tail_runs == 0 {
+            let sms = dev_sms(&dev);
+            assert!(sms != 132, "{test}: no case cut its last round into pieces on a GPU of {sms} SMs");
+            println!(
+                "{test}: no case cut its last round into pieces on this GPU of {sms} SMs (the cases are made for 132)"
+            );
+        }
     } else {
         println!("{test}: wide-instance coverage not checked: FUSED_ATTN_SM90_TILE_RULES is set");
     }
@@ -851,6 +882,8 @@ fn gpu_sanitizer_subset() {
             (1, 4, 1, 16, 2049, 96),
             (1, 2, 1, 200, 300, 64), // Hopper: small grids split over block pairs (f16/bf16),
             (1, 2, 1, 150, 200, 64), // three and two key blocks
+            // Hopper, 132 SMs: 136 d128 tiles, unmasked: the last round's 4 tiles in 3 pieces
+            (1, 17, 17, 1000, 300, 128),
         ];
         for shape in shapes {
             for mask in 0..4 {
@@ -1506,11 +1539,13 @@ fn gpu_varlen_matches_dense_per_sequence() -> Result<()> {
                 }
                 let (kb, vb) = (kb.unsqueeze(0)?.to_device(&dev)?, vb.unsqueeze(0)?.to_device(&dev)?);
                 take_last_prefill_pairs();
+                take_last_prefill_tail();
                 let dense = with_cuda_kernels(kernels, || attention(&qb, &kb, &vb, &pb))?.squeeze(0)?;
                 let dense_ran = take_last_prefill_kernel().unwrap_or("none");
-                // A small dense call may split its tiles over clusters of blocks (another order
-                // of additions; the packed entry never does): not compared bit for bit.
-                let dense_pairs = take_last_prefill_pairs();
+                // A small dense call may split its tiles over clusters of blocks, a long one its
+                // last round's tiles into pieces (another order of additions; the packed entry
+                // never does): not compared bit for bit.
+                let dense_pairs = take_last_prefill_pairs() || take_last_prefill_tail() > 0;
                 q0 += lq;
                 // Nor is a dense call on another instance of the same generation (a dense
                 // unmasked sequence may take a `_wide` instance, which the packed entry never

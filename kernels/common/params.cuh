@@ -172,7 +172,13 @@ struct FattnHopperParams {
     // splitting one tile's key blocks (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs
     // `pair_split`); 0: one CTA per tile.
     int32_t pair_split;
-    int32_t pad_pair_;
+    // P > 1: a strided persistent grid's last tiles % grid tiles are each split into P
+    // contiguous ranges of key blocks, one per CTA (CTAs 0 .. P · (tiles % grid)); their
+    // partials go to sk_partial, [tail tiles · P][consumers][(head_dim / 8 + 1) · 128] float4,
+    // and sk_flags, [tail tiles][consumers] u32 zeroed before the launch (and left zero),
+    // counts each tile's pieces in (kernels/fwd_sm90.cu kTailSplit; src/cuda/prefill_sm90.rs
+    // `tail_pieces`); 0: none.
+    int32_t tail_pieces;
     uint64_t pad_hopper_[5];
 };
 

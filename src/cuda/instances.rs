@@ -253,6 +253,14 @@ impl Instance {
         self.loops_over_tiles() && matches!(self.variant, Variant::Plain) && self.head_dim == 64
     }
 
+    /// Whether a strided grid of this instance cuts its last round's tiles into pieces of key
+    /// blocks, one per block (src/cuda/prefill_sm90.rs `tail_pieces`): the plain and wide d128
+    /// Hopper prefill instances, whose `HopperTraits::kTailSplit` is set (kernels/fwd_sm90.cu
+    /// asserts the same of every instance).
+    pub const fn splits_tail(&self) -> bool {
+        self.loops_over_tiles() && self.head_dim == 128
+    }
+
     /// Whether a small grid of this instance may split each tile's key blocks over a cluster of
     /// two blocks (src/cuda/prefill_sm90.rs `pair_split`): the d64 `_mods` Hopper prefill
     /// instance (128-row tiles, one per block), whose `HopperTraits::kPairSplit` is set

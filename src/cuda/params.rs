@@ -233,8 +233,12 @@ ffi_struct! {
         /// cluster splitting one tile's key blocks (kernels/fwd_sm90.cu; src/cuda/
         /// prefill_sm90.rs `pair_split`); 0: one block per tile.
         pair_split: i32 = 720,
-        /// Padding after `pair_split`.
-        pad_pair_: i32 = 724,
+        /// P > 1: a strided persistent grid's last `tiles % grid` tiles are each split into P
+        /// contiguous ranges of key blocks, one per block (blocks 0 .. P · (tiles % grid)), whose
+        /// partials go to `sk_partial` (`[tail tiles · P][consumers][(head_dim / 8 + 1) · 128]`
+        /// float4) and whose arrivals `sk_flags` (`[tail tiles][consumers]`) counts
+        /// (kernels/fwd_sm90.cu `kTailSplit`; src/cuda/prefill_sm90.rs `tail_pieces`); 0: none.
+        tail_pieces: i32 = 724,
         /// Explicit tail padding to the 64-byte alignment, so that every byte is initialized.
         pad_hopper_: [u64; 5] = 728,
     }

@@ -61,10 +61,14 @@
 //!
 //! **Stream-K tail.** A strided grid whose tiles are not a whole number of rounds shares its
 //! last tiles out by key blocks, so that every block ends at about the same time
-//! (`stream_k_tail`).
+//! (`stream_k_tail`; the plain d64 instance).
+//!
+//! **Tail split.** On the d128 instances, a strided grid whose tiles are not a whole number of
+//! rounds cuts each tile of its last round into pieces of its key blocks, one per block; the
+//! last piece of a tile to arrive merges them (`tail_pieces`).
 //!
 //! `FUSED_ATTN_SM90_TILE_RULES` (read once; default
-//! `small-grid,persistent,dynamic,wide,shift,streamk,pairs`) names the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
+//! `small-grid,persistent,dynamic,wide,shift,streamk,pairs,tail`) names the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
 //! `FUSED_ATTN_SM90_WIDE_PADDING` (read once) replaces the wide rule's padding bound.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
@@ -230,6 +234,50 @@ fn stream_k_tail(inst: &Instance, grid: Grid, tiles: usize, key_blocks: usize) -
         }
         _ => 0,
     }
+}
+
+/// Into how many pieces (contiguous ranges of key blocks, one per block) a strided grid of
+/// `tiles` query tiles on `inst` cuts each of its last `tiles % blocks` tiles
+/// (kernels/fwd_sm90.cu `kTailSplit`; `FattnHopperParams::tail_pieces`), or 0. Without it the
+/// last round runs `tiles % blocks` whole tiles while the other SMs wait: the bench's d128
+/// rows have 4096 tiles, 31.03 rounds of 132, and the lab stamps put the 32nd at 3.5% of the
+/// kernel (session 27, (16,16,16,2048,2048,128)). The pieces fill at most the grid's blocks,
+/// hold at least one key block each, and number at most [`TAIL_PIECES`] (the last piece to
+/// arrive reads every piece's partial: a longer merge), or `FUSED_ATTN_SM90_TAIL_PIECES`;
+/// fewer than two: none. A strided grid is unmasked (`grid`). Rule `tail`.
+fn tail_pieces(inst: &Instance, grid: Grid, tiles: usize, key_blocks: usize) -> usize {
+    match grid {
+        Grid::Strided(blocks)
+            if inst.splits_tail() && tiles > blocks && !tiles.is_multiple_of(blocks) && tail_rule() =>
+        {
+            let pieces = (blocks / (tiles % blocks)).min(key_blocks).min(max_tail_pieces());
+            if pieces >= 2 {
+                pieces
+            } else {
+                0
+            }
+        }
+        _ => 0,
+    }
+}
+
+/// The most pieces a tail tile is cut into by default (`tail_pieces`).
+const TAIL_PIECES: usize = 8;
+
+/// [`TAIL_PIECES`], or `FUSED_ATTN_SM90_TAIL_PIECES` when set to a whole number (read once): a
+/// diagnostic switch for A/B runs.
+fn max_tail_pieces() -> usize {
+    static PIECES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PIECES.get_or_init(|| {
+        std::env::var("FUSED_ATTN_SM90_TAIL_PIECES").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(TAIL_PIECES)
+    })
+}
+
+/// Whether strided grids split their last round's tiles (`tail_pieces`):
+/// `FUSED_ATTN_SM90_TILE_RULES` unset or naming `tail`.
+fn tail_rule() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| tile_rule("tail"))
 }
 
 /// Whether strided grids share out their last tiles (`stream_k_tail`):
@@ -416,15 +464,22 @@ pub(super) fn forward<T: KernelDtype>(
     } else {
         None
     };
+    // The tail split: pieces per tail tile, and the tail tiles.
+    let pieces = tail_pieces(inst, grid, tiles, p.seq_k.div_ceil(inst.key_block as usize));
+    let tail_tiles = if pieces > 0 { tiles % grid.blocks() } else { 0 };
     // Counters from the stream's workspace (zero, and left zero by the kernel): a drawn grid's
     // tile counter (word 0), a stream-K tail's arrival flags (words 1.., one per block and
-    // consumer warpgroup).
+    // consumer warpgroup) or the tail split's (one per tail tile and consumer warpgroup). The
+    // tail split's partials too: per piece and consumer warpgroup, (head_dim / 8 + 1) float4
+    // per thread.
     let counters = match grid {
         Grid::Drawn(_) => 1,
         _ if sk_tail > 0 => 1 + grid.blocks() * consumers,
+        _ if pieces > 0 => 1 + tail_tiles * consumers,
         _ => 0,
     };
-    let mut launch = |counters_ptr: u64| -> Result<()> {
+    let partial_words = tail_tiles * pieces * consumers * (inst.head_dim as usize / 8 + 1) * 128 * 4;
+    let mut launch = |counters_ptr: u64, partials_ptr: u64| -> Result<()> {
         with_packed(p, &stream, |packed| {
             let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
             if !o_ptr.is_multiple_of(16) {
@@ -448,10 +503,10 @@ pub(super) fn forward<T: KernelDtype>(
                 tile_counter,
                 partial_tile_top,
                 sk_tail: to_i32(sk_tail, "stream-K tail tiles")?,
-                sk_partial: sk_partial_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
-                sk_flags: if sk_tail > 0 { counters_ptr + 4 } else { 0 },
+                sk_partial: if pieces > 0 { partials_ptr } else { sk_partial_ptr.as_ref().map_or(0, |(ptr, _)| *ptr) },
+                sk_flags: if sk_tail > 0 || pieces > 0 { counters_ptr + 4 } else { 0 },
                 pair_split: if ranks > 1 { ranks as i32 } else { 0 },
-                pad_pair_: 0,
+                tail_pieces: to_i32(pieces, "tail pieces")?,
                 pad_hopper_: [0; 5],
             };
             let grid_x = (ranks * grid.blocks()) as u32;
@@ -470,7 +525,10 @@ pub(super) fn forward<T: KernelDtype>(
             // live allocations held by `q`, `k`, `v`, `out`, `lse`, the stream's workspace (its
             // counters zero: the tile counter, which the blocks of a drawn grid increment
             // atomically and the last draw resets, and the stream-K flags, one per block and
-            // consumer, each reset by its tile's second piece), the stream-K partials (sized for
+            // consumer, each reset by its tile's second piece, or the tail split's, one per tail
+            // tile and consumer, each reset by its tile's last piece; its partials are sized for
+            // every piece, consumer and the instance's head dim, and a piece reads them only
+            // after every piece counted itself in), the stream-K partials (sized for
             // the grid's blocks and the instance's consumers and head dim), the alibi storage
             // and the problem's checked index tensors for the whole call (every cu_seqlens entry
             // within the rows, every block-table entry a sequence uses below num_blocks). The
@@ -490,13 +548,14 @@ pub(super) fn forward<T: KernelDtype>(
             }
             crate::cuda_kernels::record_prefill(inst.name);
             crate::cuda_kernels::record_prefill_pairs(ranks > 1);
+            crate::cuda_kernels::record_prefill_tail(pieces);
             Ok(())
         })
     };
     if counters > 0 {
-        with_workspace(dev, &stream, counters, 0, |counters_ptr, _| launch(counters_ptr))?;
+        with_workspace(dev, &stream, counters, partial_words, launch)?;
     } else {
-        launch(0)?;
+        launch(0, 0)?;
     }
     drop(alibi_ptr);
     drop((qt, kt, vt));
@@ -508,7 +567,7 @@ pub(super) fn forward<T: KernelDtype>(
 mod tests {
     use super::super::instances::Instance;
     use super::super::instances::{Arch, Family, Variant, INSTANCES};
-    use super::{grid, kv_box_rows, pair_split, wide_instance, Grid};
+    use super::{grid, kv_box_rows, pair_split, tail_pieces, wide_instance, Grid};
     use crate::problem::{Problem, SeqLayout};
 
     fn dense(batch: usize, heads: usize, seq: usize, head_dim: usize, window_right: i64) -> Problem {
@@ -616,6 +675,41 @@ mod tests {
             assert_eq!(pair_split(&dense(1, 8, 512, 64, -1), inst, Grid::PerTile(32), 32, 132), 1, "{}", inst.name);
         }
         assert!(INSTANCES.iter().filter(|i| i.splits_pairs()).all(|i| i.block_rows == 128 && !i.loops_over_tiles()));
+    }
+
+    #[test]
+    fn d128_strided_grids_split_their_last_round_into_pieces_of_key_blocks() {
+        if std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_some()
+            || std::env::var_os("FUSED_ATTN_SM90_TAIL_PIECES").is_some()
+        {
+            println!("SKIPPED: the tile rules are set by FUSED_ATTN_SM90_TILE_RULES or FUSED_ATTN_SM90_TAIL_PIECES");
+            return;
+        }
+        let (d128, wide) = (hopper(128, Variant::Plain), hopper(128, Variant::Wide));
+        // (16, 16, 2048, d128): 4096 tiles on 132 SMs, 4 in the last round, 16 key blocks: 8
+        // pieces (the cap) of two key blocks each, on 32 blocks.
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 4096, 16), 8);
+        // (1, 32, 16384, d128) on the wide instance: 94 key blocks of 176.
+        assert_eq!(tail_pieces(wide, Grid::Strided(132), 4096, 94), 8);
+        // As many pieces as fit the grid, and no more than the key blocks.
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 288, 5), 5, "24 tail tiles: at most 5 pieces each");
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 288, 3), 3);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 132 + 50, 16), 2);
+        // A last round of more than half the grid, one key block, a whole number of rounds, or
+        // no more tiles than blocks: none.
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 250, 16), 0);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 4096, 1), 0);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 2 * 132, 16), 0);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 100, 16), 0);
+        // Drawn and per-tile grids, and the other instances: none.
+        assert_eq!(tail_pieces(d128, Grid::Drawn(132), 4096, 16), 0);
+        assert_eq!(tail_pieces(d128, Grid::PerTile(4096), 4096, 16), 0);
+        for inst in INSTANCES.iter().filter(|i| !i.splits_tail()) {
+            assert_eq!(tail_pieces(inst, Grid::Strided(132), 4096, 16), 0, "{}", inst.name);
+        }
+        let splitting: Vec<_> = INSTANCES.iter().filter(|i| i.splits_tail()).map(|i| i.name).collect();
+        assert_eq!(splitting.len(), 4, "the f16 and bf16 plain and wide d128 instances: {splitting:?}");
+        assert!(INSTANCES.iter().filter(|i| i.splits_tail()).all(|i| i.loops_over_tiles() && !i.shares_tail()));
     }
 
     #[test]

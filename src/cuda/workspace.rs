@@ -1,6 +1,6 @@
 //! Per-stream scratch for kernels that count blocks in on counters: the split decode's tile
-//! counters and partials (decode.rs) and the Hopper prefill's tile counter and stream-K arrival
-//! flags (prefill_sm90.rs).
+//! counters and partials (decode.rs) and the Hopper prefill's tile counter, stream-K arrival
+//! flags and tail-split flags and partials (prefill_sm90.rs).
 //!
 //! The counters are zeroed once, when the buffer is allocated, and every kernel that uses them
 //! leaves them at zero when it ends (the last block to use a counter resets it), so a launch
@@ -43,8 +43,9 @@ thread_local! {
     /// is bounded: the decode's `split_keys` keeps splits × tiles within the blocks resident at
     /// once and a tile has ≤ 16 rows, so there are at most 16 partial rows per resident block
     /// (per-warp partials: 4 warps × tiles of ≤ 8 rows, 32; about 2.2 / 4.4 MB of partials on
-    /// an H100, every instance); the prefill takes counters only
-    /// (one per SM and consumer warpgroup, and one), its stream-K partials are per call.
+    /// an H100, every instance); the prefill takes counters (one per SM and consumer
+    /// warpgroup, and one) and its tail split's partials (at most one piece per SM: 9.1 MB
+    /// for d128 on 132 SMs), its stream-K partials are per call.
     static WORKSPACES: RefCell<Vec<Workspace>> = const { RefCell::new(Vec::new()) };
 }
 
