@@ -882,8 +882,6 @@ fn gpu_sanitizer_subset() {
             (1, 4, 1, 16, 2049, 96),
             (1, 2, 1, 200, 300, 64), // Hopper: small grids split over block pairs (f16/bf16),
             (1, 2, 1, 150, 200, 64), // three and two key blocks
-            // Hopper, 132 SMs: 136 d128 tiles, unmasked: the last round's 4 tiles in 3 pieces
-            (1, 17, 17, 1000, 300, 128),
         ];
         for shape in shapes {
             for mask in 0..4 {
@@ -895,6 +893,14 @@ fn gpu_sanitizer_subset() {
                     _ => (c.causal, c.alibi, c.softcap) = (true, Alibi::PerHead, Some(20.0)),
                 }
                 cases.push((dtype, c));
+            }
+        }
+        // Hopper (f16/bf16), 132 SMs: 136 tiles, unmasked, so that the last round's 4 tiles are
+        // cut into pieces of key blocks (3 on the plain d128 instance's strided grid, 4 on the
+        // wide d256 one's extra blocks).
+        if dtype != DType::F32 {
+            for shape in [(1, 17, 17, 1000, 300, 128), (1, 17, 17, 1000, 300, 256)] {
+                cases.push((dtype, Case::plain(case_seed(seed, cases.len()), shape)));
             }
         }
     }
