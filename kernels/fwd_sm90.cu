@@ -225,8 +225,7 @@ struct HopperConfig {
     // one per block; the last piece of a tile to arrive merges every piece's partial in piece
     // order and stores the tile. On for the d128 instances (plain and wide), whose tiles are
     // long: 4096 tiles (the bench's d128 rows) run 31.03 rounds of 132, and the lab stamps put
-    // the 32nd at 3.5% of the kernel (session 27). A one-tile-per-CTA grid (the wide d256
-    // instance) launches the pieces as extra CTAs after the whole tiles. Set per instance below.
+    // the 32nd at 3.5% of the kernel (session 27). Set per instance below.
     static constexpr bool kTailSplit = false;
 
     static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
@@ -295,9 +294,7 @@ struct HopperTraits<128, 3> : HopperConfig<128, 176, 2, 2, 24, 240, 1, true> {
     static constexpr bool kTailSplit = true;
 };
 template <>
-struct HopperTraits<256, 3> : HopperConfig<256, 80, 2, 2, 24, 240, 1, false> {
-    static constexpr bool kTailSplit = true;
-};
+struct HopperTraits<256, 3> : HopperConfig<256, 80, 2, 2, 24, 240, 1, false> {};
 
 // ---- the kernel ---------------------------------------------------------------------------
 
@@ -404,29 +401,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     if (ranks > Cfg::kSplitMax) __trap();  // the host asks for at most kSplitMax
     const bool pair = ranks > 1;
     const int pair_rank = static_cast<int>(blockIdx.x) % ranks;
-    // Tail split of a one-tile-per-CTA grid (kTailSplit, not persistent; hp.tail_pieces = P > 1):
-    // the launch has T - rem + rem · P CTAs for T tiles, the last rem of them cut into P
-    // pieces each: CTA T - rem + q takes piece q % P of tile T - rem + q / P (the slot q of
-    // its partial). The host keeps P ≤ the key blocks and rem · P within one wave. -1: a whole
-    // tile.
-    int tail_slot = -1;
-    int first_tile = static_cast<int>(blockIdx.x) / ranks;
-    if constexpr (Cfg::kTailSplit && !kPersistent) {
-        if (!kPacked && hp.tail_pieces > 1) {
-            const int tiles = p.batch * p.heads * ((p.seq_q + BM - 1) / BM);
-            const int rem = (static_cast<int>(gridDim.x) - tiles) / (hp.tail_pieces - 1);
-            if (first_tile >= tiles - rem) {
-                tail_slot = first_tile - (tiles - rem);
-                first_tile = tiles - rem + tail_slot / hp.tail_pieces;
-            }
-        }
-    }
+    const int first_tile = static_cast<int>(blockIdx.x) / ranks;
     setup(first_tile);
-    if (tail_slot >= 0) {
-        const int nb = nb_end - nb_begin, j = tail_slot % hp.tail_pieces, lo = nb_begin;  // unmasked: [0, nb)
-        nb_begin = lo + j * nb / hp.tail_pieces;
-        nb_end = lo + (j + 1) * nb / hp.tail_pieces;
-    }
     // Rank 0: the other ranks with key blocks, whose partials it waits for and merges (bit r).
     unsigned pair_sources = 0u;
     if (pair) {
@@ -1049,20 +1025,17 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 }
             }
         }
-        if constexpr (Cfg::kTailSplit) {
-            // A piece of a tail tile (the tail splits above): this warpgroup's partial (per
+        if constexpr (kPersistent && Cfg::kTailSplit) {
+            // A piece of a tail tile (the tail split above): this warpgroup's partial (per
             // thread: O unnormalized, both rows' max and partial sums; float4-coalesced) goes
-            // to the piece's slot; the warpgroup that brings the tile's count to P merges
+            // to the block's slot; the warpgroup that brings the tile's count to P merges
             // every piece's partial in piece order (its own too, from its slot), so that the
-            // bits do not depend on the order of arrival, and stores the tile. Persistent: the
-            // slot is the block's (block i·P + j holds piece j of tail tile i).
-            int slot = tail_slot;
-            if constexpr (kPersistent) slot = ts && (nb_begin > 0 || nb_end < nb_all()) ? static_cast<int>(blockIdx.x) : -1;
-            if (slot >= 0) {
+            // bits do not depend on the order of arrival, and stores the tile.
+            if (ts && (nb_begin > 0 || nb_end < nb_all())) {
                 constexpr int kF4 = D / 8 + 1;  // float4 per thread of a slot
-                const int pieces = hp.tail_pieces, tail_tile = slot / pieces;
+                const int pieces = hp.tail_pieces, bx = static_cast<int>(blockIdx.x), tail_tile = bx / pieces;
                 float4* const slots = reinterpret_cast<float4*>(hp.sk_partial);
-                float4* const mine = slots + static_cast<int64_t>(slot * Cfg::kConsumers + cw) * kF4 * 128 + tid;
+                float4* const mine = slots + static_cast<int64_t>(bx * Cfg::kConsumers + cw) * kF4 * 128 + tid;
 #pragma unroll
                 for (int j = 0; j < D / 8; ++j) mine[j * 128] = make_float4(o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3]);
                 mine[(D / 8) * 128] = make_float4(row_max[0], row_max[1], row_sum[0], row_sum[1]);
@@ -1084,6 +1057,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     for (int hf = 0; hf < 2; ++hf) row_max[hf] = kNegInf, row_sum[hf] = 0.f;
 #pragma unroll
                     for (int j = 0; j < D / 2; ++j) o[j] = 0.f;
+                    // Rolled: unrolled by two, the wide d256 instance's consumers spilled 216
+                    // bytes (when it split its tail too, session 28), the d128 ones 4.
 #pragma unroll 1
                     for (int r = 0; r < pieces; ++r) {
                         const float4* const src =
@@ -1252,13 +1227,12 @@ __device__ __forceinline__ void fwd_hopper_varlen(const FattnHopperParams& p) {
                   #NAME ": shares its tail out exactly when Instance::shares_tail says so");                    \
     static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kPairSplit == (D == 64 && VARIANT == 1),                    \
                   #NAME ": splits tiles over clusters exactly when Instance::splits_pairs says so");            \
-    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kTailSplit ==                                               \
-                      ((D == 128 && (VARIANT == 0 || VARIANT == 3)) || (D == 256 && VARIANT == 3)),                    \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kTailSplit == (D == 128 && (VARIANT == 0 || VARIANT == 3)), \
                   #NAME ": splits its last round exactly when Instance::splits_tail says so");                  \
     static_assert(!fattn::hopper::HopperTraits<D, VARIANT>::kTailSplit ||                                              \
-                      (!fattn::hopper::HopperTraits<D, VARIANT>::kStreamK &&                                           \
-                       !fattn::hopper::HopperTraits<D, VARIANT>::kPairSplit),                                          \
-                  #NAME ": the tail split is neither stream-K nor a cluster split");                            \
+                      (fattn::hopper::HopperTraits<D, VARIANT>::kPersistent &&                                         \
+                       !fattn::hopper::HopperTraits<D, VARIANT>::kStreamK),                                            \
+                  #NAME ": the tail split is a persistent grid's, and not stream-K's");                         \
     extern "C" __global__ void __launch_bounds__(fattn::hopper::HopperTraits<D, VARIANT>::kThreads, 1)               \
         NAME(const __grid_constant__ FattnHopperParams p) {                                                            \
         fattn::hopper::fwd_hopper<fattn::hopper::HopperTraits<D, VARIANT>, fattn::DTYPE, VARIANT == 1, false>(p);      \

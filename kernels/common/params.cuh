@@ -172,9 +172,8 @@ struct FattnHopperParams {
     // splitting one tile's key blocks (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs
     // `pair_split`); 0: one CTA per tile.
     int32_t pair_split;
-    // P > 1: a long grid's last round of tiles (rem of them) are each split into P contiguous
-    // ranges of key blocks, one per CTA (strided persistent grids: CTAs 0 .. P · rem after
-    // their whole rounds; one CTA per tile: P · rem CTAs after the whole tiles' CTAs); their
+    // P > 1: a strided persistent grid's last tiles % grid tiles are each split into P
+    // contiguous ranges of key blocks, one per CTA (CTAs 0 .. P · (tiles % grid)); their
     // partials go to sk_partial, [tail tiles · P][consumers][(head_dim / 8 + 1) · 128] float4,
     // and sk_flags, [tail tiles][consumers] u32 zeroed before the launch (and left zero),
     // counts each tile's pieces in (kernels/fwd_sm90.cu kTailSplit; src/cuda/prefill_sm90.rs

@@ -253,17 +253,12 @@ impl Instance {
         self.loops_over_tiles() && matches!(self.variant, Variant::Plain) && self.head_dim == 64
     }
 
-    /// Whether a long grid of this instance cuts its last round's tiles into pieces of key
+    /// Whether a strided grid of this instance cuts its last round's tiles into pieces of key
     /// blocks, one per block (src/cuda/prefill_sm90.rs `tail_pieces`): the plain and wide d128
-    /// Hopper prefill instances (strided grids) and the wide d256 one (one block per tile),
-    /// whose `HopperTraits::kTailSplit` is set (kernels/fwd_sm90.cu asserts the same of every
-    /// instance).
+    /// Hopper prefill instances, whose `HopperTraits::kTailSplit` is set (kernels/fwd_sm90.cu
+    /// asserts the same of every instance).
     pub const fn splits_tail(&self) -> bool {
-        (self.loops_over_tiles() && self.head_dim == 128)
-            || (matches!(self.arch, Arch::Sm90a)
-                && matches!(self.family, Family::Fwd)
-                && matches!(self.variant, Variant::Wide)
-                && self.head_dim == 256)
+        self.loops_over_tiles() && self.head_dim == 128
     }
 
     /// Whether a small grid of this instance may split each tile's key blocks over a cluster of

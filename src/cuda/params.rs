@@ -233,10 +233,8 @@ ffi_struct! {
         /// cluster splitting one tile's key blocks (kernels/fwd_sm90.cu; src/cuda/
         /// prefill_sm90.rs `pair_split`); 0: one block per tile.
         pair_split: i32 = 720,
-        /// P > 1: a long grid's last round of tiles (`rem` of them) are each split into P
-        /// contiguous ranges of key blocks, one per block (strided persistent grids: blocks
-        /// 0 .. P · rem after their whole rounds; one block per tile: P · rem blocks after the
-        /// whole tiles' blocks), whose
+        /// P > 1: a strided persistent grid's last `tiles % grid` tiles are each split into P
+        /// contiguous ranges of key blocks, one per block (blocks 0 .. P · (tiles % grid)), whose
         /// partials go to `sk_partial` (`[tail tiles · P][consumers][(head_dim / 8 + 1) · 128]`
         /// float4) and whose arrivals `sk_flags` (`[tail tiles][consumers]`) counts
         /// (kernels/fwd_sm90.cu `kTailSplit`; src/cuda/prefill_sm90.rs `tail_pieces`); 0: none.

@@ -65,8 +65,7 @@
 //!
 //! **Tail split.** On the d128 instances, a strided grid whose tiles are not a whole number of
 //! rounds cuts each tile of its last round into pieces of its key blocks, one per block; the
-//! last piece of a tile to arrive merges them (`tail_pieces`). The wide d256 instance (one
-//! block per tile) does the same, unmasked, with the pieces as blocks of their own.
+//! last piece of a tile to arrive merges them (`tail_pieces`).
 //!
 //! `FUSED_ATTN_SM90_TILE_RULES` (read once; default
 //! `small-grid,persistent,dynamic,wide,shift,streamk,pairs,tail`) names the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
@@ -237,46 +236,39 @@ fn stream_k_tail(inst: &Instance, grid: Grid, tiles: usize, key_blocks: usize) -
     }
 }
 
-/// How a launch cuts its last round's tiles into pieces of their key blocks (contiguous
-/// ranges, one per block; kernels/fwd_sm90.cu `kTailSplit`, `FattnHopperParams::tail_pieces`):
-/// `(pieces per tile, tail tiles)`, or `(0, 0)`. Without it the last round runs
-/// `tiles % sms` whole tiles while the other SMs wait: the bench's d128 and d256 rows have 4096
-/// tiles, 31.03 rounds of 132, and the lab stamps put the 32nd at 3.5% of the d128 kernel
-/// (session 27, (16,16,16,2048,2048,128)). A strided grid (the d128 instances; unmasked, see
-/// `grid`) gives its blocks the pieces after their whole rounds; a grid of one block per tile
-/// on an instance that takes one block per SM (the wide d256 one), unmasked, launches the
-/// pieces as extra blocks after the whole tiles. The pieces fill at most one round of `sms`
-/// blocks, hold at least one key block each and number at most [`TAIL_PIECES`] per tile (the
-/// last piece to arrive reads every piece's partial: a longer merge), or
-/// `FUSED_ATTN_SM90_TAIL_PIECES`; fewer than two: none. Rule `tail`.
+/// Into how many pieces (contiguous ranges of key blocks, one per block) a strided grid of
+/// `tiles` query tiles on `inst` cuts each of its last `tiles % blocks` tiles
+/// (kernels/fwd_sm90.cu `kTailSplit`; `FattnHopperParams::tail_pieces`), or 0. Without it the
+/// last round runs `tiles % blocks` whole tiles while the other SMs wait: the bench's d128
+/// rows have 4096 tiles, 31.03 rounds of 132, and the lab stamps put the 32nd at 3.5% of the
+/// kernel (session 27, (16,16,16,2048,2048,128)). The pieces fill at most the grid's blocks,
+/// hold at least one key block each, and number at most [`TAIL_PIECES`] (the last piece to
+/// arrive reads every piece's partial: a longer merge), or `FUSED_ATTN_SM90_TAIL_PIECES`;
+/// fewer than two: none. A strided grid is unmasked (`grid`). Rule `tail`.
 ///
-/// Measured (H200, session 28 call 2, same-call A/B, 3 rounds, criterion medians; `lab/results/
-/// s28-call2/`), no split / 4 / 8 pieces: (16,16,16,2048,2048,128) 982.7-984.2 / 977.6-978.0 /
-/// 973.3-977.7 µs, (4,32,32,4096,4096,128) 1907-1927 / 1883-1892 / 1880-1887, GQA (4,32,4,4096,
-/// 4096,128) 1884-1892 / 1864-1870 / 1863-1864, (1,32,32,16384,16384,128) (wide) 7317-7370 /
-/// 7243-7259 / 7249-7260; the causal control (a drawn grid) unchanged.
-fn tail_pieces(
-    inst: &Instance,
-    grid: Grid,
-    masked: bool,
-    tiles: usize,
-    key_blocks: usize,
-    sms: usize,
-) -> (usize, usize) {
-    let round = match grid {
-        Grid::Strided(blocks) if inst.splits_tail() && inst.loops_over_tiles() => blocks,
-        Grid::PerTile(_) if inst.splits_tail() && !inst.loops_over_tiles() && !masked => sms,
-        _ => return (0, 0),
-    };
-    if round == 0 || tiles <= round || tiles.is_multiple_of(round) || !tail_rule() {
-        return (0, 0);
-    }
-    let rem = tiles % round;
-    let pieces = (round / rem).min(key_blocks).min(max_tail_pieces());
-    if pieces >= 2 {
-        (pieces, rem)
-    } else {
-        (0, 0)
+/// Measured (H200, same-call A/Bs, criterion medians), no split / 4 / 8 pieces: session 28
+/// call 2 (3 rounds, `lab/results/s28-call2/`): (16,16,16,2048,2048,128) 982.7-984.2 /
+/// 977.6-978.0 / 973.3-977.7 µs, (4,32,32,4096,4096,128) 1907-1927 / 1883-1892 / 1880-1887, GQA
+/// (4,32,4,4096,4096,128) 1884-1892 / 1864-1870 / 1863-1864, (1,32,32,16384,16384,128) (wide
+/// instance) 7317-7370 / 7243-7259 / 7249-7260; the causal control (a drawn grid) unchanged.
+/// Call 3 (2 rounds): 2048 963.7 / 967.6 without, 961.7 / 960.7 with 8. The lab stamps'
+/// 32nd round predicted up to -3%: the last piece's merge reads every piece's partial (8 × 68
+/// KB per block). The wide d256 instance (one block per tile) with the pieces as extra blocks
+/// gained nothing (1773.0 / 1768.7 µs without, 1772.4 / 1766.4 with): its tiles do not end in
+/// rounds, so it has no last round of whole tiles to cut; not kept.
+fn tail_pieces(inst: &Instance, grid: Grid, tiles: usize, key_blocks: usize) -> usize {
+    match grid {
+        Grid::Strided(blocks)
+            if inst.splits_tail() && tiles > blocks && !tiles.is_multiple_of(blocks) && tail_rule() =>
+        {
+            let pieces = (blocks / (tiles % blocks)).min(key_blocks).min(max_tail_pieces());
+            if pieces >= 2 {
+                pieces
+            } else {
+                0
+            }
+        }
+        _ => 0,
     }
 }
 
@@ -457,8 +449,7 @@ pub(super) fn forward<T: KernelDtype>(
     // up to seq_q (packed: the longest sequence, so every sequence's rows), one block per
     // tile or, for instances that loop over tiles (`grid`), every tile through its blocks'
     // loop, and each block's consumers store every row below its sequence's length and every
-    // column below head_dim (zeros for rows that see no key); a tile cut into pieces
-    // (`tail_pieces`) is stored by its last piece to arrive, after the merge.
+    // column below head_dim (zeros for rows that see no key).
     let mut out = unsafe { dev.alloc::<T>(rows * p.heads * d) }?;
     // SAFETY: as `out`: the thread that stores a row also stores its log-sum-exp.
     let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(rows * p.heads) }?) } else { None };
@@ -484,11 +475,9 @@ pub(super) fn forward<T: KernelDtype>(
     } else {
         None
     };
-    // The tail split: pieces per tail tile, and the tail tiles; a grid of one block per tile
-    // launches each tail tile's pieces as blocks of their own.
-    let masked = p.window_left >= 0 || p.window_right >= 0;
-    let (pieces, tail_tiles) = tail_pieces(inst, grid, masked, tiles, p.seq_k.div_ceil(inst.key_block as usize), sms);
-    let piece_blocks = if matches!(grid, Grid::PerTile(_)) { tail_tiles * pieces.saturating_sub(1) } else { 0 };
+    // The tail split: pieces per tail tile, and the tail tiles.
+    let pieces = tail_pieces(inst, grid, tiles, p.seq_k.div_ceil(inst.key_block as usize));
+    let tail_tiles = if pieces > 0 { tiles % grid.blocks() } else { 0 };
     // Counters from the stream's workspace (zero, and left zero by the kernel): a drawn grid's
     // tile counter (word 0), a stream-K tail's arrival flags (words 1.., one per block and
     // consumer warpgroup) or the tail split's (one per tail tile and consumer warpgroup). The
@@ -531,7 +520,7 @@ pub(super) fn forward<T: KernelDtype>(
                 tail_pieces: to_i32(pieces, "tail pieces")?,
                 pad_hopper_: [0; 5],
             };
-            let grid_x = (ranks * grid.blocks() + piece_blocks) as u32;
+            let grid_x = (ranks * grid.blocks()) as u32;
             let cfg = LaunchConfig {
                 grid_dim: (grid_x, 1, 1),
                 block_dim: (inst.threads, 1, 1),
@@ -700,7 +689,7 @@ mod tests {
     }
 
     #[test]
-    fn long_grids_split_their_last_round_into_pieces_of_key_blocks() {
+    fn d128_strided_grids_split_their_last_round_into_pieces_of_key_blocks() {
         if std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_some()
             || std::env::var_os("FUSED_ATTN_SM90_TAIL_PIECES").is_some()
         {
@@ -708,38 +697,30 @@ mod tests {
             return;
         }
         let (d128, wide) = (hopper(128, Variant::Plain), hopper(128, Variant::Wide));
-        let s = Grid::Strided(132);
         // (16, 16, 2048, d128): 4096 tiles on 132 SMs, 4 in the last round, 16 key blocks: 8
         // pieces (the cap) of two key blocks each, on 32 blocks.
-        assert_eq!(tail_pieces(d128, s, false, 4096, 16, 132), (8, 4));
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 4096, 16), 8);
         // (1, 32, 16384, d128) on the wide instance: 94 key blocks of 176.
-        assert_eq!(tail_pieces(wide, s, false, 4096, 94, 132), (8, 4));
+        assert_eq!(tail_pieces(wide, Grid::Strided(132), 4096, 94), 8);
         // As many pieces as fit the grid, and no more than the key blocks.
-        assert_eq!(tail_pieces(d128, s, false, 288, 5, 132), (5, 24), "24 tail tiles: at most 5 pieces each");
-        assert_eq!(tail_pieces(d128, s, false, 288, 3, 132), (3, 24));
-        assert_eq!(tail_pieces(d128, s, false, 132 + 50, 16, 132), (2, 50));
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 288, 5), 5, "24 tail tiles: at most 5 pieces each");
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 288, 3), 3);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 132 + 50, 16), 2);
         // A last round of more than half the grid, one key block, a whole number of rounds, or
         // no more tiles than blocks: none.
-        assert_eq!(tail_pieces(d128, s, false, 250, 16, 132), (0, 0));
-        assert_eq!(tail_pieces(d128, s, false, 4096, 1, 132), (0, 0));
-        assert_eq!(tail_pieces(d128, s, false, 2 * 132, 16, 132), (0, 0));
-        assert_eq!(tail_pieces(d128, s, false, 100, 16, 132), (0, 0));
-        // Drawn grids, and per-tile grids of instances that loop over tiles: none.
-        assert_eq!(tail_pieces(d128, Grid::Drawn(132), true, 4096, 16, 132), (0, 0));
-        assert_eq!(tail_pieces(d128, Grid::PerTile(4096), false, 4096, 16, 132), (0, 0));
-        // The wide d256 instance, one block per tile: unmasked only, the round is the SMs.
-        let d256 = hopper(256, Variant::Wide);
-        assert_eq!(tail_pieces(d256, Grid::PerTile(4096), false, 4096, 26, 132), (8, 4));
-        assert_eq!(tail_pieces(d256, Grid::PerTile(4096), true, 4096, 26, 132), (0, 0));
-        assert_eq!(tail_pieces(d256, Grid::PerTile(100), false, 100, 26, 132), (0, 0));
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 250, 16), 0);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 4096, 1), 0);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 2 * 132, 16), 0);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 100, 16), 0);
+        // Drawn and per-tile grids, and the other instances: none.
+        assert_eq!(tail_pieces(d128, Grid::Drawn(132), 4096, 16), 0);
+        assert_eq!(tail_pieces(d128, Grid::PerTile(4096), 4096, 16), 0);
         for inst in INSTANCES.iter().filter(|i| !i.splits_tail()) {
-            for g in [s, Grid::PerTile(4096)] {
-                assert_eq!(tail_pieces(inst, g, false, 4096, 16, 132), (0, 0), "{}", inst.name);
-            }
+            assert_eq!(tail_pieces(inst, Grid::Strided(132), 4096, 16), 0, "{}", inst.name);
         }
         let splitting: Vec<_> = INSTANCES.iter().filter(|i| i.splits_tail()).map(|i| i.name).collect();
-        assert_eq!(splitting.len(), 6, "f16 and bf16: the plain and wide d128, the wide d256 instances: {splitting:?}");
-        assert!(INSTANCES.iter().filter(|i| i.splits_tail()).all(|i| !i.shares_tail() && !i.splits_pairs()));
+        assert_eq!(splitting.len(), 4, "the f16 and bf16 plain and wide d128 instances: {splitting:?}");
+        assert!(INSTANCES.iter().filter(|i| i.splits_tail()).all(|i| i.loops_over_tiles() && !i.shares_tail()));
     }
 
     #[test]
