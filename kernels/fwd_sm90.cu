@@ -117,6 +117,16 @@
 // clocks) 16.1 against 16.6 µs, causal 14.4 against 15.4. Clusters of four were slower (17.5
 // µs), as were the 192-row tile split by stream-K (14.9 against 12.1) and a masked d64
 // instance skipping unseen blocks (causal +3.3%; lab/results/s27-call1/).
+// Session 28: the d128 instances (plain and wide) cut a strided grid's last round into pieces
+// of key blocks (HopperConfig::kTailSplit): 4096 tiles on 132 SMs are 31 whole rounds and 4
+// tiles, each now 8 pieces on 8 blocks; the last piece of a tile to arrive merges all 8 from
+// global memory in piece order. Same-call A/B (H200, 3 rounds, lab/results/s28-call2/), no
+// split against 8 pieces: (16,16,2048,d128) 982.7-984.2 µs against 973.3-977.7, (4,32,4096,
+// d128) 1907-1927 against 1880-1887, GQA 8:1 1884-1892 against 1863-1864, (1,32,16384,d128)
+// (wide) 7317-7370 against 7249-7260 (-0.6 to -1.5%; predicted -3% from the stamps' last round).
+// The same cut on the wide d256 instance's one-tile-per-CTA grid (pieces as extra CTAs) tied
+// (lab/results/s28-call3/) and was not kept. Call 3's table (same call as torch): d128 2048
+// 959.7 µs = 0.980 / 0.989x cuDNN, 4096 0.986 / 0.989x, 16k 1.004 / 1.013x, GQA 0.990 / 0.990x.
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
