@@ -429,26 +429,14 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // Persistent: the tile after `tile`, drawn from the launch's counter (masked problems,
     // whose tiles differ in cost: whichever block is free takes the next, in the order of
     // grid.cuh, heaviest of a head first) or a fixed stride (blockIdx.x, + gridDim.x, ...).
-    // Drawn: the launch makes num_items draws (each item past the first grid's once, then one
+    // Drawn: the launch makes num_tiles draws (each tile past the first grid's once, then one
     // past the end per block); the last one leaves the counter at zero for the next launch on
     // the stream, which takes it from the same workspace without zeroing it
     // (src/cuda/workspace.rs).
-    // Tail split (hp.tail_pieces = P > 1; kTailSplit, unmasked): the last tiles % grid tiles
-    // are each cut into P contiguous ranges of key blocks ([j·nb/P, (j+1)·nb/P), the host keeps
-    // P ≤ nb so none is empty, and P · (tiles % grid) ≤ grid). A strided grid: block b takes
-    // whole tiles b, b + grid, ... for the whole rounds, then piece j of tail tile i goes to
-    // block i·P + j. A drawn grid: the draws are items, the whole tiles first, then the pieces
-    // (item T - rem + i·P + j, T tiles, rem = T % grid), so the blocks that end their whole
-    // tiles first take them. Every piece leaves its partial in slot i·P + j; the last to
-    // arrive merges them all in piece order (fixed bits) and stores the tile (the epilogue).
-    const bool ts = Cfg::kTailSplit && kPersistent && hp.tail_pieces > 1;  // block-uniform
-    const int tail_rem = ts ? num_tiles % static_cast<int>(gridDim.x) : 0;
-    // Items of the launch: its tiles, or, tail split, the whole ones and the pieces.
-    const int num_items = num_tiles + tail_rem * (ts ? hp.tail_pieces - 1 : 0);
     auto next_tile = [&](int tile) {
         if (!drawn) return tile + static_cast<int>(gridDim.x);
         const unsigned r = atomicAdd(hp.tile_counter, 1u);
-        if (r + 1u == static_cast<unsigned>(num_items)) atomicExch(hp.tile_counter, 0u);
+        if (r + 1u == static_cast<unsigned>(num_tiles)) atomicExch(hp.tile_counter, 0u);
         return static_cast<int>(r) + static_cast<int>(gridDim.x);
     };
     // Stream-K tail (strided grids, hp.sk_tail > 0; dense and unmasked, so every tile sees key
@@ -463,19 +451,14 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // live through the key loop (registers: the d64 consumers spilled inside it otherwise).
     // The host keeps sk_tail · nb_all · grid within i32.
     const bool sk = Cfg::kStreamK && kPersistent && !drawn && hp.sk_tail > 0;  // block-uniform
+    // Tail split (strided grids, hp.tail_pieces = P > 1; kTailSplit): block b takes whole
+    // tiles b, b + grid, ... for the whole rounds; then the last tiles % grid tiles are each
+    // cut into P contiguous ranges of key blocks ([j·nb/P, (j+1)·nb/P), the host keeps P ≤ nb
+    // so none is empty), piece j of tail tile i going to block i·P + j (the host keeps
+    // P · (tiles % grid) ≤ grid). Every piece leaves its partial; the last to arrive merges
+    // them all in piece order (fixed bits) and stores the tile (the epilogue).
+    const bool ts = Cfg::kTailSplit && kPersistent && !drawn && hp.tail_pieces > 1;  // block-uniform
     auto nb_all = [&]() { return (p.seq_k + BN - 1) / BN; };
-    // Drawn item `item` (< num_items) of a tail-split grid: its tile, and [piece_lo, piece_hi)
-    // of its key blocks.
-    auto drawn_item = [&](int item, int& piece_lo, int& piece_hi) {
-        const int nb = nb_all(), head = num_tiles - tail_rem;
-        piece_lo = 0;
-        piece_hi = nb;
-        if (item < head) return item;
-        const int q = item - head, j = q % hp.tail_pieces;
-        piece_lo = j * nb / hp.tail_pieces;
-        piece_hi = (j + 1) * nb / hp.tail_pieces;
-        return head + q / hp.tail_pieces;
-    };
     // Item n of a strided grid: its tile (num_tiles: none), and [piece_lo, piece_hi) of its
     // key blocks (the whole [0, nb_all) unless it is a piece of a split tile).
     auto strided_item = [&](int n, int& piece_lo, int& piece_hi) {
@@ -485,7 +468,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         if constexpr (Cfg::kTailSplit) {
             const int rounds = num_tiles / grid;
             if (!ts || n < rounds) return first_tile + n * grid;
-            const int pieces = hp.tail_pieces, rem = tail_rem;
+            const int pieces = hp.tail_pieces, rem = num_tiles - rounds * grid;
             if (n > rounds || bx >= rem * pieces) return num_tiles;
             const int j = bx % pieces;
             piece_lo = j * nb / pieces;
@@ -578,15 +561,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 #pragma unroll
                     for (int c = 0; c < Cfg::kConsumers; ++c) sm90::named_barrier_arrive(kSlotFullBarrier + c, 160);
                 }
-                if (tile >= (drawn ? num_items : num_tiles)) break;  // the consumers see the end and stop
-                if (drawn && ts) {
-                    // The item's tile and key blocks (whole tiles: all of them, unmasked).
-                    setup(drawn_item(tile, piece_lo, piece_hi));
-                    nb_begin = piece_lo, nb_end = piece_hi;
-                } else {
-                    if (n > 0 || sk) setup(tile);
-                    if (sk || ts) nb_begin = piece_lo, nb_end = piece_hi;
-                }
+                if (tile >= num_tiles) break;  // the consumers see the end and stop
+                if (n > 0 || sk) setup(tile);
+                if (sk || ts) nb_begin = piece_lo, nb_end = piece_hi;
             } else {
                 // One tile per CTA: nothing to load when it sees no key (its consumers write
                 // zeros without waiting).
@@ -815,7 +792,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             if (drawn) {
                 sm90::named_barrier_sync(kSlotFullBarrier + cw, 160);
                 tile = __shfl_sync(0xffffffffu, lane == 0 ? atomicAdd(tile_slot, 0) : 0, 0);
-                if (tile < num_items) sm90::named_barrier_arrive(kSlotFreeBarrier + cw, 160);
+                if (tile < num_tiles) sm90::named_barrier_arrive(kSlotFreeBarrier + cw, 160);
             } else if constexpr (Cfg::kStreamK || Cfg::kTailSplit) {
                 int piece_lo, piece_hi;
                 tile = strided_item(n, piece_lo, piece_hi);
@@ -825,14 +802,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             } else if (n > 0) {
                 tile += static_cast<int>(gridDim.x);
             }
-            if (tile >= (drawn ? num_items : num_tiles)) break;
-            if (drawn && ts) {
-                int piece_lo, piece_hi;
-                setup(drawn_item(tile, piece_lo, piece_hi));
-                nb_begin = piece_lo, nb_end = piece_hi;
-            } else if ((drawn || !(Cfg::kStreamK || Cfg::kTailSplit)) && n > 0) {
-                setup(tile);
-            }
+            if (tile >= num_tiles) break;
+            if ((drawn || !(Cfg::kStreamK || Cfg::kTailSplit)) && n > 0) setup(tile);
             // Q of this tile in buffer b.
             sm90::mbar_wait(&bar_q[b], (n / QB) & 1);
         } else if (n > 0) {
@@ -1067,17 +1038,14 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         if constexpr (kPersistent && Cfg::kTailSplit) {
             // A piece of a tail tile (the tail split above): this warpgroup's partial (per
             // thread: O unnormalized, both rows' max and partial sums; float4-coalesced) goes
-            // to the piece's slot; the warpgroup that brings the tile's count to P merges
+            // to the block's slot; the warpgroup that brings the tile's count to P merges
             // every piece's partial in piece order (its own too, from its slot), so that the
             // bits do not depend on the order of arrival, and stores the tile.
             if (ts && (nb_begin > 0 || nb_end < nb_all())) {
                 constexpr int kF4 = D / 8 + 1;  // float4 per thread of a slot
-                // The piece's slot i·P + j: a drawn grid's item past the whole tiles, a strided
-                // grid's block.
-                const int slot = drawn ? tile - (num_tiles - tail_rem) : static_cast<int>(blockIdx.x);
-                const int pieces = hp.tail_pieces, tail_tile = slot / pieces;
+                const int pieces = hp.tail_pieces, bx = static_cast<int>(blockIdx.x), tail_tile = bx / pieces;
                 float4* const slots = reinterpret_cast<float4*>(hp.sk_partial);
-                float4* const mine = slots + static_cast<int64_t>(slot * Cfg::kConsumers + cw) * kF4 * 128 + tid;
+                float4* const mine = slots + static_cast<int64_t>(bx * Cfg::kConsumers + cw) * kF4 * 128 + tid;
 #pragma unroll
                 for (int j = 0; j < D / 8; ++j) mine[j * 128] = make_float4(o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3]);
                 mine[(D / 8) * 128] = make_float4(row_max[0], row_max[1], row_sum[0], row_sum[1]);

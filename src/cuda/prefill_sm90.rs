@@ -68,7 +68,7 @@
 //! last piece of a tile to arrive merges them (`tail_pieces`).
 //!
 //! `FUSED_ATTN_SM90_TILE_RULES` (read once; default
-//! `small-grid,persistent,dynamic,wide,shift,streamk,pairs,tail,drawn-tail`) names the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
+//! `small-grid,persistent,dynamic,wide,shift,streamk,pairs,tail`) names the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
 //! `FUSED_ATTN_SM90_WIDE_PADDING` (read once) replaces the wide rule's padding bound.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
@@ -255,11 +255,16 @@ fn stream_k_tail(inst: &Instance, grid: Grid, tiles: usize, key_blocks: usize) -
 /// 32nd round predicted up to -3%: the last piece's merge reads every piece's partial (8 × 68
 /// KB per block). The wide d256 instance (one block per tile) with the pieces as extra blocks
 /// gained nothing (1773.0 / 1768.7 µs without, 1772.4 / 1766.4 with): its tiles do not end in
-/// rounds, so it has no last round of whole tiles to cut; not kept.
-fn tail_pieces(inst: &Instance, grid: Grid, masked: bool, tiles: usize, key_blocks: usize) -> usize {
+/// rounds, so it has no last round of whole tiles to cut; not kept. Nor were the tiles and
+/// pieces drawn from the counter (call 5, 3 rounds, same binary, rule on / off): 2048 945.9-951.6
+/// against 948.5-950.4 µs, 4096 1826.7-1834.9 against 1821.6-1828.3, GQA 1804.7-1810.9 against
+/// 1811.7-1823.4, the causal control 558.1-560.7 against 556.8-558.7 (the lab stamps had
+/// predicted -1.3%: the blocks' 31st tiles end 825-846 µs, and the fixed pieces wait for the
+/// slowest).
+fn tail_pieces(inst: &Instance, grid: Grid, tiles: usize, key_blocks: usize) -> usize {
     match grid {
-        Grid::Strided(blocks) | Grid::Drawn(blocks)
-            if !masked && inst.splits_tail() && tiles > blocks && !tiles.is_multiple_of(blocks) && tail_rule() =>
+        Grid::Strided(blocks)
+            if inst.splits_tail() && tiles > blocks && !tiles.is_multiple_of(blocks) && tail_rule() =>
         {
             let pieces = (blocks / (tiles % blocks)).min(key_blocks).min(max_tail_pieces());
             if pieces >= 2 {
@@ -339,7 +344,7 @@ fn grid(p: &Problem, inst: &Instance, tiles: usize, sms: usize) -> Grid {
     let masked = p.window_left >= 0 || p.window_right >= 0;
     if !inst.loops_over_tiles() || p.packed().is_some() || tiles <= sms || !persistent_rule(masked) {
         Grid::PerTile(tiles)
-    } else if masked || (inst.splits_tail() && !tiles.is_multiple_of(sms) && drawn_tail_rule()) {
+    } else if masked {
         Grid::Drawn(sms)
     } else {
         Grid::Strided(sms)
@@ -365,14 +370,6 @@ fn pair_split(p: &Problem, inst: &Instance, grid: Grid, tiles: usize, sms: usize
     } else {
         1
     }
-}
-
-/// Whether unmasked grids of the tail-splitting instances draw their tiles and pieces from the
-/// counter (rule `drawn-tail`), so that the blocks that end their whole tiles first take the
-/// pieces, instead of a fixed stride.
-fn drawn_tail_rule() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| tile_rule("drawn-tail"))
 }
 
 /// Whether small grids split their tiles over pairs of blocks (`pair_split`):
@@ -484,8 +481,7 @@ pub(super) fn forward<T: KernelDtype>(
         None
     };
     // The tail split: pieces per tail tile, and the tail tiles.
-    let masked = p.window_left >= 0 || p.window_right >= 0;
-    let pieces = tail_pieces(inst, grid, masked, tiles, p.seq_k.div_ceil(inst.key_block as usize));
+    let pieces = tail_pieces(inst, grid, tiles, p.seq_k.div_ceil(inst.key_block as usize));
     let tail_tiles = if pieces > 0 { tiles % grid.blocks() } else { 0 };
     // Counters from the stream's workspace (zero, and left zero by the kernel): a drawn grid's
     // tile counter (word 0), a stream-K tail's arrival flags (words 1.., one per block and
@@ -493,9 +489,9 @@ pub(super) fn forward<T: KernelDtype>(
     // tail split's partials too: per piece and consumer warpgroup, (head_dim / 8 + 1) float4
     // per thread.
     let counters = match grid {
-        _ if pieces > 0 => 1 + tail_tiles * consumers,
         Grid::Drawn(_) => 1,
         _ if sk_tail > 0 => 1 + grid.blocks() * consumers,
+        _ if pieces > 0 => 1 + tail_tiles * consumers,
         _ => 0,
     };
     let partial_words = tail_tiles * pieces * consumers * (inst.head_dim as usize / 8 + 1) * 128 * 4;
@@ -628,13 +624,9 @@ mod tests {
             return;
         }
         let d128 = hopper(128, Variant::Plain);
-        // (16, 16, 2048, d128): 16 tiles of 128 rows per head, 4096 in all, on 132 SMs: the
-        // tiles and the last round's pieces drawn (`drawn-tail`); a whole number of rounds,
-        // and d64 (stream-K), by a stride.
+        // (16, 16, 2048, d128): 16 tiles of 128 rows per head, 4096 in all, on 132 SMs.
         let tiles = 16 * 16 * 16;
-        assert_eq!(grid(&dense(16, 16, 2048, 128, -1), d128, tiles, 132), Grid::Drawn(132));
-        assert_eq!(grid(&dense(16, 16, 2048, 128, -1), d128, 132 * 31, 132), Grid::Strided(132));
-        assert_eq!(grid(&dense(16, 16, 2048, 64, -1), hopper(64, Variant::Plain), tiles, 132), Grid::Strided(132));
+        assert_eq!(grid(&dense(16, 16, 2048, 128, -1), d128, tiles, 132), Grid::Strided(132));
         // Causal (window_right 0): the blocks draw their tiles.
         assert_eq!(grid(&dense(16, 16, 2048, 128, 0), d128, tiles, 132), Grid::Drawn(132));
         // No more tiles than SMs: one block per tile.
@@ -712,26 +704,24 @@ mod tests {
         let (d128, wide) = (hopper(128, Variant::Plain), hopper(128, Variant::Wide));
         // (16, 16, 2048, d128): 4096 tiles on 132 SMs, 4 in the last round, 16 key blocks: 8
         // pieces (the cap) of two key blocks each, on 32 blocks.
-        assert_eq!(tail_pieces(d128, Grid::Strided(132), false, 4096, 16), 8);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 4096, 16), 8);
         // (1, 32, 16384, d128) on the wide instance: 94 key blocks of 176.
-        assert_eq!(tail_pieces(wide, Grid::Strided(132), false, 4096, 94), 8);
+        assert_eq!(tail_pieces(wide, Grid::Strided(132), 4096, 94), 8);
         // As many pieces as fit the grid, and no more than the key blocks.
-        assert_eq!(tail_pieces(d128, Grid::Strided(132), false, 288, 5), 5, "24 tail tiles: at most 5 pieces each");
-        assert_eq!(tail_pieces(d128, Grid::Strided(132), false, 288, 3), 3);
-        assert_eq!(tail_pieces(d128, Grid::Strided(132), false, 132 + 50, 16), 2);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 288, 5), 5, "24 tail tiles: at most 5 pieces each");
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 288, 3), 3);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 132 + 50, 16), 2);
         // A last round of more than half the grid, one key block, a whole number of rounds, or
         // no more tiles than blocks: none.
-        assert_eq!(tail_pieces(d128, Grid::Strided(132), false, 250, 16), 0);
-        assert_eq!(tail_pieces(d128, Grid::Strided(132), false, 4096, 1), 0);
-        assert_eq!(tail_pieces(d128, Grid::Strided(132), false, 2 * 132, 16), 0);
-        assert_eq!(tail_pieces(d128, Grid::Strided(132), false, 100, 16), 0);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 250, 16), 0);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 4096, 1), 0);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 2 * 132, 16), 0);
+        assert_eq!(tail_pieces(d128, Grid::Strided(132), 100, 16), 0);
         // Drawn and per-tile grids, and the other instances: none.
-        // Drawn grids too (`drawn-tail`), unmasked only.
-        assert_eq!(tail_pieces(d128, Grid::Drawn(132), false, 4096, 16), 8);
-        assert_eq!(tail_pieces(d128, Grid::Drawn(132), true, 4096, 16), 0);
-        assert_eq!(tail_pieces(d128, Grid::PerTile(4096), false, 4096, 16), 0);
+        assert_eq!(tail_pieces(d128, Grid::Drawn(132), 4096, 16), 0);
+        assert_eq!(tail_pieces(d128, Grid::PerTile(4096), 4096, 16), 0);
         for inst in INSTANCES.iter().filter(|i| !i.splits_tail()) {
-            assert_eq!(tail_pieces(inst, Grid::Strided(132), false, 4096, 16), 0, "{}", inst.name);
+            assert_eq!(tail_pieces(inst, Grid::Strided(132), 4096, 16), 0, "{}", inst.name);
         }
         let splitting: Vec<_> = INSTANCES.iter().filter(|i| i.splits_tail()).map(|i| i.name).collect();
         assert_eq!(splitting.len(), 4, "the f16 and bf16 plain and wide d128 instances: {splitting:?}");
