@@ -14,6 +14,7 @@
 #   gpu_all PACK [SECONDS]     # the pack's whole GPU test binary (oracle skipped), then the oracle
 #   gpu_tests PACK "TOOLS" TEST...  # those tests of the pack's GPU binary, then each
 #                              # compute-sanitizer tool of TOOLS on gpu_sanitizer_subset
+#   torch_both TAG             # torch's prefill and decode tables (cuDNN, FA2) into $R/torchTAG
 #   fwd_durations PACK LABEL ROW...  # ncu's median duration of each fattn_fwd kernel (50+
 #                              # launches) on cuda_fused_attn_bf16 rows, under the current env
 #   archived FUNCTION          # runs it, its output also in $R/call.log, then $R as $OUT/r.tgz
@@ -101,6 +102,11 @@ gpu_all() {
    timeout 60 python3 scripts/torch_oracle.py --out /tmp/oracle > "$R/oracle.log" 2>&1; echo "oracle gen rc=$?"
    FUSED_ATTN_ORACLE_DIR=/tmp/oracle timeout 60 bin/gpu gpu_torch_oracle --exact --nocapture >> "$R/oracle.log" 2>&1
    echo "oracle rc=$?"; grep -E "cases|test result|SKIPPED|panicked" "$R/oracle.log" | head -5)
+}
+torch_both() {  # TAG: torch's prefill and decode rows (cuDNN and FA2) into $R/torchTAG
+  mkdir -p "$R/torch$1" "$R/torch$1/decode"
+  timeout 150 python3 "$L/scripts/bench_torch.py" --out "$R/torch$1" --rep-ms 100 --only prefill > "$R/torch$1.log" 2>&1; echo "torch$1 prefill rc=$?"
+  timeout 60 python3 "$L/scripts/bench_torch.py" --out "$R/torch$1/decode" --rep-ms 100 --only decode >> "$R/torch$1.log" 2>&1; echo "torch$1 decode rc=$?"
 }
 fwd_durations() {
   local t="$1" label="$2"; shift 2; unpack "$t" || return 1

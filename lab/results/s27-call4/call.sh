@@ -3,13 +3,8 @@
 # memcheck of it; then issue 14's table: ours (criterion, every cuda_fused_attn_bf16 row)
 # between two torch runs (prefill and decode, cuDNN and FA2 through PyTorch 2.11, do_bench
 # medians), as session 26 call 3.
-. lab/decode/check_ab.sh
+. lab/decode/check_ab.sh  # (torch_both: a check_ab.sh helper since session 28; this call ran it inline)
 PACK=${PACK:-s27d}
-torch_both() {  # TAG
-  mkdir -p "$R/torch$1" "$R/torch$1/decode"
-  timeout 150 python3 "$L/scripts/bench_torch.py" --out "$R/torch$1" --rep-ms 100 --only prefill > "$R/torch$1.log" 2>&1; echo "torch$1 prefill rc=$?"
-  timeout 60 python3 "$L/scripts/bench_torch.py" --out "$R/torch$1/decode" --rep-ms 100 --only decode >> "$R/torch$1.log" 2>&1; echo "torch$1 decode rc=$?"
-}
 body() {
   gpu_info
   unpack $PACK; head -1 /tmp/$PACK/COMMIT

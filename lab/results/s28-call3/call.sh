@@ -8,13 +8,8 @@
 # (c) same-call A/B, 2 rounds alternating, FUSED_ATTN_SM90_TAIL_PIECES=1 (no split) against the
 #     default on the d256 and d128 2048 rows (causal: controls);
 # (d) racecheck of the sanitizer subset last (the slowest tool).
-. lab/decode/check_ab.sh
+. lab/decode/check_ab.sh  # (torch_both: a check_ab.sh helper since session 28; this call ran it inline)
 PACK=${PACK:-s28c}
-torch_both() {  # TAG
-  mkdir -p "$R/torch$1" "$R/torch$1/decode"
-  timeout 150 python3 "$L/scripts/bench_torch.py" --out "$R/torch$1" --rep-ms 100 --only prefill > "$R/torch$1.log" 2>&1; echo "torch$1 prefill rc=$?"
-  timeout 60 python3 "$L/scripts/bench_torch.py" --out "$R/torch$1/decode" --rep-ms 100 --only decode >> "$R/torch$1.log" 2>&1; echo "torch$1 decode rc=$?"
-}
 body() {
   gpu_info
   gpu_tests $PACK "memcheck synccheck" gpu_hopper_prefill gpu_varlen_matches_dense_per_sequence gpu_sanitizer_subset
