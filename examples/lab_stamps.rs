@@ -2,7 +2,8 @@
 //! `NVCC_FLAGS=-DFATTN_LAB_STAMPS=K` (kernels/fwd_sm90.cu stores them for the process's
 //! launch K). Runs a dense bf16 problem K + 2 times on GPU 0, then prints one line per
 //! consumer item of launch K: `cta consumer item tile kb_lo kb_hi start_ns end_ns` (ns after
-//! the CTA's entry), after a comment line with every CTA's entry in ns after the first one's.
+//! the CTA's entry), after comment lines with every CTA's entry in ns after the first one's
+//! and every CTA's SM id.
 //! A build without the define has no `g_lab_stamps`: the read fails.
 //! ```text
 //! NVCC_FLAGS=-DFATTN_LAB_STAMPS=5 cargo run --release --features cuda --example lab_stamps -- 16 16 16 2048 128 [causal]
@@ -42,6 +43,12 @@ fn main() -> Result<()> {
     println!("# b {b} h {h} hkv {hkv} s {s} d {d} causal {causal} launch {launch}");
     let spread: Vec<u64> = entries.iter().map(|t| t - first).collect();
     println!("# cta entries (ns after the first): {spread:?}");
+    // Each CTA's SM (%smid), for per-SM tile times (the d128 rows' 31st tiles end 20 µs apart
+    // by block, session 28).
+    let smids = candle_fused_attn::lab_read_global(&dev, "kernels/fwd_sm90.cu", "g_lab_smid")?;
+    let smids: Vec<u32> =
+        smids.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).take(entries.len()).collect();
+    println!("# cta sm ids: {smids:?}");
     for (slot, st) in words.chunks_exact(4).enumerate() {
         if st[3] == 0 {
             continue;

@@ -152,6 +152,7 @@
 constexpr int kLabCtas = 132, kLabItems = 64;
 __device__ unsigned long long g_lab_stamps[kLabCtas * 3 * kLabItems * 4];
 __device__ unsigned long long g_lab_entry[kLabCtas];
+__device__ unsigned int g_lab_smid[kLabCtas];
 __device__ unsigned int g_lab_ctas;
 __device__ __forceinline__ unsigned long long lab_now() {
     unsigned long long t;
@@ -492,7 +493,12 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     if (threadIdx.x == 0) {
         lab_t0 = lab_now();
         lab_launch = atomicAdd(&g_lab_ctas, 1u) / gridDim.x;
-        if (lab_launch == FATTN_LAB_STAMPS && blockIdx.x < kLabCtas) g_lab_entry[blockIdx.x] = lab_t0;
+        if (lab_launch == FATTN_LAB_STAMPS && blockIdx.x < kLabCtas) {
+            g_lab_entry[blockIdx.x] = lab_t0;
+            unsigned smid;
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+            g_lab_smid[blockIdx.x] = smid;
+        }
     }
 #endif
     if (threadIdx.x == 0) {
