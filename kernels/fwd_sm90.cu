@@ -459,26 +459,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // P · (tiles % grid) ≤ grid). Every piece leaves its partial; the last to arrive merges
     // them all in piece order (fixed bits) and stores the tile (the epilogue).
     const bool ts = Cfg::kTailSplit && kPersistent && !drawn && hp.tail_pieces > 1;  // block-uniform
-    // Drawn pieces (the tail split with hp.piece_counter set): the pieces are not fixed to
-    // blocks 0 .. P · (tiles % grid) but drawn from the counter by the blocks as they end their
-    // whole rounds, so that the SMs that run tiles fastest take them (session 29: an SM's tile
-    // time is a property of the SM, 2% apart between the fastest and the slowest, the same SMs
-    // in every row and run). Every block draws until a draw finds no piece left: the launch
-    // makes P · (tiles % grid) + grid draws, and the last one leaves the counter at zero for
-    // the next launch on the stream (src/cuda/workspace.rs). The producer warp hands each
-    // draw to the consumer warpgroups through the tile slot, as in a drawn grid.
-    const bool tdraw = ts && hp.piece_counter != nullptr;  // block-uniform
     auto nb_all = [&]() { return (p.seq_k + BN - 1) / BN; };
-    // Piece q of the tail split (piece q % P of tail tile q / P): its tile (num_tiles: none
-    // left), and [piece_lo, piece_hi) of its key blocks.
-    auto tail_piece = [&](int q, int& piece_lo, int& piece_hi) {
-        const int pieces = hp.tail_pieces, rem = num_tiles % static_cast<int>(gridDim.x), nb = nb_all();
-        if (q >= rem * pieces) return num_tiles;
-        const int j = q % pieces;
-        piece_lo = j * nb / pieces;
-        piece_hi = (j + 1) * nb / pieces;
-        return num_tiles - rem + q / pieces;
-    };
     // Item n of a strided grid: its tile (num_tiles: none), and [piece_lo, piece_hi) of its
     // key blocks (the whole [0, nb_all) unless it is a piece of a split tile).
     auto strided_item = [&](int n, int& piece_lo, int& piece_hi) {
@@ -488,8 +469,12 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         if constexpr (Cfg::kTailSplit) {
             const int rounds = num_tiles / grid;
             if (!ts || n < rounds) return first_tile + n * grid;
-            if (n > rounds) return num_tiles;
-            return tail_piece(bx, piece_lo, piece_hi);
+            const int pieces = hp.tail_pieces, rem = num_tiles - rounds * grid;
+            if (n > rounds || bx >= rem * pieces) return num_tiles;
+            const int j = bx % pieces;
+            piece_lo = j * nb / pieces;
+            piece_hi = (j + 1) * nb / pieces;
+            return rounds * grid + bx / pieces;
         }
         const int head_rounds = sk ? (num_tiles - hp.sk_tail) / grid : 0;
         if (!sk || n < head_rounds) return first_tile + n * grid;
@@ -564,27 +549,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         for (int tile = first_tile, n = 0;; ++n) {
             int piece_lo = 0, piece_hi = 0;
             if constexpr (kPersistent) {
-                if (Cfg::kTailSplit && tdraw && n >= num_tiles / static_cast<int>(gridDim.x)) {
-                    // Drawn pieces: draw, then hand the draw over (once the consumers have
-                    // read the previous one).
-                    int next = 0;
-                    if (leader) {
-                        const unsigned draws = num_tiles % gridDim.x * hp.tail_pieces + gridDim.x;
-                        const unsigned r = atomicAdd(hp.piece_counter, 1u);
-                        if (r + 1u == draws) atomicExch(hp.piece_counter, 0u);
-                        next = static_cast<int>(r);
-                    }
-                    const int q = __shfl_sync(0xffffffffu, next, 0);
-                    if (n > num_tiles / static_cast<int>(gridDim.x)) {
-#pragma unroll
-                        for (int c = 0; c < Cfg::kConsumers; ++c) sm90::named_barrier_sync(kSlotFreeBarrier + c, 160);
-                    }
-                    if (leader) atomicExch(tile_slot, q);
-                    __syncwarp();
-#pragma unroll
-                    for (int c = 0; c < Cfg::kConsumers; ++c) sm90::named_barrier_arrive(kSlotFullBarrier + c, 160);
-                    tile = tail_piece(q, piece_lo, piece_hi);
-                } else if ((Cfg::kStreamK || Cfg::kTailSplit) && !drawn) {
+                if ((Cfg::kStreamK || Cfg::kTailSplit) && !drawn) {
                     tile = strided_item(n, piece_lo, piece_hi);
                 } else if (n > 0) {
                     int next = 0;
@@ -836,15 +801,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 if (tile < num_tiles) sm90::named_barrier_arrive(kSlotFreeBarrier + cw, 160);
             } else if constexpr (Cfg::kStreamK || Cfg::kTailSplit) {
                 int piece_lo, piece_hi;
-                if (Cfg::kTailSplit && tdraw && n >= num_tiles / static_cast<int>(gridDim.x)) {
-                    // Drawn pieces: the producer warp names the piece.
-                    sm90::named_barrier_sync(kSlotFullBarrier + cw, 160);
-                    const int q = __shfl_sync(0xffffffffu, lane == 0 ? atomicAdd(tile_slot, 0) : 0, 0);
-                    tile = tail_piece(q, piece_lo, piece_hi);
-                    if (tile < num_tiles) sm90::named_barrier_arrive(kSlotFreeBarrier + cw, 160);
-                } else {
-                    tile = strided_item(n, piece_lo, piece_hi);
-                }
+                tile = strided_item(n, piece_lo, piece_hi);
                 if (tile >= num_tiles) break;
                 if (n > 0 || sk) setup(tile);
                 if (sk || ts) nb_begin = piece_lo, nb_end = piece_hi;
@@ -1092,13 +1049,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             // bits do not depend on the order of arrival, and stores the tile.
             if (ts && (nb_begin > 0 || nb_end < nb_all())) {
                 constexpr int kF4 = D / 8 + 1;  // float4 per thread of a slot
-                // The piece's slot, q = i·P + j (tail tile i, piece j; its block with fixed
-                // pieces): P ≤ nb, so j is the one whose range starts at nb_begin.
-                const int pieces = hp.tail_pieces, nb = nb_all();
-                const int tail_tile = tile - (num_tiles - num_tiles % static_cast<int>(gridDim.x));
-                const int slot = tail_tile * pieces + (nb_begin * pieces + nb - 1) / nb;
+                const int pieces = hp.tail_pieces, bx = static_cast<int>(blockIdx.x), tail_tile = bx / pieces;
                 float4* const slots = reinterpret_cast<float4*>(hp.sk_partial);
-                float4* const mine = slots + static_cast<int64_t>(slot * Cfg::kConsumers + cw) * kF4 * 128 + tid;
+                float4* const mine = slots + static_cast<int64_t>(bx * Cfg::kConsumers + cw) * kF4 * 128 + tid;
 #pragma unroll
                 for (int j = 0; j < D / 8; ++j) mine[j * 128] = make_float4(o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3]);
                 mine[(D / 8) * 128] = make_float4(row_max[0], row_max[1], row_sum[0], row_sum[1]);

@@ -179,11 +179,7 @@ struct FattnHopperParams {
     // counts each tile's pieces in (kernels/fwd_sm90.cu kTailSplit; src/cuda/prefill_sm90.rs
     // `tail_pieces`); 0: none.
     int32_t tail_pieces;
-    // With tail_pieces: the counter the blocks draw the pieces from as they end their whole
-    // rounds, zero at the launch and left zero by its last draw; null: piece j of tail tile
-    // i goes to block i·P + j (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs `drawn_pieces`).
-    uint32_t* piece_counter;
-    uint64_t pad_hopper_[4];
+    uint64_t pad_hopper_[5];
 };
 
 // The Hopper backward's parameters (kernels/bwd_sm90.cu): 4-D tensor maps (head_dim, seq,

@@ -239,13 +239,8 @@ ffi_struct! {
         /// float4) and whose arrivals `sk_flags` (`[tail tiles][consumers]`) counts
         /// (kernels/fwd_sm90.cu `kTailSplit`; src/cuda/prefill_sm90.rs `tail_pieces`); 0: none.
         tail_pieces: i32 = 724,
-        /// With `tail_pieces`: a u32 in device memory, zero at the launch (and left zero by the
-        /// launch's last draw), from which the blocks draw the pieces as they end their whole
-        /// rounds; null: piece j of tail tile i goes to block i·P + j (kernels/fwd_sm90.cu;
-        /// src/cuda/prefill_sm90.rs `drawn_pieces`).
-        piece_counter: u64 = 728,
         /// Explicit tail padding to the 64-byte alignment, so that every byte is initialized.
-        pad_hopper_: [u64; 4] = 736,
+        pad_hopper_: [u64; 5] = 728,
     }
 }
 

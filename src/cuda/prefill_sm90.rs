@@ -296,16 +296,6 @@ fn tail_rule() -> bool {
     *ON.get_or_init(|| tile_rule("tail"))
 }
 
-/// Whether the tail split's pieces are drawn from a counter by the blocks as they end their
-/// whole rounds (`FattnHopperParams::piece_counter`) rather than fixed to blocks 0 .. P · (tiles
-/// % grid): `FUSED_ATTN_SM90_TILE_RULES` unset or naming `drawn-pieces`. An SM's tile time is a
-/// property of the SM (session 29, lab stamps on an H200: the same SMs 2% slower in every
-/// d128 row and run), so the blocks that end first are the ones to take the pieces.
-fn drawn_pieces() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| tile_rule("drawn-pieces"))
-}
-
 /// Whether strided grids share out their last tiles (`stream_k_tail`):
 /// `FUSED_ATTN_SM90_TILE_RULES` unset or naming `streamk`.
 fn stream_k_rule() -> bool {
@@ -494,9 +484,8 @@ pub(super) fn forward<T: KernelDtype>(
     let pieces = tail_pieces(inst, grid, tiles, p.seq_k.div_ceil(inst.key_block as usize));
     let tail_tiles = if pieces > 0 { tiles % grid.blocks() } else { 0 };
     // Counters from the stream's workspace (zero, and left zero by the kernel): a drawn grid's
-    // tile counter or the tail split's piece counter (word 0), a stream-K tail's arrival flags
-    // (words 1.., one per block and consumer warpgroup) or the tail split's (one per tail tile
-    // and consumer warpgroup). The
+    // tile counter (word 0), a stream-K tail's arrival flags (words 1.., one per block and
+    // consumer warpgroup) or the tail split's (one per tail tile and consumer warpgroup). The
     // tail split's partials too: per piece and consumer warpgroup, (head_dim / 8 + 1) float4
     // per thread.
     let counters = match grid {
@@ -534,9 +523,7 @@ pub(super) fn forward<T: KernelDtype>(
                 sk_flags: if sk_tail > 0 || pieces > 0 { counters_ptr + 4 } else { 0 },
                 pair_split: if ranks > 1 { ranks as i32 } else { 0 },
                 tail_pieces: to_i32(pieces, "tail pieces")?,
-                // Word 0 of the counters, which only a drawn grid uses otherwise.
-                piece_counter: if pieces > 0 && drawn_pieces() { counters_ptr } else { 0 },
-                pad_hopper_: [0; 4],
+                pad_hopper_: [0; 5],
             };
             let grid_x = (ranks * grid.blocks()) as u32;
             let cfg = LaunchConfig {
@@ -557,9 +544,7 @@ pub(super) fn forward<T: KernelDtype>(
             // consumer, each reset by its tile's second piece, or the tail split's, one per tail
             // tile and consumer, each reset by its tile's last piece; its partials are sized for
             // every piece, consumer and the instance's head dim, and a piece reads them only
-            // after every piece counted itself in; the piece counter, which every block of a
-            // split grid increments until a draw finds no piece left and whose last draw resets
-            // it), the stream-K partials (sized for
+            // after every piece counted itself in), the stream-K partials (sized for
             // the grid's blocks and the instance's consumers and head dim), the alibi storage
             // and the problem's checked index tensors for the whole call (every cu_seqlens entry
             // within the rows, every block-table entry a sequence uses below num_blocks). The
