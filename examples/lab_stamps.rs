@@ -2,8 +2,8 @@
 //! `NVCC_FLAGS=-DFATTN_LAB_STAMPS=K` (kernels/fwd_sm90.cu stores them for the process's
 //! launch K). Runs a dense bf16 problem K + 2 times on GPU 0, then prints one line per
 //! consumer item of launch K: `cta consumer item tile kb_lo kb_hi start_ns end_ns` (ns after
-//! the CTA's entry), after comment lines with every CTA's entry in ns after the first one's
-//! and every CTA's SM id.
+//! the CTA's entry), after comment lines with every CTA's entry in ns after the first one's,
+//! every CTA's SM id and the phases of every CTA's first item (`# phase cta role t0 … t11`).
 //! A build without the define has no `g_lab_stamps`: the read fails.
 //! ```text
 //! NVCC_FLAGS=-DFATTN_LAB_STAMPS=5 cargo run --release --features cuda --example lab_stamps -- 16 16 16 2048 128 [causal]
@@ -49,6 +49,23 @@ fn main() -> Result<()> {
     let smids: Vec<u32> =
         smids.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).take(entries.len()).collect();
     println!("# cta sm ids: {smids:?}");
+    // Each CTA's first item in phases (kernels/fwd_sm90.cu `g_lab_phase`, ns after the CTA's
+    // entry, 0: not reached): per role (consumer warpgroups 0-2, 3 the producer), one line
+    // `# phase cta role t0 t1 ... t11`. Consumer phases: 0 warpgroup start, 1 item start,
+    // 2 Q landed, 3 first K landed, 4 first Q·Kᵀ done, 5 first softmax done, 6 key loop done,
+    // 7 last V landed, 8 last P·V done, 9 cluster partial sent (rank 1) or received (rank 0),
+    // 10 epilogue start, 11 stores done. Producer: 0 start, 1 before Q's copy, 2 after it,
+    // 3 every K/V copy of the tile issued.
+    const PHASES: usize = 12;
+    let phases = candle_fused_attn::lab_read_global(&dev, "kernels/fwd_sm90.cu", "g_lab_phase")?;
+    let phases: Vec<u64> = phases.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    for (slot, ph) in phases.chunks_exact(PHASES).enumerate() {
+        if ph.iter().all(|&t| t == 0) {
+            continue;
+        }
+        let times: Vec<String> = ph.iter().map(|t| t.to_string()).collect();
+        println!("# phase {} {} {}", slot / 4, slot % 4, times.join(" "));
+    }
     for (slot, st) in words.chunks_exact(4).enumerate() {
         if st[3] == 0 {
             continue;

@@ -117,6 +117,14 @@
 // clocks) 16.1 against 16.6 µs, causal 14.4 against 15.4. Clusters of four were slower (17.5
 // µs), as were the 192-row tile split by stream-K (14.9 against 12.1) and a masked d64
 // instance skipping unseen blocks (causal +3.3%; lab/results/s27-call1/).
+// Session 29: the cluster split's exchange halved: rank c merges and stores consumer c's rows,
+// so each rank sends one consumer's partial (18 KiB at d64) instead of rank 1 sending both
+// and rank 0 merging and storing all 128 rows (lab phase stamps: the exchange took 1.5-1.8 µs
+// of a ~10 µs CTA). Same-call A/B (H200, 4 rounds, lab/results/s29-call6/): (1,8,512,d64)
+// 12.10 / 12.55 / 12.20 / 12.13 µs against 12.57 / 12.41 / 12.45 / 12.54 (-2.6%), causal
+// 12.19 / 12.33 / 12.32 / 12.27 against 12.76 / 12.61 / 12.64 / 12.75 (-3.2%); ncu (cold
+// caches, base clocks) 16.03 against 16.13 µs, causal 14.43 against 14.66. Results are the
+// same bits (each row's partials merge in rank order wherever they merge).
 // Session 28: the d128 instances (plain and wide) cut a strided grid's last round into pieces
 // of key blocks (HopperConfig::kTailSplit): 4096 tiles on 132 SMs are 31 whole rounds and 4
 // tiles, each now 8 pieces on 8 blocks; the last piece of a tile to arrive merges all 8 from
@@ -159,6 +167,18 @@ __device__ __forceinline__ unsigned long long lab_now() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
+// Phases of each CTA's first item (g_lab_phase[cta][role][phase], ns after the CTA's entry;
+// role 0-2 a consumer warpgroup's thread 0, 3 the producer's thread 0): where a short tile's
+// time goes (session 29: the small rows lose 4.3 µs to cold caches, cuDNN 1.0).
+constexpr int kLabPhases = 12;
+__device__ unsigned long long g_lab_phase[kLabCtas * 4 * kLabPhases];
+#define FATTN_LAB_PHASE(role, k, first)                                                    \
+    do {                                                                                   \
+        if (lab_launch == FATTN_LAB_STAMPS && (first) && blockIdx.x < kLabCtas)            \
+            g_lab_phase[(blockIdx.x * 4 + (role)) * kLabPhases + (k)] = lab_now() - lab_t0; \
+    } while (0)
+#else
+#define FATTN_LAB_PHASE(role, k, first) ((void)0)
 #endif
 
 namespace fattn {
@@ -193,16 +213,19 @@ struct HopperConfig {
     static constexpr int kTileSlotBytes = kPersistent ? 8 : 0;
     // Cluster split (FattnHopperParams::pair_split = R, the cluster size, at most kSplitMax): a
     // small grid's tile runs on a cluster of R CTAs, each taking a contiguous share of the
-    // tile's key blocks; ranks 1..R-1
-    // send their partials (every consumer thread's unnormalized O, two row maxima and two
-    // partial row sums) into rank 0's shared memory, which merges them in rank order and stores
-    // the tile. Then: an mbarrier (8 bytes, 16 with the alignment of the partials) and up to
-    // kSplitMax - 1 partials, each per consumer (D/8 + 1) × 128 float4.
+    // tile's key blocks; rank c merges and stores consumer c's rows, whose partials (every
+    // consumer thread's unnormalized O, two row maxima and two partial row sums) the other
+    // ranks send into its shared memory (session 28 and before: all of them into rank 0's).
+    // Then: an mbarrier (8 bytes, 16 with the alignment of the partials) and room for up to
+    // kSplitMax - 1 ranks' partials, each per consumer (D/8 + 1) × 128 float4 (one consumer's
+    // slot of each is used).
     static constexpr bool kPairSplit = kPairSplit_;
     // Clusters of 4 (a quarter of the key blocks each) ran the (1,8,8,512,512,64) row in
     // 17.5 µs against 12.4 for pairs (session 27 call 3, H200, ncu 19.7 against 16.1 µs): pairs
     // only, and room for one other rank's partial.
     static constexpr int kSplitMax = kPairSplit ? 2 : 1;
+    // Consumer c's rows are merged and stored by rank c (fwd_hopper's exchange).
+    static_assert(!kPairSplit || kConsumers == kSplitMax, "a cluster split stores consumer c's rows on rank c");
     static constexpr int kPairFloat4s = kHeadDim / 8 + 1;
     static constexpr int kPartialBytes = kConsumers * kPairFloat4s * 128 * 16;  // one rank's
     static constexpr int kPairPad = (16 - (kBarriers * 8 + kTileSlotBytes) % 16) % 16;
@@ -358,7 +381,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // compute-sanitizer's racecheck, which does not take a bar.arrive as a release, does not
     // count atomic accesses as a race.
     int* const tile_slot = reinterpret_cast<int*>(empty_v + ST);
-    // Pair split: rank 0's mbarrier for rank 1's partial, then the partials (16-byte aligned).
+    // Pair split: this rank's mbarrier for the other ranks' partials of its rows, then the
+    // partials (16-byte aligned).
     uint8_t* const pair_area = reinterpret_cast<uint8_t*>(empty_v + ST) + Cfg::kTileSlotBytes + Cfg::kPairPad;
     uint64_t* const pair_bar = reinterpret_cast<uint64_t*>(pair_area);
     float4* const pair_part = reinterpret_cast<float4*>(pair_area + 16);
@@ -414,13 +438,14 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     const int pair_rank = static_cast<int>(blockIdx.x) % ranks;
     const int first_tile = static_cast<int>(blockIdx.x) / ranks;
     setup(first_tile);
-    // Rank 0: the other ranks with key blocks, whose partials it waits for and merges (bit r).
-    unsigned pair_sources = 0u;
+    // The ranks with key blocks (bit r): each rank waits for and merges the others' partials
+    // of the rows it stores (below).
+    unsigned pair_members = 0u;
     if (pair) {
         const int n = nb_end - nb_begin, lo = nb_begin;
         auto share = [&](int r) { return lo + (r * n + ranks - 1) / ranks; };
-        for (int r = 1; r < ranks; ++r)
-            if (share(r) < share(r + 1)) pair_sources |= 1u << r;
+        for (int r = 0; r < ranks; ++r)
+            if (share(r) < share(r + 1)) pair_members |= 1u << r;
         nb_begin = share(pair_rank);
         nb_end = share(pair_rank + 1);
     }
@@ -522,15 +547,19 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::mbar_init(&empty_k[s], Cfg::kConsumers * 4);
             sm90::mbar_init(&empty_v[s], Cfg::kConsumers * 4);
         }
-        // Cluster split, rank 0: one arrival (here) and the other ranks' partial bytes complete
-        // the phase.
-        if (pair && pair_rank == 0) sm90::mbar_init(pair_bar, 1);
+        // Cluster split, every rank: one arrival (here) and the partial bytes of its rows from
+        // the other ranks with key blocks (one consumer's partial each) complete the phase.
+        if (pair) sm90::mbar_init(pair_bar, 1);
         sm90::fence_barrier_init();
-        if (pair && pair_rank == 0) sm90::mbar_arrive_expect_tx(pair_bar, __popc(pair_sources) * Cfg::kPartialBytes);
+        if (pair) {
+            const int sources = __popc(pair_members & ~(1u << pair_rank));
+            sm90::mbar_arrive_expect_tx(pair_bar, sources * (Cfg::kPartialBytes / Cfg::kConsumers));
+        }
     }
     __syncthreads();
-    // Pair split: every thread arrives once, releasing rank 0's initialized mbarrier to rank 1,
-    // and waits once before it exits (rank 1's consumers before they write into rank 0).
+    // Pair split: every thread arrives once, releasing this rank's initialized mbarrier to the
+    // other ranks, and waits once before it exits (the consumers before they write into
+    // another rank).
     if (pair) sm90::cluster_arrive();
 
     const int warp_group = threadIdx.x / 128;
@@ -544,6 +573,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             return;
         }
         const bool leader = threadIdx.x == 0;
+        FATTN_LAB_PHASE(3, 0, leader);
         // it0: key blocks loaded for earlier tiles (the ring's position); n: tiles so far.
         int it0 = 0;
         for (int tile = first_tile, n = 0;; ++n) {
@@ -619,10 +649,12 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 // Persistent: buffer b is free once every consumer warp is done with its
                 // previous use (tile n - QB).
                 if (kPersistent && n >= QB) sm90::mbar_wait(&empty_q[b], ((n / QB) - 1) & 1);
+                FATTN_LAB_PHASE(3, 1, n == 0);
                 sm90::mbar_arrive_expect_tx(&bar_q[b], Cfg::kQBytes);
 #pragma unroll
                 for (int c = 0; c < Cfg::kPanels; ++c)
                     sm90::tma_load_4d(sQ + c * BM * 128, &hp.tma_q, &bar_q[b], c * 64, q_row, qb.head, q_batch);
+                FATTN_LAB_PHASE(3, 2, n == 0);
                 for (int nb = nb_begin; nb < nb_end; ++nb) {
                     const int it = it0 + nb - nb_begin, st = it % ST;
                     const uint32_t phase = (it / ST) & 1;
@@ -634,6 +666,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVBytes);
                     load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb);
                 }
+                FATTN_LAB_PHASE(3, 3, n == 0);
                 it0 += nb_end - nb_begin;
             }
             // Persistent: the warp meets again before the next tile's hand-over.
@@ -647,6 +680,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     sm90::setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int cw = warp_group - 1;
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    FATTN_LAB_PHASE(cw, 0, tid == 0);
     // A `_mods` instance also runs plain problems (small grids, src/cuda/prefill_sm90.rs): then
     // it takes the plain instances' arithmetic, so that a row's result does not depend on which
     // instance ran it (block-uniform).
@@ -844,22 +878,27 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 if (cw == Cfg::kConsumers - 1) next_turn();
                 turns_open = true;
             }
+            FATTN_LAB_PHASE(cw, 1, tid == 0 && n == 0);
             if constexpr (!kPersistent) sm90::mbar_wait(&bar_q[b], 0);
+            FATTN_LAB_PHASE(cw, 2, tid == 0 && n == 0);
             float s[BN / 2];
             uint32_t pf[BN / 16][4];
             float corr[2];
             const int st0 = it0 % ST;
             sm90::mbar_wait(&full_k[st0], (it0 / ST) & 1);
+            FATTN_LAB_PHASE(cw, 3, tid == 0 && n == 0);
             my_turn();
             sm90::wgmma_fence();
             issue_qk(s, st0);
             next_turn();
             sm90::wgmma_wait<0>();
             sm90::fence_regs(s);
+            FATTN_LAB_PHASE(cw, 4, tid == 0 && n == 0);
             release(&empty_k[st0]);
             if (!kStageO && nb_begin + 1 == nb_end) release(&empty_q[b]);  // Q's last reader
             softmax(s, nb_begin, corr);  // O is still zero: nothing to rescale
             to_fragments(s, pf);
+            FATTN_LAB_PHASE(cw, 5, tid == 0 && n == 0);
             for (int nb = nb_begin + 1; nb < nb_end; ++nb) {
                 const int it = it0 + nb - nb_begin, st = it % ST, prev = (it - 1) % ST;
                 const uint32_t phase = (it / ST) & 1, prev_phase = ((it - 1) / ST) & 1;
@@ -883,7 +922,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 to_fragments(s, pf);
             }
             const int last = it0 + nb_end - 1 - nb_begin;
+            FATTN_LAB_PHASE(cw, 6, tid == 0 && n == 0);
             sm90::mbar_wait(&full_v[last % ST], (last / ST) & 1);
+            FATTN_LAB_PHASE(cw, 7, tid == 0 && n == 0);
             if constexpr (kPacked) {
                 // The last block's rows past the sequence's keys are the next sequence's (packed)
                 // or whatever the page holds (paged): their scores are masked to P = 0, but 0 · NaN
@@ -912,36 +953,50 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::wgmma_wait<0>();
             sm90::fence_regs(o);
             keep_fragments(pf);
+            FATTN_LAB_PHASE(cw, 8, tid == 0 && n == 0);
             release(&empty_v[last % ST]);
         } else if (!kStageO) {
             release(&empty_q[b]);  // no key: Q is not read
         }
         if constexpr (Cfg::kPairSplit) {
             if (pair) {
-                // Every thread of the cluster arrived at the start: rank 0's mbarrier is set up.
-                sm90::cluster_wait();
-                if (pair_rank != 0) {
-                    // This share's partial into rank 0's slot pair_rank - 1, in thread order
-                    // (float4-coalesced): O unnormalized, then both rows' max and this thread's
-                    // partial sums.
+                // Every thread of the cluster arrived at the start: every rank's mbarrier is set
+                // up. Consumer c's rows are stored by rank c (kConsumers == kSplitMax, and the
+                // host launches pairs only): the other ranks send this consumer's partial there,
+                // so that each rank sends and merges one consumer's rows instead of rank 0
+                // receiving and merging all of them (session 29, lab stamps: the exchange of a
+                // whole tile's partials took 1.5-1.8 µs of a ~10 µs CTA).
+                const int owner = cw;
+                if (owner != pair_rank) {
+                    // This share's partial into the owner's slot for this rank (the ranks other
+                    // than the owner, in order), in thread order (float4-coalesced): O
+                    // unnormalized, then both rows' max and this thread's partial sums.
                     if (nb_begin < nb_end) {
-                        const uint32_t bar = sm90::map_to_rank(smem_addr(pair_bar), 0);
+                        const int slot = pair_rank < owner ? pair_rank : pair_rank - 1;
+                        const uint32_t bar = sm90::map_to_rank(smem_addr(pair_bar), owner);
                         const uint32_t dst = sm90::map_to_rank(
-                            smem_addr(pair_part + ((pair_rank - 1) * Cfg::kConsumers + cw) * Cfg::kPairFloat4s * 128 + tid), 0);
+                            smem_addr(pair_part + (slot * Cfg::kConsumers + cw) * Cfg::kPairFloat4s * 128 + tid), owner);
 #pragma unroll
                         for (int j = 0; j < D / 8; ++j)
                             sm90::st_async_v4(dst + j * 128 * 16, o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3], bar);
                         sm90::st_async_v4(dst + (D / 8) * 128 * 16, row_max[0], row_max[1], row_sum[0], row_sum[1], bar);
                     }
-                    return;  // rank 0 stores the tile
+                    FATTN_LAB_PHASE(cw, 9, tid == 0 && n == 0);
+                    return;  // the owner stores these rows
                 }
-                if (pair_sources != 0u) {
-                    // Every other share's partial has landed: merged after this one's terms, in
-                    // rank order (fixed bits), as the stream-K merge does for two.
+                const unsigned sources = pair_members & ~(1u << pair_rank);
+                if (sources != 0u) {
+                    // Every other share's partial of these rows has landed: merged in rank order
+                    // (fixed bits: a row's result does not depend on which rank stores it), as
+                    // the stream-K merge does for two. With two ranks: rank 0's terms are the
+                    // product kept exact in the fma, rank 1's the rounded one.
                     sm90::mbar_wait(pair_bar, 0);
-                    for (int r = 1; r < ranks; ++r) {
-                        if (!(pair_sources >> r & 1u)) continue;
-                        const float4* const src = pair_part + ((r - 1) * Cfg::kConsumers + cw) * Cfg::kPairFloat4s * 128 + tid;
+                    FATTN_LAB_PHASE(cw, 9, tid == 0 && n == 0);
+                    for (int r = 0; r < ranks; ++r) {
+                        if (!(sources >> r & 1u)) continue;
+                        const bool src_first = r < pair_rank;
+                        const float4* const src =
+                            pair_part + ((src_first ? r : r - 1) * Cfg::kConsumers + cw) * Cfg::kPairFloat4s * 128 + tid;
                         const float4 ml = src[(D / 8) * 128];
                         const float m_tail[2] = {ml.x, ml.y}, l_tail[2] = {ml.z, ml.w};
                         float fh[2], ft[2];
@@ -952,7 +1007,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                             fh[hf] = exp2f(fmaf(row_max[hf], exp_scale, -base));
                             ft[hf] = exp2f(fmaf(m_tail[hf], exp_scale, -base));
                             row_max[hf] = mx;
-                            row_sum[hf] = __fmaf_rn(row_sum[hf], fh[hf], __fmul_rn(l_tail[hf], ft[hf]));
+                            row_sum[hf] = src_first ? __fmaf_rn(l_tail[hf], ft[hf], __fmul_rn(row_sum[hf], fh[hf]))
+                                                    : __fmaf_rn(row_sum[hf], fh[hf], __fmul_rn(l_tail[hf], ft[hf]));
                         }
 #pragma unroll
                         for (int j = 0; j < D / 8; ++j) {
@@ -960,7 +1016,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                             const float xs[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
                             for (int e = 0; e < 4; ++e)
-                                o[4 * j + e] = __fmaf_rn(o[4 * j + e], fh[e / 2], __fmul_rn(xs[e], ft[e / 2]));
+                                o[4 * j + e] = src_first ? __fmaf_rn(xs[e], ft[e / 2], __fmul_rn(o[4 * j + e], fh[e / 2]))
+                                                         : __fmaf_rn(o[4 * j + e], fh[e / 2], __fmul_rn(xs[e], ft[e / 2]));
                         }
                     }
                 }
@@ -1128,6 +1185,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             lab_end();
             continue;
         }
+        FATTN_LAB_PHASE(cw, 10, tid == 0 && n == 0);
         // ---- epilogue: normalize, stage in this warpgroup's rows of the Q tile, 16-byte stores.
         // The barrier orders every warp's last wgmma read of Q before the writes.
         sm90::named_barrier_sync(1 + cw, 128);
@@ -1199,6 +1257,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             release(&empty_q[b]);
         }
         tile_it0 += nb_end - nb_begin;
+        FATTN_LAB_PHASE(cw, 11, tid == 0 && n == 0);
         lab_end();
     }
 }
