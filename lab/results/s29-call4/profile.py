@@ -6,14 +6,7 @@ sys.path.insert(0, "../s29-call3")
 KEYS = ["Duration", "SM Frequency", "Compute (SM) Throughput", "Issue Slots Busy", "Executed Ipc Active",
         "Memory Throughput", "DRAM Throughput", "L2 Hit Rate", "Grid Size", "Block Size", "Registers Per Thread",
         "Dynamic Shared Memory Per Block", "Achieved Occupancy"]
-def load(path):
-    per = collections.defaultdict(lambda: collections.defaultdict(list))
-    for r in csv.reader(l for l in gzip.open(path, "rt") if l.startswith('"')):
-        if len(r) >= 15 and r[0] != "ID": per[r[4]][r[12]].append(r[14])
-    return per
-def val(vs):
-    try: return "%g" % statistics.median(float(v.replace(",", "")) for v in vs)
-    except ValueError: return vs[0]
+from short_rows import load, val  # ../s29-call3/short_rows.py
 for ours in sorted(glob.glob("r/ours_*.csv.gz")):
     row = ours[len("r/ours_"):-len(".csv.gz")]
     print("##", row)

@@ -14,10 +14,11 @@ def load(path):
 def val(vs):
     try: return "%g" % statistics.median(float(v.replace(",", "")) for v in vs)
     except ValueError: return vs[0]
-for ours in sorted(glob.glob("r/ours_*.csv.gz")):
-    row = ours[len("r/ours_"):-len(".csv.gz")]
-    print("##", row)
-    for who, path in (("ours", ours), ("cudnn", ours.replace("ours_", "cudnn_"))):
-        for kern, m in load(path).items():
-            print("  %-5s %-70s" % (who, kern[:70]))
-            print("        " + "; ".join("%s %s" % (k, val(m[k])) for k in KEYS if k in m))
+if __name__ == "__main__":
+    for ours in sorted(glob.glob("r/ours_*.csv.gz")):
+        row = ours[len("r/ours_"):-len(".csv.gz")]
+        print("##", row)
+        for who, path in (("ours", ours), ("cudnn", ours.replace("ours_", "cudnn_"))):
+            for kern, m in load(path).items():
+                print("  %-5s %-70s" % (who, kern[:70]))
+                print("        " + "; ".join("%s %s" % (k, val(m[k])) for k in KEYS if k in m))
