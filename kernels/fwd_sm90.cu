@@ -123,8 +123,8 @@
 // of a ~10 µs CTA). Same-call A/B (H200, 4 rounds, lab/results/s29-call6/): (1,8,512,d64)
 // 12.10 / 12.55 / 12.20 / 12.13 µs against 12.57 / 12.41 / 12.45 / 12.54 (-2.6%), causal
 // 12.19 / 12.33 / 12.32 / 12.27 against 12.76 / 12.61 / 12.64 / 12.75 (-3.2%); ncu (cold
-// caches, base clocks) 16.03 against 16.13 µs, causal 14.43 against 14.66. Results are the
-// same bits (each row's partials merge in rank order wherever they merge).
+// caches, base clocks) 16.03 against 16.13 µs, causal 14.43 against 14.66. The results keep
+// their bits by construction (each row's partials merge in rank order wherever they merge).
 // Session 28: the d128 instances (plain and wide) cut a strided grid's last round into pieces
 // of key blocks (HopperConfig::kTailSplit): 4096 tiles on 132 SMs are 31 whole rounds and 4
 // tiles, each now 8 pieces on 8 blocks; the last piece of a tile to arrive merges all 8 from
