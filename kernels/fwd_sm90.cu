@@ -261,6 +261,13 @@ struct HopperConfig {
     // long: 4096 tiles (the bench's d128 rows) run 31.03 rounds of 132, and the lab stamps put
     // the 32nd at 3.5% of the kernel (session 27). Set per instance below.
     static constexpr bool kTailSplit = false;
+    // The online softmax's conditional rescale (kStaleMaxLog2). Session 30 (same-call A/B,
+    // H200, 3 rounds, lab/results/s30-call6/): d256 -2.6% (unmasked and causal), d64 2048
+    // -1.8% / -1.6%, the wide d128 instance at 16k -1.2%, the small d64 rows even; the plain
+    // d128 instance +0.0 to +0.6% on all five of its rows (2048, 4096, GQA, 16k causal), so it
+    // and d128's `_mods` instance keep the rescale of every block; d192 and the 64-key d256
+    // instances (no bench row) take it as the wide d256 one does. Set per instance below.
+    static constexpr bool kConditionalRescale = true;
 
     static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "a wgmma n of 16..256 in steps of 16");
@@ -304,9 +311,12 @@ struct HopperTraits<64, 1> : HopperConfig<64, 128, 3, 2, 24, 240, 1, false, true
 template <>
 struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {
     static constexpr bool kTailSplit = true;
+    static constexpr bool kConditionalRescale = false;
 };
 template <>
-struct HopperTraits<128, 1> : HopperConfig<128, 128, 2, 2, 24, 240> {};
+struct HopperTraits<128, 1> : HopperConfig<128, 128, 2, 2, 24, 240> {
+    static constexpr bool kConditionalRescale = false;
+};
 // d192 and d256: 64-key blocks, so that Q (48 / 64 KiB) and the K/V ring fit the shared
 // memory (3 stages of 24 KiB tiles at d192, 2 of 32 KiB at d256) and O (96 / 128 f32 per
 // thread), S and P fit 240 registers.
@@ -331,6 +341,12 @@ template <>
 struct HopperTraits<256, 3> : HopperConfig<256, 80, 2, 2, 24, 240, 1, false> {};
 
 // ---- the kernel ---------------------------------------------------------------------------
+
+// Conditional rescale (the online softmax, as FlashAttention-4 does it): a row's running max
+// moves only when a key block raises it by more than this many log2 units, so P ≤ 2^8 (f32
+// sums and O, and P in f16/bf16, hold that with the same relative precision) and most blocks
+// leave O unscaled. The result is the same softmax, rounded differently.
+constexpr float kStaleMaxLog2 = 8.f;
 
 // Named barrier ids: 0 is __syncthreads; 1 + consumer is each consumer's epilogue barrier
 // (at most 3 consumers); the packed kernel's consumers meet on kTailBarrier after zeroing the
@@ -764,10 +780,21 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]));
             mx = quad_max(mx);
-            // A row with nothing visible yet keeps max -inf; subtract 0 so exp2 gives 0, not NaN.
-            const float base = mx == kNegInf ? 0.f : mx * exp_scale;
-            corr[hf] = exp2_approx(fmaf(row_max[hf], exp_scale, -base));
-            row_max[hf] = mx;
+            // Conditional rescale: the row keeps its running max unless this block raises it
+            // by more than kStaleMaxLog2 (log2 units), so that P stays below 2^kStaleMaxLog2
+            // and corr is exactly 1 (O and the sum need no rescale, and the warp skips it
+            // when all its rows keep theirs). A row with nothing visible yet keeps max -inf;
+            // subtract 0 so exp2 gives 0, not NaN.
+            const float old = row_max[hf];
+            float base;
+            if (Cfg::kConditionalRescale && old != kNegInf && (mx - old) * exp_scale <= kStaleMaxLog2) {
+                base = old * exp_scale;
+                corr[hf] = 1.f;
+            } else {
+                base = mx == kNegInf ? 0.f : mx * exp_scale;
+                corr[hf] = exp2_approx(fmaf(old, exp_scale, -base));
+                row_max[hf] = mx;
+            }
             float sum = 0.f;
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j) {
@@ -918,7 +945,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 sm90::fence_regs(o);
                 keep_fragments(pf);
                 release(&empty_v[prev]);
-                rescale_o(corr);
+                // x · 1 is x: a warp whose rows all kept their max skips the rescale.
+                if (!Cfg::kConditionalRescale || __any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f))
+                    rescale_o(corr);
                 to_fragments(s, pf);
             }
             const int last = it0 + nb_end - 1 - nb_begin;
