@@ -117,6 +117,17 @@
 // clocks) 16.1 against 16.6 µs, causal 14.4 against 15.4. Clusters of four were slower (17.5
 // µs), as were the 192-row tile split by stream-K (14.9 against 12.1) and a masked d64
 // instance skipping unseen blocks (causal +3.3%; lab/results/s27-call1/).
+// Session 30: the online softmax's conditional rescale (as FlashAttention-4 does it; kStaleMaxLog2,
+// HopperConfig::kConditionalRescale): a row keeps its running max unless a key block raises it
+// by more than 8 log2 units, so P <= 256 and its correction is exactly 1, and a warp whose
+// rows all kept theirs skips the O rescale (64 of the plain d128 block's 617 instructions on
+// its unmasked path). Same-call A/B (H200, 3 rounds, lab/results/s30-call6/): (16,16,2048,d256)
+// 1723-1731 µs against 1767-1771, causal 996-999 against 1022-1023 (-2.6%); (16,16,2048,d64)
+// 595-599 against 605-607, causal 367-369 against 370-375; (1,32,16384,d128) (wide) 7067-7084
+// against 7129-7185; the small rows even; the plain d128 instance +0.0 to +0.6% on its five
+// rows, so it and d128's `_mods` instance keep every rescale (SASS as before). The table on
+// it (call 7, torch in the same call): 12 of 19 rows at or above cuDNN in both torch runs;
+// d256 626 TF/s (1.009 / 1.010x), causal 1.002 / 1.021x; d64 2048 459 TF/s; 16k d128 618 TF/s.
 // Session 29: the cluster split's exchange halved: rank c merges and stores consumer c's rows,
 // so each rank sends one consumer's partial (18 KiB at d64) instead of rank 1 sending both
 // and rank 0 merging and storing all 128 rows (lab phase stamps: the exchange took 1.5-1.8 µs
