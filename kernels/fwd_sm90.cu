@@ -180,7 +180,8 @@ __device__ __forceinline__ unsigned long long lab_now() {
 }
 // Phases of each CTA's first item (g_lab_phase[cta][role][phase], ns after the CTA's entry;
 // role 0-2 a consumer warpgroup's thread 0, 3 the producer's thread 0): where a short tile's
-// time goes (session 29: the small rows lose 4.3 µs to cold caches, cuDNN 1.0).
+// time goes (session 29; its "cold-cache loss" of the small rows under ncu's cache control
+// was the instruction caches ncu empties and the bench's L2 flush does not: session 30).
 constexpr int kLabPhases = 12;
 __device__ unsigned long long g_lab_phase[kLabCtas * 4 * kLabPhases];
 #define FATTN_LAB_PHASE(role, k, first)                                                    \
