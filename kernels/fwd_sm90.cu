@@ -128,6 +128,16 @@
 // rows, so it and d128's `_mods` instance keep every rescale (SASS as before). The table on
 // it (call 7, torch in the same call): 12 of 19 rows at or above cuDNN in both torch runs;
 // d256 626 TF/s (1.009 / 1.010x), causal 1.002 / 1.021x; d64 2048 459 TF/s; 16k d128 618 TF/s.
+// Session 31: a masked key block's rows that see keys from before the block (causal masks, a
+// window's right edge) test only the upper bound, one compare per score instead of two; and
+// the plain d128 instance builds its GEMMs from step descriptors (kStepDescriptors). Same-call
+// A/Bs (H200, lab/results/s31-call1/, -call2/): (16,16,2048,d64) causal 360.5-364.2 µs
+// against 365.1-367.4 (-1.2%), (1,8,512,d64) -1.0%, causal -0.8%, unmasked d64 even (4
+// rounds); d128 2048 / 4096 / GQA 8:1 -0.1 to -1.1% unmasked and causal (3 rounds). Not kept:
+// d64's last key block as a half block where no tile row sees its second half (a second
+// 32-float S and n64/k64 GEMM chain): +9.6% unmasked, +6.6% causal (the larger loop;
+// lab/results/s31-next/half_last_block.diff); the plain d128 instance with the conditional
+// rescale on top of the step descriptors: +0.9 to +1.3%.
 // Session 29: the cluster split's exchange halved: rank c merges and stores consumer c's rows,
 // so each rank sends one consumer's partial (18 KiB at d64) instead of rank 1 sending both
 // and rank 0 merging and storing all 128 rows (lab phase stamps: the exchange took 1.5-1.8 µs
@@ -257,7 +267,10 @@ struct HopperConfig {
     // lab/results/s17-desc*-h100/): d64 -0.5 to -1.1% (2048, unmasked and causal), its small
     // grid (`_mods` instance) -1.4 / -1.6%, d256 -2.6 to -3.1%, the wide d128 instance -0.4%
     // (16k unmasked); the plain d128 instance +1.5 / +0.6% slower, so it and d128's `_mods`
-    // instance (not measured) build each step's.
+    // instance (not measured) built each step's. Session 31 (H200, same-call A/B, 3 rounds,
+    // lab/results/s31-call2/): the plain d128 instance with them, now that its loop runs
+    // power-capped, -0.1 to -1.1% on all six of its bench rows (2048, 4096, GQA 8:1, causal
+    // and not): on there (HopperTraits<128, 0>); d128's `_mods` instance still builds each.
     static constexpr bool kStepDescriptors = kHeadDim_ != 128;
     // A strided grid shares its last tiles out by key blocks (stream-K; FattnHopperParams::
     // sk_tail). Session 17 (same-call A/B, H100, 3 rounds, lab/results/s17-streamk-h100/):
@@ -323,6 +336,7 @@ struct HopperTraits<64, 1> : HopperConfig<64, 128, 3, 2, 24, 240, 1, false, true
 template <>
 struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {
     static constexpr bool kTailSplit = true;
+    static constexpr bool kStepDescriptors = true;
     static constexpr bool kConditionalRescale = false;
 };
 template <>
@@ -779,11 +793,22 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
                 const KeyRange rk = row_keys(row0 + hf * 8);
+                if (rk.lo <= n0) {
+                    // The row sees from before the block (causal masks, a window's right
+                    // edge): only the upper bound cuts it, one compare per score.
+                    const int lim = rk.hi - n0 - 2 * t;  // key < hi <=> 8j + e < lim
 #pragma unroll
-                for (int j = 0; j < BN / 8; ++j)
+                    for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        if (!rk.contains(n0 + 8 * j + 2 * t + e)) s[4 * j + 2 * hf + e] = kNegInf;
+                        for (int e = 0; e < 2; ++e)
+                            if (8 * j + e >= lim) s[4 * j + 2 * hf + e] = kNegInf;
+                } else {
+#pragma unroll
+                    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            if (!rk.contains(n0 + 8 * j + 2 * t + e)) s[4 * j + 2 * hf + e] = kNegInf;
+                }
             }
         }
 #pragma unroll
