@@ -507,15 +507,24 @@ fn pipeline_off() -> bool {
     *OFF.get_or_init(|| std::env::var_os("FUSED_ATTN_CPU_PIPELINE").is_some_and(|x| x == "0"))
 }
 
-/// [`run_items`] for several waves without key splits: every wave's key packing and items
-/// as one list of tasks that the threads take in order from a counter, so that the next
-/// wave's keys are packed while the last items of this one run, and no thread waits at a
-/// wave's end for the others (the waves one by one wait there twice: after the packing and
-/// after the items). The waves' packed keys alternate between the two buffer pairs of a
-/// [`KvRing`]; a task waits only for what it reads or overwrites: an item for its wave's
-/// packing, the packing of wave `w` for the items of wave `w - 2` (the same buffers). The
-/// items and their order within a wave are the waves' own, and each writes what it would
-/// (the results do not depend on the schedule).
+/// [`run_items`] for several waves without key splits: the threads go through the waves in
+/// order, each packing its part of a wave's key tiles and then running its part of the
+/// wave's items, so that the next wave's keys are packed while the last items of this one
+/// run, and no thread waits at a wave's end for the others (the waves one by one wait there
+/// twice: after the packing and after the items). The waves' packed keys alternate between
+/// the two buffer pairs of a [`KvRing`]; a thread waits only for what it reads or
+/// overwrites: an item for its wave's packing, the packing of wave `w` for the items of wave
+/// `w - 2` (the same buffers). The items and their order within a wave are the waves' own,
+/// and each writes what it would (the results do not depend on the schedule).
+///
+/// Parts: thread `p` of `n` owns the `p`-th contiguous `1/n` of each wave's tiles and of its
+/// items (what rayon's split of a dense call's loop gives a thread), takes its own part
+/// first, then helps with the others' from their fronts. Until session 31 the threads took
+/// every task in turn from one counter, so neighbouring items ran on different cores:
+/// same-run A/Bs (`bench_cpu --varlen`, 2 threads, `lab/results/s31-cpu/`, `s31-call6/`) had
+/// the parts 1-4% faster on a 2-vCPU Intel Xeon VM (f16 causal, `packed_into` against the
+/// loop of dense calls: 1.004-1.009 against 0.944-0.983) and on the Sapphire Rapids host (f32
+/// loop / packed 1.019 / 0.979 and 1.025 / 1.004 against 0.930 / 0.918 and 0.957 / 0.923).
 #[allow(clippy::type_complexity)]
 fn run_pipelined<T: Element>(
     seqs: &[(SeqIn<'_, T>, (usize, usize, usize, Option<usize>, usize))],
@@ -553,49 +562,65 @@ fn run_pipelined<T: Element>(
         .map(|(&(first, last), shared)| wave_ctxs(&seqs[first..last], shared.as_ref(), out_ptr, lse_ptr))
         .collect();
     let items: Vec<Vec<Item>> = ctxs.iter().map(|ctxs| wave_items(ctxs, hkv)).collect();
-    // The task list: wave w's tiles, then its items; `starts[w]` is its first task.
     let tiles: Vec<usize> = shared.iter().map(|s| s.as_ref().map_or(0, SharedKv::tiles)).collect();
-    let mut starts = vec![0];
-    for (t, it) in tiles.iter().zip(&items) {
-        starts.push(starts[starts.len() - 1] + t + it.len());
-    }
-    let total = starts[waves.len()];
-    let next = AtomicUsize::new(0);
+    let nt = rayon::current_num_threads().max(1);
+    // Part `p` of `n` tasks: `[p·⌈n/nt⌉, (p+1)·⌈n/nt⌉) ∩ [0, n)`.
+    let part = |n: usize, p: usize| {
+        let per = n.div_ceil(nt);
+        ((p * per).min(n), ((p + 1) * per).min(n))
+    };
+    // Per wave and part, the next task's offset in the part (claimed by `fetch_add`, so each
+    // task runs once, by whichever thread claims it).
+    let counters =
+        || -> Vec<Vec<AtomicUsize>> { waves.iter().map(|_| (0..nt).map(|_| AtomicUsize::new(0)).collect()).collect() };
+    let (tile_next, item_next) = (counters(), counters());
     let packed: Vec<AtomicUsize> = waves.iter().map(|_| AtomicUsize::new(0)).collect();
     let done: Vec<AtomicUsize> = waves.iter().map(|_| AtomicUsize::new(0)).collect();
     let avx2 = has_avx2();
     // Set when a task unwinds, so that the others stop waiting for what it would have done
     // and the panic reaches the caller instead of a hang.
     let failed = AtomicBool::new(false);
-    (0..rayon::current_num_threads()).into_par_iter().with_max_len(1).for_each(|_| {
+    // Claims the tasks of wave `w`'s parts, `home` first, and runs each.
+    let claim = |next: &[AtomicUsize], n: usize, home: usize, run: &mut dyn FnMut(usize)| {
+        for q in 0..nt {
+            let p = (home + q) % nt;
+            let (lo, hi) = part(n, p);
+            loop {
+                let i = lo + next[p].fetch_add(1, Ordering::Relaxed);
+                if i >= hi {
+                    break;
+                }
+                run(i);
+            }
+        }
+    };
+    (0..nt).into_par_iter().with_max_len(1).for_each(|home| {
         let _flag = FlagOnUnwind(&failed);
         let mut sc = KeptScratch::take();
-        loop {
-            let x = next.fetch_add(1, Ordering::Relaxed);
-            if x >= total {
-                break;
-            }
-            let w = starts.partition_point(|&s| s <= x) - 1;
-            let i = x - starts[w];
-            if i < tiles[w] {
+        for w in 0..waves.len() {
+            if tiles[w] > 0 {
                 if w >= 2 {
                     wait_for(&done[w - 2], items[w - 2].len(), &failed);
                 }
                 let kv = shared[w].as_ref().expect("a wave with tiles has its blocks");
-                // SAFETY: task x is this tile's only packing; the items that read it wait for
-                // `packed[w]`, and those of wave w - 2, which read the same buffers, are done.
-                unsafe { kv.pack_tile(&wave_slots[w], i, avx2) };
-                packed[w].fetch_add(1, Ordering::Release);
-            } else {
+                claim(&tile_next[w], tiles[w], home, &mut |i| {
+                    // SAFETY: tile i is claimed once, so this is its only packing; the items
+                    // that read it wait for `packed[w]`, and those of wave w - 2, which read
+                    // the same buffers, are done.
+                    unsafe { kv.pack_tile(&wave_slots[w], i, avx2) };
+                    packed[w].fetch_add(1, Ordering::Release);
+                });
                 wait_for(&packed[w], tiles[w], &failed);
-                let it = &items[w][i - tiles[w]];
+            }
+            claim(&item_next[w], items[w].len(), home, &mut |i| {
+                let it = &items[w][i];
                 let ctx = &ctxs[w][it.seq];
                 // SAFETY: as in `run_wave`: `attend` reads the inputs inside the bounds
                 // `Input::new` checked and the wave's packed blocks, all written (above), and
                 // writes `sc` and its item's own rows of the output and LSE.
                 unsafe { (ctx.attend)(ctx, it, &mut sc.0) };
                 done[w].fetch_add(1, Ordering::Release);
-            }
+            });
         }
     });
 }
