@@ -459,7 +459,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         }
     };
     auto setup = [&](int tile) {
-        qb = query_block(p, BM, tile);
+        qb = kPacked ? query_block(p, BM, tile) : query_block_tail(p, BM, tile, hp.tail_pairs);
         span = seq_span<kPacked>(p, qb.batch);
         // The sequence's partial tile at the top (FattnHopperParams::partial_tile_top).
         if (hp.partial_tile_top != 0) qb.m0 -= (BM - span.len_q % BM) % BM;

@@ -34,7 +34,9 @@
 //! blocks consecutive, so the blocks in flight share K/V in L2): unmasked, block b takes
 //! tiles b, b + grid, ... (`persistent`); under causal or window masks, whose tiles differ
 //! in cost, each block draws its next tile from a counter (`dynamic`), so whichever block is
-//! free takes the next, heaviest of a head first. The counter, and the stream-K tail's arrival
+//! free takes the next, heaviest of a head first, except that the last pairs' tiles go
+//! heaviest first across those pairs, so that the launch ends on its lightest tiles
+//! (`lightest-last`, `tail_pairs`). The counter, and the stream-K tail's arrival
 //! flags, come from the stream's workspace (src/cuda/workspace.rs): zero at every launch,
 //! left zero by the kernel, so no call queues a zeroing launch before its kernel.
 //!
@@ -68,7 +70,7 @@
 //! last piece of a tile to arrive merges them (`tail_pieces`).
 //!
 //! `FUSED_ATTN_SM90_TILE_RULES` (read once; default
-//! `small-grid,persistent,dynamic,wide,shift,streamk,pairs,tail`) names the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
+//! `small-grid,persistent,dynamic,lightest-last,wide,shift,streamk,pairs,tail`) names the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
 //! `FUSED_ATTN_SM90_WIDE_PADDING` (read once) replaces the wide rule's padding bound.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
@@ -303,6 +305,46 @@ fn stream_k_rule() -> bool {
     *ON.get_or_init(|| tile_rule("streamk"))
 }
 
+/// How many rounds of a drawn grid's blocks the tail group of [`tail_pairs`] covers.
+const TAIL_ROUNDS: usize = 2;
+/// The most K/V bytes the tail group's (batch, head) pairs may read (about two thirds of an
+/// H100/H200's 50 MiB L2), so that they share the L2 while they run side by side.
+const TAIL_KV_BYTES: usize = 32 << 20;
+
+/// How many of a drawn grid's last (batch, head) pairs take their query tiles heaviest first
+/// across those pairs (`FattnHopperParams::tail_pairs`, kernels/common/grid.cuh
+/// `query_block_tail`), or 0. A drawn grid's blocks take one head's tiles after another,
+/// heaviest first, so that the blocks in flight share K/V in L2; but then the last heads'
+/// heaviest tiles are among the last drawn, and the launch ends on a tail of long tiles while
+/// the other SMs idle (ncu, (16,16,16,2048,2048,64) causal: SMs active 94.8% of the kernel,
+/// the unmasked row 98.7%). The last pairs, about [`TAIL_ROUNDS`] rounds of the grid's worth of
+/// tiles and at most [`TAIL_KV_BYTES`] of K/V, therefore go every pair's last (heaviest) tile,
+/// then every pair's next, ..., and the launch ends on the lightest ones. Rule `lightest-last`.
+///
+/// Measured (H200, bf16, same-call A/B of one pack, 3 rounds alternating, criterion medians,
+/// lab/results/s32-call3): (16,16,16,2048,2048,64) causal 357.2 µs against 366.2 (-2.5%),
+/// d128 -1.6%, (4,32,32,4096,4096,128) -2.4%, (4,32,4,4096,4096,128) -1.7%, 16k -0.4%; the
+/// per-tile grids (small, d256) unchanged. Session 16's version (every group of heads in
+/// weight order, H100) had lost 1.7% at d128 2048: here the bulk keeps a head's tiles together.
+fn tail_pairs(p: &Problem, grid: Grid, query_blocks: usize, elem_bytes: usize) -> usize {
+    let Grid::Drawn(blocks) = grid else { return 0 };
+    if p.packed().is_some() || query_blocks == 0 || !lightest_last_rule() {
+        return 0;
+    }
+    let pairs = p.batch * p.heads;
+    let want = (TAIL_ROUNDS * blocks).div_ceil(query_blocks);
+    // K and V bytes of one q head's share of its kv head.
+    let per_pair = (2 * p.seq_k * p.head_dim * elem_bytes / p.group_size().max(1)).max(1);
+    want.min(TAIL_KV_BYTES / per_pair).max(1).min(pairs)
+}
+
+/// Whether a drawn grid's last pairs go heaviest first across them (`tail_pairs`):
+/// `FUSED_ATTN_SM90_TILE_RULES` unset or naming `lightest-last`.
+fn lightest_last_rule() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| tile_rule("lightest-last"))
+}
+
 /// Whether the partial tile moves to the top (`partial_tile_top`): `FUSED_ATTN_SM90_TILE_RULES`
 /// unset or naming `shift`.
 fn shift_rule() -> bool {
@@ -523,7 +565,9 @@ pub(super) fn forward<T: KernelDtype>(
                 sk_flags: if sk_tail > 0 || pieces > 0 { counters_ptr + 4 } else { 0 },
                 pair_split: if ranks > 1 { ranks as i32 } else { 0 },
                 tail_pieces: to_i32(pieces, "tail pieces")?,
-                pad_hopper_: [0; 5],
+                tail_pairs: to_i32(tail_pairs(p, grid, query_blocks, elem), "tail pairs")?,
+                pad_hopper_i_: 0,
+                pad_hopper_: [0; 4],
             };
             let grid_x = (ranks * grid.blocks()) as u32;
             let cfg = LaunchConfig {
@@ -583,7 +627,7 @@ pub(super) fn forward<T: KernelDtype>(
 mod tests {
     use super::super::instances::Instance;
     use super::super::instances::{Arch, Family, Variant, INSTANCES};
-    use super::{grid, kv_box_rows, pair_split, tail_pieces, wide_instance, Grid};
+    use super::{grid, kv_box_rows, pair_split, tail_pairs, tail_pieces, wide_instance, Grid};
     use crate::problem::{Problem, SeqLayout};
 
     fn dense(batch: usize, heads: usize, seq: usize, head_dim: usize, window_right: i64) -> Problem {
@@ -637,6 +681,27 @@ mod tests {
             assert_eq!(grid(&dense(16, 16, 2048, inst.head_dim as usize, -1), inst, tiles, 132), Grid::PerTile(tiles));
         }
         assert_eq!(Grid::Drawn(7).blocks(), 7);
+    }
+
+    #[test]
+    fn drawn_grids_end_on_their_lightest_tiles() {
+        if std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_some() {
+            println!("SKIPPED: the tile rules are set by FUSED_ATTN_SM90_TILE_RULES");
+            return;
+        }
+        // (16,16,2048,d64) causal, bf16: 11 query tiles of 192 rows per pair; two rounds of
+        // 132 blocks are 24 pairs (12 MiB of K/V).
+        let causal = dense(16, 16, 2048, 64, 0);
+        assert_eq!(tail_pairs(&causal, Grid::Drawn(132), 11, 2), 24);
+        // Strided and per-tile grids keep the plain order.
+        assert_eq!(tail_pairs(&causal, Grid::Strided(132), 11, 2), 0);
+        assert_eq!(tail_pairs(&causal, Grid::PerTile(2816), 11, 2), 0);
+        // (1,32,16384,d128) causal: 128 tiles per pair, 8 MiB of K/V each: the L2 bound (4)
+        // over the rounds' 3 pairs is not reached; at (1,32,65536) it is (32 MiB / 32 MiB).
+        assert_eq!(tail_pairs(&dense(1, 32, 16384, 128, 0), Grid::Drawn(132), 128, 2), 3);
+        assert_eq!(tail_pairs(&dense(1, 32, 65536, 128, 0), Grid::Drawn(132), 512, 2), 1);
+        // Never more pairs than the problem has.
+        assert_eq!(tail_pairs(&dense(1, 2, 2048, 64, 0), Grid::Drawn(132), 11, 2), 2);
     }
 
     #[test]
