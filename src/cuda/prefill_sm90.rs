@@ -324,11 +324,21 @@ const TAIL_KV_BYTES: usize = 32 << 20;
 /// Measured (H200, bf16, same-call A/B of one pack, 3 rounds alternating, criterion medians,
 /// lab/results/s32-call3): (16,16,16,2048,2048,64) causal 357.2 µs against 366.2 (-2.5%),
 /// d128 -1.6%, (4,32,32,4096,4096,128) -2.4%, (4,32,4,4096,4096,128) -1.7%, 16k -0.4%; the
-/// per-tile grids (small, d256) unchanged. Session 16's version (every group of heads in
+/// per-tile grids (small, d256) unchanged then; with the per-tile grids in the order too
+/// (lab/results/s32-call6, 2 rounds): d256 2048 causal -1.0%, d64 -2.7%, d128 -1.7% against
+/// every rule but this one. Session 16's version (every group of heads in
 /// weight order, H100) had lost 1.7% at d128 2048: here the bulk keeps a head's tiles together.
-fn tail_pairs(p: &Problem, grid: Grid, query_blocks: usize, elem_bytes: usize) -> usize {
-    let Grid::Drawn(blocks) = grid else { return 0 };
-    if p.packed().is_some() || query_blocks == 0 || !lightest_last_rule() {
+///
+/// A grid of one block per tile under such a mask (d192/d256, the `_mods` instances) takes
+/// the same order, the hardware handing out the blocks in index order: `sms` blocks a round.
+fn tail_pairs(p: &Problem, grid: Grid, sms: usize, query_blocks: usize, elem_bytes: usize) -> usize {
+    let blocks = match grid {
+        Grid::Drawn(blocks) => blocks,
+        Grid::PerTile(_) => sms,
+        Grid::Strided(_) => return 0,
+    };
+    // Heaviest first means the last query block first only under a right-bounded mask.
+    if p.window_right < 0 || p.packed().is_some() || query_blocks == 0 || !lightest_last_rule() {
         return 0;
     }
     let pairs = p.batch * p.heads;
@@ -565,7 +575,7 @@ pub(super) fn forward<T: KernelDtype>(
                 sk_flags: if sk_tail > 0 || pieces > 0 { counters_ptr + 4 } else { 0 },
                 pair_split: if ranks > 1 { ranks as i32 } else { 0 },
                 tail_pieces: to_i32(pieces, "tail pieces")?,
-                tail_pairs: to_i32(tail_pairs(p, grid, query_blocks, elem), "tail pairs")?,
+                tail_pairs: to_i32(tail_pairs(p, grid, sms, query_blocks, elem), "tail pairs")?,
                 pad_hopper_i_: 0,
                 pad_hopper_: [0; 4],
             };
@@ -692,16 +702,20 @@ mod tests {
         // (16,16,2048,d64) causal, bf16: 11 query tiles of 192 rows per pair; two rounds of
         // 132 blocks are 24 pairs (12 MiB of K/V).
         let causal = dense(16, 16, 2048, 64, 0);
-        assert_eq!(tail_pairs(&causal, Grid::Drawn(132), 11, 2), 24);
-        // Strided and per-tile grids keep the plain order.
-        assert_eq!(tail_pairs(&causal, Grid::Strided(132), 11, 2), 0);
-        assert_eq!(tail_pairs(&causal, Grid::PerTile(2816), 11, 2), 0);
+        assert_eq!(tail_pairs(&causal, Grid::Drawn(132), 132, 11, 2), 24);
+        // A grid of one block per tile: rounds of one block per SM. (16,16,2048,d256) causal
+        // on 128-row tiles: 16 per pair, 2 MiB of K/V each.
+        assert_eq!(tail_pairs(&dense(16, 16, 2048, 256, 0), Grid::PerTile(4096), 132, 16, 2), 16);
+        // Strided grids (every tile the same cost) and masks without a right bound keep the
+        // plain order.
+        assert_eq!(tail_pairs(&causal, Grid::Strided(132), 132, 11, 2), 0);
+        assert_eq!(tail_pairs(&dense(16, 16, 2048, 64, -1), Grid::PerTile(2816), 132, 11, 2), 0);
         // (1,32,16384,d128) causal: 128 tiles per pair, 8 MiB of K/V each: the L2 bound (4)
         // over the rounds' 3 pairs is not reached; at (1,32,65536) it is (32 MiB / 32 MiB).
-        assert_eq!(tail_pairs(&dense(1, 32, 16384, 128, 0), Grid::Drawn(132), 128, 2), 3);
-        assert_eq!(tail_pairs(&dense(1, 32, 65536, 128, 0), Grid::Drawn(132), 512, 2), 1);
+        assert_eq!(tail_pairs(&dense(1, 32, 16384, 128, 0), Grid::Drawn(132), 132, 128, 2), 3);
+        assert_eq!(tail_pairs(&dense(1, 32, 65536, 128, 0), Grid::Drawn(132), 132, 512, 2), 1);
         // Never more pairs than the problem has.
-        assert_eq!(tail_pairs(&dense(1, 2, 2048, 64, 0), Grid::Drawn(132), 11, 2), 2);
+        assert_eq!(tail_pairs(&dense(1, 2, 2048, 64, 0), Grid::Drawn(132), 132, 11, 2), 2);
     }
 
     #[test]
