@@ -63,6 +63,12 @@
 // against 424 (0.89×); (4,32/4,4096,d128) 1853 against 1881, causal 1016 against 1047 (1.01×).
 // ncu, d64 persistent: issue slots 55% busy, 128 registers, occupancy 20% (one block of 16
 // warps).
+// Session 32: masked dense grids (drawn, or one block per tile) take their last pairs' tiles
+// heaviest first across those pairs (`FattnHopperParams::tail_pairs`, grid.cuh
+// `query_block_tail`), so a launch ends on its lightest tiles: ncu had (16,16,2048,d64) causal
+// with its SMs active 94.8% of the kernel (unmasked 98.7%). Same-call A/Bs (H200, criterion
+// medians, lab/results/s32-call3 and -call6): d64 2048 causal -2.5 / -2.7%, d128 -1.6 / -1.7%,
+// d256 -1.0%, (4,32,4096,d128) causal -2.4%, GQA 8:1 -1.7%, 16k -0.4%.
 // Version 6 (session 13, this file): `_wide` instances (HopperTraits<D, 3>) with FA3's longer
 // key blocks for dense plain problems: 176 keys at d128 (unmasked, where they pad at most 2%
 // more keys than 128 do) and 80 at d256 (any mask). The ring of 176/80-key tiles leaves room
@@ -496,7 +502,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     if (kPacked && qb.m0 >= span.len_q) return;
     // Persistent: the tile after `tile`, drawn from the launch's counter (masked problems,
     // whose tiles differ in cost: whichever block is free takes the next, in the order of
-    // grid.cuh, heaviest of a head first) or a fixed stride (blockIdx.x, + gridDim.x, ...).
+    // grid.cuh, heaviest of a head first, the last hp.tail_pairs pairs heaviest first across
+    // them: `query_block_tail`) or a fixed stride (blockIdx.x, + gridDim.x, ...).
     // Drawn: the launch makes num_tiles draws (each tile past the first grid's once, then one
     // past the end per block); the last one leaves the counter at zero for the next launch on
     // the stream, which takes it from the same workspace without zeroing it
