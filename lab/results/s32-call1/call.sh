@@ -1,4 +1,5 @@
-# Session 32 call 1: session 31's prepared decode profile (lab/results/s32-next/call.sh: ncu
+# Session 32 call 1: session 31's prepared decode profile (lab/results/s32-next/call.sh, removed
+# once this call superseded it: ncu
 # --set full of the (32,32,8,1,4096,128) decode row, ours in bhsd and bshd against cuDNN), plus
 # plan item 2: ncu --set full with per-instruction SASS counters of the d64 2048 prefill, causal
 # and not (pack s32a = main 0192e12's kernels).

@@ -12,19 +12,8 @@ body() {
   gpu_info
   FUSED_ATTN_LAB_TAIL_ROUNDS=2 gpu_tests s32d "" gpu_hopper_prefill
   envab s32d 'cuda_fused_attn_bf16/b.*_causal$' 3 FUSED_ATTN_LAB_TAIL_ROUNDS "off=unset r1=1 r2=2"
-  python3 - "$R/envab_medians.txt" <<'PY'
-import collections, re, statistics, sys
-rows = collections.defaultdict(lambda: collections.defaultdict(list)); cfgs = []
-for line in open(sys.argv[1]):
-    m = re.match(r"cfg=(\S+) round=(\d+) (\S+) ([\d.]+) us", line)
-    if not m: continue
-    c, row, us = m.group(1), m.group(3), float(m.group(4))
-    if c not in cfgs: cfgs.append(c)
-    rows[row][c].append(us)
-for row, by in rows.items():
-    base = statistics.median(by[cfgs[0]])
-    print(row.ljust(42), " | ".join(f"{c} {' '.join(f'{x:.1f}' for x in by[c])} ({statistics.median(by[c])/base:.3f})" for c in cfgs))
-PY
+  # (ran as an inline copy of envab_table.py, moved to that file afterwards)
+  python3 "$L/lab/results/s32-call3/envab_table.py" "$R/envab_medians.txt"
   cd "$L"
 }
 archived body
