@@ -179,10 +179,11 @@ struct FattnHopperParams {
     // counts each tile's pieces in (kernels/fwd_sm90.cu kTailSplit; src/cuda/prefill_sm90.rs
     // `tail_pieces`); 0: none.
     int32_t tail_pieces;
-    // T > 0: the drawn (masked, dense) grid's last T (batch, head) pairs' tiles go heaviest
-    // first across those pairs (every pair's last query tile, then every pair's next, ...), so
-    // that the launch ends on the lightest tiles; the earlier pairs keep a head's tiles
-    // consecutive, heaviest first (kernels/common/grid.cuh `query_block_tail`); 0: every pair so.
+    // T > 0 (at most batch · heads, the host's bound): a dense grid under a right-bounded mask
+    // (drawn, or one block per tile) takes its last T (batch, head) pairs' tiles heaviest first
+    // across those pairs (every pair's last query tile, then every pair's next, ...), so that
+    // the launch ends on the lightest tiles; the earlier pairs keep a head's tiles consecutive,
+    // heaviest first (kernels/common/grid.cuh `query_block_tail`); 0: every pair so.
     int32_t tail_pairs;
     int32_t pad_hopper_i_;
     uint64_t pad_hopper_[4];

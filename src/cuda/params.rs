@@ -239,8 +239,9 @@ ffi_struct! {
         /// float4) and whose arrivals `sk_flags` (`[tail tiles][consumers]`) counts
         /// (kernels/fwd_sm90.cu `kTailSplit`; src/cuda/prefill_sm90.rs `tail_pieces`); 0: none.
         tail_pieces: i32 = 724,
-        /// T > 0: a drawn (masked, dense) grid's last T (batch, head) pairs' tiles go heaviest
-        /// first across those pairs, so that the launch ends on its lightest tiles
+        /// T > 0 (at most batch · heads): a dense grid under a right-bounded mask (drawn, or one
+        /// block per tile) takes its last T (batch, head) pairs' tiles heaviest first across
+        /// those pairs, so that the launch ends on its lightest tiles
         /// (kernels/common/grid.cuh `query_block_tail`; src/cuda/prefill_sm90.rs `tail_pairs`);
         /// 0: each pair's tiles consecutive, heaviest first.
         tail_pairs: i32 = 728,

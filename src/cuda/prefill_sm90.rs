@@ -305,13 +305,14 @@ fn stream_k_rule() -> bool {
     *ON.get_or_init(|| tile_rule("streamk"))
 }
 
-/// How many rounds of a drawn grid's blocks the tail group of [`tail_pairs`] covers.
+/// How many rounds of the grid's blocks (a drawn grid's, or one per SM) the tail group of
+/// [`tail_pairs`] covers.
 const TAIL_ROUNDS: usize = 2;
 /// The most K/V bytes the tail group's (batch, head) pairs may read (about two thirds of an
 /// H100/H200's 50 MiB L2), so that they share the L2 while they run side by side.
 const TAIL_KV_BYTES: usize = 32 << 20;
 
-/// How many of a drawn grid's last (batch, head) pairs take their query tiles heaviest first
+/// How many of a masked dense grid's last (batch, head) pairs take their query tiles heaviest first
 /// across those pairs (`FattnHopperParams::tail_pairs`, kernels/common/grid.cuh
 /// `query_block_tail`), or 0. A drawn grid's blocks take one head's tiles after another,
 /// heaviest first, so that the blocks in flight share K/V in L2; but then the last heads'
@@ -348,7 +349,7 @@ fn tail_pairs(p: &Problem, grid: Grid, sms: usize, query_blocks: usize, elem_byt
     want.min(TAIL_KV_BYTES / per_pair).max(1).min(pairs)
 }
 
-/// Whether a drawn grid's last pairs go heaviest first across them (`tail_pairs`):
+/// Whether a masked dense grid's last pairs go heaviest first across them (`tail_pairs`):
 /// `FUSED_ATTN_SM90_TILE_RULES` unset or naming `lightest-last`.
 fn lightest_last_rule() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
