@@ -79,6 +79,14 @@ struct FattnParams {
     const int32_t* mm_ranges;
     int32_t max_mm_ranges;
     int32_t defer_combine;  // decode: a separate launch merges per-block (1) or per-warp (2) partials
+
+    // ---- prefill, dense: the grid's tile order --------------------------------------------
+    // T > 0: the last T (batch, head) pairs' query tiles go heaviest first across those pairs
+    // (every pair's last query block, then every pair's next, ...), so that a grid under a
+    // right-bounded mask ends on its lightest tiles; the earlier pairs keep a head's tiles
+    // consecutive, heaviest first (kernels/common/grid.cuh `query_block_tail`); 0: every pair so.
+    int32_t tail_pairs;
+    int32_t pad_fwd_;
 };
 
 // The backward's parameters (kernels/bwd_sm80.cu): the forward's, whose fields keep their
@@ -179,13 +187,6 @@ struct FattnHopperParams {
     // counts each tile's pieces in (kernels/fwd_sm90.cu kTailSplit; src/cuda/prefill_sm90.rs
     // `tail_pieces`); 0: none.
     int32_t tail_pieces;
-    // T > 0 (at most batch · heads, the host's bound): a dense grid under a right-bounded mask
-    // (drawn, or one block per tile) takes its last T (batch, head) pairs' tiles heaviest first
-    // across those pairs (every pair's last query tile, then every pair's next, ...), so that
-    // the launch ends on the lightest tiles; the earlier pairs keep a head's tiles consecutive,
-    // heaviest first (kernels/common/grid.cuh `query_block_tail`); 0: every pair so.
-    int32_t tail_pairs;
-    int32_t pad_hopper_i_;
     uint64_t pad_hopper_[4];
 };
 
@@ -199,5 +200,5 @@ struct FattnHopperBwdParams {
     FattnTmaDesc tma_v;
     FattnTmaDesc tma_do;
     FattnBwdParams bwd;
-    uint64_t pad_hopper_bwd_[2];
+    uint64_t pad_hopper_bwd_[1];
 };

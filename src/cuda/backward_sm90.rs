@@ -37,7 +37,7 @@ impl HopperBwd {
     /// The kernel's parameters around the backward's own.
     pub fn params(&self, bwd: FattnBwdParams) -> FattnHopperBwdParams {
         let [tma_q, tma_k, tma_v, tma_do] = self.maps;
-        FattnHopperBwdParams { tma_q, tma_k, tma_v, tma_do, bwd, pad_hopper_bwd_: [0; 2] }
+        FattnHopperBwdParams { tma_q, tma_k, tma_v, tma_do, bwd, pad_hopper_bwd_: [0; 1] }
     }
 }
 

@@ -167,6 +167,36 @@ fn forced_decode_splits() -> Option<usize> {
     })
 }
 
+// ---- prefill tile order -----------------------------------------------------------------
+
+/// How many rounds of a grid's resident blocks the tail group of [`lightest_last_pairs`] covers.
+const TAIL_ROUNDS: usize = 2;
+/// The most K/V bytes the tail group's (batch, head) pairs may read (about two thirds of an
+/// H100/H200's 50 MiB L2, four fifths of an A100's 40 MiB), so that they share the L2 while
+/// they run side by side.
+const TAIL_KV_BYTES: usize = 32 << 20;
+
+/// How many of a dense prefill grid's last (batch, head) pairs take their query tiles heaviest
+/// first across those pairs (`FattnParams::tail_pairs`, kernels/common/grid.cuh
+/// `query_block_tail`), or 0, for a grid whose blocks take (or are handed) its tiles in index
+/// order, `round_blocks` at a time. The tiles go one head after another, heaviest first, so
+/// that the blocks in flight share K/V in L2; under a right-bounded mask (causal, windows) the
+/// last heads' heaviest tiles would then start last and the launch end on a tail of long tiles.
+/// The last pairs, about [`TAIL_ROUNDS`] rounds' worth of tiles and at most [`TAIL_KV_BYTES`] of
+/// K/V, go every pair's last (heaviest) query block first, then every pair's next, so that the
+/// launch ends on the lightest. Masks without a right bound keep the plain order (there the
+/// last query block is not the heaviest), as do packed batches.
+pub(super) fn lightest_last_pairs(p: &Problem, round_blocks: usize, query_blocks: usize, elem_bytes: usize) -> usize {
+    if p.window_right < 0 || p.packed().is_some() || query_blocks == 0 || round_blocks == 0 {
+        return 0;
+    }
+    let pairs = p.batch * p.heads;
+    let want = (TAIL_ROUNDS * round_blocks).div_ceil(query_blocks);
+    // K and V bytes of one q head's share of its kv head.
+    let per_pair = (2 * p.seq_k * p.head_dim * elem_bytes / p.group_size().max(1)).max(1);
+    want.min(TAIL_KV_BYTES / per_pair).max(1).min(pairs)
+}
+
 // ---- backward splits --------------------------------------------------------------------
 
 /// CTAs of the backward per kv head along its group of q heads. One CTA per (key block, kv

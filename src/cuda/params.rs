@@ -44,7 +44,7 @@ ffi_struct! {
     /// The kernels' parameters. Device pointers are `u64` addresses with the tensors' start
     /// offsets already applied (0 = null); strides are in elements; the head dimension is
     /// contiguous. Fields a kernel does not read stay zero (`Default`).
-    pub struct FattnParams, size 304 {
+    pub struct FattnParams, size 312 {
         // ---- every kernel ----
         q: u64 = 0,
         k: u64 = 8,
@@ -125,6 +125,14 @@ ffi_struct! {
         /// kernels/decode_sm90.cu) and the split blocks only store partials: one per block (1)
         /// or one per warp, with no block merge (2).
         defer_combine: i32 = 300,
+        // ---- prefill, dense: the grid's tile order ----
+        /// T > 0: the last T (batch, head) pairs' query tiles go heaviest first across those
+        /// pairs, so that a grid under a right-bounded mask ends on its lightest tiles
+        /// (kernels/common/grid.cuh `query_block_tail`; src/cuda/prefill_sm90.rs `tail_pairs`);
+        /// 0: each pair's tiles consecutive, heaviest first.
+        tail_pairs: i32 = 304,
+        /// Explicit padding, so that every byte is initialized.
+        pad_fwd_: i32 = 308,
     }
 }
 
@@ -132,45 +140,45 @@ ffi_struct! {
     /// The backward's parameters (kernels/bwd_sm80.cu): the forward's (`o` and its strides are
     /// the forward's output, `lse` its log-sum-exp, `scale` multiplies dQ and dK), then the
     /// backward's own. Workspaces are f32; `seq_q_pad` rows per (batch, head).
-    pub struct FattnBwdParams, size 432 {
+    pub struct FattnBwdParams, size 440 {
         fwd: FattnParams = 0,
         /// dO, `(batch, seq_q, heads, head_dim)`, head dim contiguous, input dtype.
-        d_o: u64 = 304,
-        do_batch_stride: i64 = 312,
-        do_seq_stride: i64 = 320,
-        do_head_stride: i64 = 328,
+        d_o: u64 = 312,
+        do_batch_stride: i64 = 320,
+        do_seq_stride: i64 = 328,
+        do_head_stride: i64 = 336,
         /// `(batch, heads, seq_q_pad)` f32: D = rowsum(dO∘O) and lse·log2 e, written by the
         /// preprocess.
-        dsum: u64 = 336,
-        lse_log2: u64 = 344,
+        dsum: u64 = 344,
+        lse_log2: u64 = 352,
         /// `(batch, heads, seq_q_pad, head_dim_inst)` f32, zeroed before the main kernel.
-        dq_accum: u64 = 352,
+        dq_accum: u64 = 360,
         /// `(batch, kv_heads, seq_k_pad, head_dim_inst)` f32, zeroed; 0 unless `kv_splits > 1`.
-        dk_accum: u64 = 360,
-        dv_accum: u64 = 368,
+        dk_accum: u64 = 368,
+        dv_accum: u64 = 376,
         /// `(batch, seq_k, kv_heads, head_dim)` contiguous outputs (written when `kv_splits == 1`).
-        dk: u64 = 376,
-        dv: u64 = 384,
+        dk: u64 = 384,
+        dv: u64 = 392,
         /// `seq_q` rounded up to a multiple of 128.
-        seq_q_pad: i32 = 392,
+        seq_q_pad: i32 = 400,
         /// Key blocks × the instance's key block.
-        seq_k_pad: i32 = 396,
+        seq_k_pad: i32 = 404,
         /// Row length of the accumulators: the instance's head dim (f32 kernel: head_dim).
-        head_dim_inst: i32 = 400,
+        head_dim_inst: i32 = 408,
         /// CTAs per kv head along its group, and q heads per such CTA.
-        kv_splits: i32 = 404,
-        heads_per_split: i32 = 408,
+        kv_splits: i32 = 412,
+        heads_per_split: i32 = 416,
         /// 1 when every dO row start is 16-byte aligned and rows are whole 16-byte chunks.
-        vec_do: i32 = 412,
+        vec_do: i32 = 420,
         /// Rows per head of the q-row workspaces (dsum, lse_log2, dq_accum) and of the key
         /// workspaces (dk/dv_accum): dense `seq_q_pad`/`seq_k_pad`; packed
         /// `total + PACKED_GAP · batch`, sequence b from `packed_ws_base(cu[b], b)`.
-        ws_rows_q: i32 = 416,
-        ws_rows_k: i32 = 420,
+        ws_rows_q: i32 = 424,
+        ws_rows_k: i32 = 428,
         /// Packed: `total_q`, the row stride of the `(heads, total_q)` LSE; 0 dense.
-        total_q: i32 = 424,
+        total_q: i32 = 432,
         /// Explicit tail padding, so that every byte passed to the kernels is initialized.
-        pad_bwd_: i32 = 428,
+        pad_bwd_: i32 = 436,
     }
 }
 
@@ -215,38 +223,30 @@ ffi_struct! {
         /// draw), from which the blocks of a persistent grid draw their next query tile
         /// (`atomicAdd`), or null: block b then takes tiles b, b + grid, ...
         /// (kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs says which).
-        tile_counter: u64 = 688,
+        tile_counter: u64 = 696,
         /// 1: every sequence's query tiles move up by its last tile's padding, so that a
         /// causal problem's one partial tile is its cheapest, the top one
         /// (src/cuda/prefill_sm90.rs `partial_tile_top`); 0: no shift.
-        partial_tile_top: i32 = 696,
+        partial_tile_top: i32 = 704,
         /// Strided persistent grids: how many of the last tiles the blocks share out by key
         /// blocks (stream-K, kernels/fwd_sm90.cu; src/cuda/prefill_sm90.rs `stream_k_tail`),
         /// or 0.
-        sk_tail: i32 = 700,
+        sk_tail: i32 = 708,
         /// `[2 · grid][consumers][64 · head_dim + 128]` f32: the split tiles' partials.
-        sk_partial: u64 = 704,
+        sk_partial: u64 = 712,
         /// `[grid][consumers]` u32, zero before the launch (and after it): each split tile's
         /// arrivals.
-        sk_flags: u64 = 712,
+        sk_flags: u64 = 720,
         /// R > 1: a small grid of R · tiles blocks launched as clusters of R (2 today), each
         /// cluster splitting one tile's key blocks (kernels/fwd_sm90.cu; src/cuda/
         /// prefill_sm90.rs `pair_split`); 0: one block per tile.
-        pair_split: i32 = 720,
+        pair_split: i32 = 728,
         /// P > 1: a strided persistent grid's last `tiles % grid` tiles are each split into P
         /// contiguous ranges of key blocks, one per block (blocks 0 .. P · (tiles % grid)), whose
         /// partials go to `sk_partial` (`[tail tiles · P][consumers][(head_dim / 8 + 1) · 128]`
         /// float4) and whose arrivals `sk_flags` (`[tail tiles][consumers]`) counts
         /// (kernels/fwd_sm90.cu `kTailSplit`; src/cuda/prefill_sm90.rs `tail_pieces`); 0: none.
-        tail_pieces: i32 = 724,
-        /// T > 0 (at most batch · heads): a dense grid under a right-bounded mask (drawn, or one
-        /// block per tile) takes its last T (batch, head) pairs' tiles heaviest first across
-        /// those pairs, so that the launch ends on its lightest tiles
-        /// (kernels/common/grid.cuh `query_block_tail`; src/cuda/prefill_sm90.rs `tail_pairs`);
-        /// 0: each pair's tiles consecutive, heaviest first.
-        tail_pairs: i32 = 728,
-        /// Explicit padding, so that every byte is initialized.
-        pad_hopper_i_: i32 = 732,
+        tail_pieces: i32 = 732,
         /// Explicit tail padding to the 64-byte alignment, so that every byte is initialized.
         pad_hopper_: [u64; 4] = 736,
     }
@@ -264,7 +264,7 @@ ffi_struct! {
         tma_do: TmaDesc = 384,
         bwd: FattnBwdParams = 512,
         /// Explicit tail padding to the 64-byte alignment, so that every byte is initialized.
-        pad_hopper_bwd_: [u64; 2] = 944,
+        pad_hopper_bwd_: [u64; 1] = 952,
     }
 }
 

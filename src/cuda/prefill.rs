@@ -62,15 +62,27 @@ pub(super) fn forward<T: KernelDtype>(
     let alibi_storage = alibi.map(|t| t.storage_and_layout());
     let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
 
-    // One CTA per (batch, head, query block), in a 1-D grid (see `query_block` in the kernel).
+    // One CTA per (batch, head, query block), in a 1-D grid (see `query_block_tail` in the
+    // kernel), handed out in index order: under a right-bounded mask the last pairs' tiles go
+    // heaviest first across those pairs (`heuristics::lightest_last_pairs`), in rounds of the
+    // blocks the GPU holds at once.
     let query_blocks = p.seq_q.div_ceil(inst.block_rows as usize);
     let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
+    let tail_pairs = if lightest_last_on() {
+        let resident =
+            kernel.func.occupancy_max_active_blocks_per_multiprocessor(inst.threads, smem_bytes as usize, None).w()?;
+        let round = kernel.device.sms as usize * resident.max(1) as usize;
+        heuristics::lightest_last_pairs(p, round, query_blocks, elem)
+    } else {
+        0
+    };
     with_packed(p, &stream, |packed| {
         let (o_ptr, _o_guard) = out.device_ptr_mut(&stream);
         let lse_ptr = lse.as_mut().map(|l| l.device_ptr_mut(&stream));
         let params = packed.apply(FattnParams {
             lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
             vec_out: (o_ptr.is_multiple_of(16) && p.head_dim.is_multiple_of(16 / elem)) as i32,
+            tail_pairs: to_i32(tail_pairs, "tail pairs")?,
             ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
         });
         let cfg =
@@ -93,4 +105,11 @@ pub(super) fn forward<T: KernelDtype>(
     drop((qt, kt, vt));
     let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
     Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), lse))
+}
+
+/// Whether the sm_80 prefill grids end on their lightest tiles (`heuristics::lightest_last_pairs`):
+/// `FUSED_ATTN_SM80_TILE_ORDER` unset or anything but `plain` (a diagnostic switch for A/B runs).
+fn lightest_last_on() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("FUSED_ATTN_SM80_TILE_ORDER").map_or(true, |v| v.trim() != "plain"))
 }

@@ -305,21 +305,13 @@ fn stream_k_rule() -> bool {
     *ON.get_or_init(|| tile_rule("streamk"))
 }
 
-/// How many rounds of the grid's blocks (a drawn grid's, or one per SM) the tail group of
-/// [`tail_pairs`] covers.
-const TAIL_ROUNDS: usize = 2;
-/// The most K/V bytes the tail group's (batch, head) pairs may read (about two thirds of an
-/// H100/H200's 50 MiB L2), so that they share the L2 while they run side by side.
-const TAIL_KV_BYTES: usize = 32 << 20;
-
-/// How many of a masked dense grid's last (batch, head) pairs take their query tiles heaviest first
-/// across those pairs (`FattnHopperParams::tail_pairs`, kernels/common/grid.cuh
+/// How many of a masked dense grid's last (batch, head) pairs take their query tiles heaviest
+/// first across those pairs (`FattnParams::tail_pairs`, kernels/common/grid.cuh
 /// `query_block_tail`), or 0. A drawn grid's blocks take one head's tiles after another,
 /// heaviest first, so that the blocks in flight share K/V in L2; but then the last heads'
 /// heaviest tiles are among the last drawn, and the launch ends on a tail of long tiles while
 /// the other SMs idle (ncu, (16,16,16,2048,2048,64) causal: SMs active 94.8% of the kernel,
-/// the unmasked row 98.7%). The last pairs, about [`TAIL_ROUNDS`] rounds of the grid's worth of
-/// tiles and at most [`TAIL_KV_BYTES`] of K/V, therefore go every pair's last (heaviest) tile,
+/// the unmasked row 98.7%). The last pairs ([`heuristics::lightest_last_pairs`]) therefore go every pair's last (heaviest) tile,
 /// then every pair's next, ..., and the launch ends on the lightest ones. Rule `lightest-last`.
 ///
 /// Measured (H200, bf16, same-call A/B of one pack, 3 rounds alternating, criterion medians,
@@ -338,15 +330,10 @@ fn tail_pairs(p: &Problem, grid: Grid, sms: usize, query_blocks: usize, elem_byt
         Grid::PerTile(_) => sms,
         Grid::Strided(_) => return 0,
     };
-    // Heaviest first means the last query block first only under a right-bounded mask.
-    if p.window_right < 0 || p.packed().is_some() || query_blocks == 0 || !lightest_last_rule() {
+    if !lightest_last_rule() {
         return 0;
     }
-    let pairs = p.batch * p.heads;
-    let want = (TAIL_ROUNDS * blocks).div_ceil(query_blocks);
-    // K and V bytes of one q head's share of its kv head.
-    let per_pair = (2 * p.seq_k * p.head_dim * elem_bytes / p.group_size().max(1)).max(1);
-    want.min(TAIL_KV_BYTES / per_pair).max(1).min(pairs)
+    heuristics::lightest_last_pairs(p, blocks, query_blocks, elem_bytes)
 }
 
 /// Whether a masked dense grid's last pairs go heaviest first across them (`tail_pairs`):
@@ -559,6 +546,7 @@ pub(super) fn forward<T: KernelDtype>(
             let fwd = packed.apply(FattnParams {
                 lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
                 vec_out: 1,
+                tail_pairs: to_i32(tail_pairs(p, grid, sms, query_blocks, elem), "tail pairs")?,
                 ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
             });
             let tile_counter = if matches!(grid, Grid::Drawn(_)) { counters_ptr } else { 0 };
@@ -576,8 +564,6 @@ pub(super) fn forward<T: KernelDtype>(
                 sk_flags: if sk_tail > 0 || pieces > 0 { counters_ptr + 4 } else { 0 },
                 pair_split: if ranks > 1 { ranks as i32 } else { 0 },
                 tail_pieces: to_i32(pieces, "tail pieces")?,
-                tail_pairs: to_i32(tail_pairs(p, grid, sms, query_blocks, elem), "tail pairs")?,
-                pad_hopper_i_: 0,
                 pad_hopper_: [0; 4],
             };
             let grid_x = (ranks * grid.blocks()) as u32;
