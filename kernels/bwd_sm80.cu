@@ -360,7 +360,8 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
     const int t = lane % 4;  // mma fragment column pair
 
     BwdCta cta = bwd_cta(static_cast<int>(blockIdx.x), p.seq_q, p.seq_k, p.kv_heads, p.kv_group, p.window_left,
-                         p.window_right, bp.kv_splits, bp.heads_per_split, BN, BM, Cfg::kDSplits, DO);
+                         p.window_right, bp.kv_splits, bp.heads_per_split, BN, BM, Cfg::kDSplits, DO,
+                         static_cast<int>(gridDim.x), kPacked ? 0 : p.tail_groups);
     const SeqView sv = seq_view<kPacked>(bp, cta.b);
     cta_rows(cta, sv, p.window_left, p.window_right, p.max_mm_ranges, bp.heads_per_split, BN, BM);
     const int b = cta.b;
@@ -970,7 +971,8 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
 
     const int tid = threadIdx.x;
     BwdCta cta = bwd_cta(static_cast<int>(blockIdx.x), p.seq_q, p.seq_k, p.kv_heads, p.kv_group, p.window_left,
-                         p.window_right, bp.kv_splits, bp.heads_per_split, kBlockN, kBlockM, 1, D);
+                         p.window_right, bp.kv_splits, bp.heads_per_split, kBlockN, kBlockM, 1, D,
+                         static_cast<int>(gridDim.x), kPacked ? 0 : p.tail_groups);
     const SeqView sv = seq_view<kPacked>(bp, cta.b);
     cta_rows(cta, sv, p.window_left, p.window_right, p.max_mm_ranges, bp.heads_per_split, kBlockN, kBlockM);
     const int b = cta.b;

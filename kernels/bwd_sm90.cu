@@ -149,7 +149,8 @@ __device__ __forceinline__ void bwd_hopper(const FattnHopperBwdParams& hp) {
     uint64_t* const empty = full + ST;
 
     const BwdCta cta = bwd::bwd_cta(static_cast<int>(blockIdx.x), p.seq_q, p.seq_k, p.kv_heads, p.kv_group,
-                                    p.window_left, p.window_right, bp.kv_splits, bp.heads_per_split, BN, BM, 1, D);
+                                    p.window_left, p.window_right, bp.kv_splits, bp.heads_per_split, BN, BM, 1, D,
+                                    static_cast<int>(gridDim.x), p.tail_groups);
     const SeqView sv = bwd::seq_view<false>(bp, cta.b);
     const int items = cta.items;
     const int n0 = cta.n0;

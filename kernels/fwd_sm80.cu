@@ -295,7 +295,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     const int g = lane / 4;  // mma fragment row within 8
     const int t = lane % 4;  // mma fragment column pair
 
-    const QueryBlock qb = query_block_tail(p, BM, static_cast<int>(ctaid_x()), p.tail_pairs);
+    const QueryBlock qb = query_block_tail(p, BM, static_cast<int>(ctaid_x()), p.tail_groups);
     const int b = qb.batch;
     const int h = qb.head;
     const int kvh = h / p.kv_group;
@@ -591,7 +591,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
             const int r = warp_row0 + mt * 16 + g + hf * 8;
             if (p.lse != nullptr && t == 0 && warp_col == 0 && m0 + r < len_q()) {
                 // (batch, head) read again here, only when the LSE is wanted (see below).
-                const QueryBlock ql = query_block_tail(p, BM, static_cast<int>(ctaid_x()), p.tail_pairs);
+                const QueryBlock ql = query_block_tail(p, BM, static_cast<int>(ctaid_x()), p.tail_groups);
                 float* slot = kPacked ? lse_slot_packed(p, seq_span<kPacked>(p, ql.batch), ql.head, m0 + r)
                                       : lse_slot(p, ql.batch, ql.head, m0 + r);
                 *slot = row_lse(row_max[mt][hf] * exp_scale, l);
@@ -606,7 +606,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 
     // (batch, head) again from a fresh read of the block index: the divisions cost a few
     // instructions once, where keeping b and h (with sign words) across the loop spilled.
-    const QueryBlock qo = query_block_tail(p, BM, static_cast<int>(ctaid_x()), p.tail_pairs);
+    const QueryBlock qo = query_block_tail(p, BM, static_cast<int>(ctaid_x()), p.tail_groups);
     uint16_t* og;
     int rows;
     if constexpr (kPacked) {
@@ -682,7 +682,7 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     const int tid = threadIdx.x;
     const int warp = tid / 32;
     const int lane = tid % 32;
-    const QueryBlock qb = query_block_tail(p, kBlockM, static_cast<int>(ctaid_x()), p.tail_pairs);
+    const QueryBlock qb = query_block_tail(p, kBlockM, static_cast<int>(ctaid_x()), p.tail_groups);
     const int b = qb.batch;
     const int h = qb.head;
     const int kvh = h / p.kv_group;

@@ -64,7 +64,7 @@
 // ncu, d64 persistent: issue slots 55% busy, 128 registers, occupancy 20% (one block of 16
 // warps).
 // Session 32: masked dense grids (drawn, or one block per tile) take their last pairs' tiles
-// heaviest first across those pairs (`FattnParams::tail_pairs`, grid.cuh
+// heaviest first across those pairs (`FattnParams::tail_groups`, grid.cuh
 // `query_block_tail`), so a launch ends on its lightest tiles: ncu had (16,16,2048,d64) causal
 // with its SMs active 94.8% of the kernel (unmasked 98.7%). Same-call A/Bs (H200, criterion
 // medians, lab/results/s32-call3 and -call6): d64 2048 causal -2.5 / -2.7%, d128 -1.6 / -1.7%,
@@ -465,7 +465,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         }
     };
     auto setup = [&](int tile) {
-        qb = kPacked ? query_block(p, BM, tile) : query_block_tail(p, BM, tile, p.tail_pairs);
+        qb = kPacked ? query_block(p, BM, tile) : query_block_tail(p, BM, tile, p.tail_groups);
         span = seq_span<kPacked>(p, qb.batch);
         // The sequence's partial tile at the top (FattnHopperParams::partial_tile_top).
         if (hp.partial_tile_top != 0) qb.m0 -= (BM - span.len_q % BM) % BM;
@@ -502,7 +502,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     if (kPacked && qb.m0 >= span.len_q) return;
     // Persistent: the tile after `tile`, drawn from the launch's counter (masked problems,
     // whose tiles differ in cost: whichever block is free takes the next, in the order of
-    // grid.cuh, heaviest of a head first, the last p.tail_pairs pairs heaviest first across
+    // grid.cuh, heaviest of a head first, the last p.tail_groups pairs heaviest first across
     // them: `query_block_tail`) or a fixed stride (blockIdx.x, + gridDim.x, ...).
     // Drawn: the launch makes num_tiles draws (each tile past the first grid's once, then one
     // past the end per block); the last one leaves the counter at zero for the next launch on

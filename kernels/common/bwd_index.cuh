@@ -46,14 +46,28 @@ struct BwdCta {
     // Work items: heads_per_split × nm, head-major.
     int items;
 };
+//
+// Lightest last (`tail_groups` T > 0, FattnParams::tail_groups; dense grids of `num_blocks`
+// = groups · key blocks CTAs): the last T groups' CTAs go key block by key block across those
+// groups (every group's key block 0, then every group's key block 1, ...), so that under a
+// causal mask the grid ends on the lightest key blocks instead of the last groups' heaviest.
 __host__ __device__ __forceinline__ BwdCta bwd_cta(int block, int seq_q, int seq_k, int kv_heads, int kv_group,
                                                    int window_left, int window_right, int kv_splits,
                                                    int heads_per_split, int block_n, int block_m, int d_splits,
-                                                   int d_out) {
+                                                   int d_out, int num_blocks = 0, int tail_groups = 0) {
     const int nkb = (seq_k + block_n - 1) / block_n;
     BwdCta c;
-    const int kb = block % nkb;
-    block /= nkb;
+    const int groups = num_blocks / nkb;
+    const int tail = tail_groups < groups ? tail_groups : groups;
+    int kb;
+    if (tail > 0 && block >= (groups - tail) * nkb) {
+        const int i = block - (groups - tail) * nkb;
+        kb = i / tail;
+        block = groups - tail + i % tail;
+    } else {
+        kb = block % nkb;
+        block /= nkb;
+    }
     const int dh = block % d_splits;
     block /= d_splits;
     const int split = block % kv_splits;

@@ -80,12 +80,14 @@ struct FattnParams {
     int32_t max_mm_ranges;
     int32_t defer_combine;  // decode: a separate launch merges per-block (1) or per-warp (2) partials
 
-    // ---- prefill, dense: the grid's tile order --------------------------------------------
-    // T > 0: the last T (batch, head) pairs' query tiles go heaviest first across those pairs
-    // (every pair's last query block, then every pair's next, ...), so that a grid under a
-    // right-bounded mask ends on its lightest tiles; the earlier pairs keep a head's tiles
-    // consecutive, heaviest first (kernels/common/grid.cuh `query_block_tail`); 0: every pair so.
-    int32_t tail_pairs;
+    // ---- dense prefill and backward: the grid's tile order -----------------------------------
+    // T > 0: the grid's last T groups' tiles go heaviest first across those groups, so that a
+    // grid under a right-bounded mask ends on its lightest tiles; the earlier groups keep
+    // their tiles consecutive, heaviest first; 0: every group so. Forward: groups are (batch,
+    // head) pairs, tiles their query blocks (kernels/common/grid.cuh `query_block_tail`);
+    // backward: (batch, kv head, kv split, column split) groups, tiles their key blocks
+    // (kernels/common/bwd_index.cuh `bwd_cta`).
+    int32_t tail_groups;
     int32_t pad_fwd_;
 };
 

@@ -253,6 +253,20 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
     let resident = main.device.sms as usize * main.blocks_per_sm as usize;
     let splits = heuristics::bwd_kv_splits(ctas, group, resident);
     let grid_main = to_i32(ctas * splits, "backward CTAs (key blocks · column splits · kv splits · kv heads · batch)")?;
+    // Under a right-bounded mask the grid's last groups take their key blocks across those
+    // groups, so that it ends on its lightest CTAs (kernels/common/bwd_index.cuh `bwd_cta`).
+    let tail_groups = if lightest_last_on() {
+        heuristics::lightest_last_groups(
+            p,
+            resident,
+            key_blocks,
+            ctas * splits / key_blocks.max(1),
+            group / splits,
+            elem,
+        )
+    } else {
+        0
+    };
     let seq_q_pad = p.seq_q.div_ceil(SEQ_Q_PAD) * SEQ_Q_PAD;
     let seq_k_pad = key_blocks * main_inst.key_block as usize;
     // Workspace rows per head (q rows; keys), and the (batch, heads) groups of them: dense
@@ -343,6 +357,7 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
             cu_seqlens_k: cu_k.as_ref().map_or(0, |(ptr, _)| *ptr),
             mm_ranges: ranges.as_ref().map_or(0, |(ptr, _)| *ptr),
             max_mm_ranges: if ranges.is_some() { to_i32(max_ranges, "max multimodal ranges")? } else { 0 },
+            tail_groups: to_i32(tail_groups, "backward tail groups")?,
             ..common_params(p, [&qt, &kt, &vt], ot.ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
         };
         let params = FattnBwdParams {
@@ -452,6 +467,13 @@ fn launch<T: KernelDtype + ValidAsZeroBits>(
         CudaStorage::wrap_cuda_slice(dk, dev.clone()),
         CudaStorage::wrap_cuda_slice(dv, dev.clone()),
     ))
+}
+
+/// Whether the backward grids end on their lightest CTAs (`heuristics::lightest_last_groups`):
+/// `FUSED_ATTN_BWD_TILE_ORDER` unset or anything but `plain` (a diagnostic switch for A/B runs).
+fn lightest_last_on() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("FUSED_ATTN_BWD_TILE_ORDER").map_or(true, |v| v.trim() != "plain"))
 }
 
 #[cfg(test)]

@@ -177,7 +177,7 @@ const TAIL_ROUNDS: usize = 2;
 const TAIL_KV_BYTES: usize = 32 << 20;
 
 /// How many of a dense prefill grid's last (batch, head) pairs take their query tiles heaviest
-/// first across those pairs (`FattnParams::tail_pairs`, kernels/common/grid.cuh
+/// first across those pairs (`FattnParams::tail_groups`, kernels/common/grid.cuh
 /// `query_block_tail`), or 0, for a grid whose blocks take (or are handed) its tiles in index
 /// order, `round_blocks` at a time. The tiles go one head after another, heaviest first, so
 /// that the blocks in flight share K/V in L2; under a right-bounded mask (causal, windows) the
@@ -187,14 +187,43 @@ const TAIL_KV_BYTES: usize = 32 << 20;
 /// launch ends on the lightest. Masks without a right bound keep the plain order (there the
 /// last query block is not the heaviest), as do packed batches.
 pub(super) fn lightest_last_pairs(p: &Problem, round_blocks: usize, query_blocks: usize, elem_bytes: usize) -> usize {
-    if p.window_right < 0 || p.packed().is_some() || query_blocks == 0 || round_blocks == 0 {
+    if p.window_right < 0 || p.packed().is_some() {
         return 0;
     }
-    let pairs = p.batch * p.heads;
-    let want = (TAIL_ROUNDS * round_blocks).div_ceil(query_blocks);
     // K and V bytes of one q head's share of its kv head.
-    let per_pair = (2 * p.seq_k * p.head_dim * elem_bytes / p.group_size().max(1)).max(1);
-    want.min(TAIL_KV_BYTES / per_pair).max(1).min(pairs)
+    let per_pair = 2 * p.seq_k * p.head_dim * elem_bytes / p.group_size().max(1);
+    tail_group_count(round_blocks, query_blocks, p.batch * p.heads, per_pair)
+}
+
+/// The backward's [`lightest_last_pairs`]: how many of a dense backward grid's last groups
+/// ((batch, kv head, kv split, column split), each `key_blocks` CTAs, heaviest first under a
+/// causal mask: key block 0 sees every row) take their key blocks across those groups
+/// (`FattnParams::tail_groups`, kernels/common/bwd_index.cuh `bwd_cta`), or 0. A group reads
+/// the Q and dO rows of its `heads_per_group` q heads.
+pub(super) fn lightest_last_groups(
+    p: &Problem,
+    round_blocks: usize,
+    key_blocks: usize,
+    groups: usize,
+    heads_per_group: usize,
+    elem_bytes: usize,
+) -> usize {
+    if p.window_right < 0 || p.packed().is_some() {
+        return 0;
+    }
+    let per_group = 2 * p.seq_q * p.head_dim * elem_bytes * heads_per_group.max(1);
+    tail_group_count(round_blocks, key_blocks, groups, per_group)
+}
+
+/// About [`TAIL_ROUNDS`] rounds of `round_blocks` worth of groups of `blocks_per_group` tiles,
+/// at most [`TAIL_KV_BYTES`] of their `bytes_per_group`, at least 1, at most `groups`; 0 for
+/// an empty grid.
+fn tail_group_count(round_blocks: usize, blocks_per_group: usize, groups: usize, bytes_per_group: usize) -> usize {
+    if round_blocks == 0 || blocks_per_group == 0 || groups == 0 {
+        return 0;
+    }
+    let want = (TAIL_ROUNDS * round_blocks).div_ceil(blocks_per_group);
+    want.min(TAIL_KV_BYTES / bytes_per_group.max(1)).max(1).min(groups)
 }
 
 // ---- backward splits --------------------------------------------------------------------
@@ -349,6 +378,40 @@ fn device_info(stream: &Arc<CudaStream>) -> Result<DeviceInfo> {
 mod tests {
     use super::*;
     use crate::problem::SeqLayout;
+
+    #[test]
+    fn backward_grids_end_on_their_lightest_key_blocks() {
+        let causal = |seq: usize, heads: usize, window_right: i64| Problem {
+            batch: 16,
+            seq_q: seq,
+            seq_k: seq,
+            heads,
+            kv_heads: heads,
+            head_dim: 128,
+            scale: 0.1,
+            softcap: 0.0,
+            window_left: -1,
+            window_right,
+            has_alibi: false,
+            layout: SeqLayout::Dense,
+            want_lse: false,
+            mm_ranges: None,
+        };
+        // (16,16,2048,d128) causal, bf16: 16 key blocks per group of one head, 132 SMs × 2
+        // resident CTAs: two rounds would be 33 groups, but 32 of 1 MiB (Q and dO) fill the
+        // L2 bound.
+        assert_eq!(lightest_last_groups(&causal(2048, 16, 0), 264, 16, 256, 1, 2), 32);
+        // (16,16,512,d128) in f8-sized elements: 4 key blocks a group, 128 KiB each: the
+        // rounds bound, 132 (the L2 one would allow 256).
+        assert_eq!(lightest_last_groups(&causal(512, 16, 0), 264, 4, 256, 1, 1), 132);
+        // Never more groups than the grid has; the L2 bound: 32 MiB of Q and dO.
+        assert_eq!(lightest_last_groups(&causal(2048, 16, 0), 264, 16, 20, 1, 2), 20);
+        assert_eq!(lightest_last_groups(&causal(65536, 16, 0), 264, 512, 256, 1, 2), 1);
+        // No right bound: the plain order.
+        assert_eq!(lightest_last_groups(&causal(2048, 16, -1), 264, 16, 256, 1, 2), 0);
+        // The forward's pairs, from the same count: (16,16,2048,d128) causal on 128-row tiles.
+        assert_eq!(lightest_last_pairs(&causal(2048, 16, 0), 132, 16, 2), 17);
+    }
 
     #[test]
     fn splits_fill_the_sms_in_whole_rounds() {

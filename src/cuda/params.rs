@@ -125,12 +125,14 @@ ffi_struct! {
         /// kernels/decode_sm90.cu) and the split blocks only store partials: one per block (1)
         /// or one per warp, with no block merge (2).
         defer_combine: i32 = 300,
-        // ---- prefill, dense: the grid's tile order ----
-        /// T > 0: the last T (batch, head) pairs' query tiles go heaviest first across those
-        /// pairs, so that a grid under a right-bounded mask ends on its lightest tiles
-        /// (kernels/common/grid.cuh `query_block_tail`; src/cuda/prefill_sm90.rs `tail_pairs`);
-        /// 0: each pair's tiles consecutive, heaviest first.
-        tail_pairs: i32 = 304,
+        // ---- dense prefill and backward: the grid's tile order ----
+        /// T > 0: the grid's last T groups' tiles go heaviest first across those groups, so
+        /// that a grid under a right-bounded mask ends on its lightest tiles; 0: each group's
+        /// tiles consecutive, heaviest first. Forward: (batch, head) pairs and their query
+        /// blocks (kernels/common/grid.cuh `query_block_tail`); backward: (batch, kv head, kv
+        /// split, column split) groups and their key blocks (kernels/common/bwd_index.cuh
+        /// `bwd_cta`). `heuristics::lightest_last_pairs` / `lightest_last_groups`.
+        tail_groups: i32 = 304,
         /// Explicit padding, so that every byte is initialized.
         pad_fwd_: i32 = 308,
     }

@@ -82,7 +82,7 @@ pub(super) fn forward<T: KernelDtype>(
         let params = packed.apply(FattnParams {
             lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
             vec_out: (o_ptr.is_multiple_of(16) && p.head_dim.is_multiple_of(16 / elem)) as i32,
-            tail_pairs: to_i32(tail_pairs, "tail pairs")?,
+            tail_groups: to_i32(tail_pairs, "tail pairs")?,
             ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
         });
         let cfg =

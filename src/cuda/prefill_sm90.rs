@@ -306,7 +306,7 @@ fn stream_k_rule() -> bool {
 }
 
 /// How many of a masked dense grid's last (batch, head) pairs take their query tiles heaviest
-/// first across those pairs (`FattnParams::tail_pairs`, kernels/common/grid.cuh
+/// first across those pairs (`FattnParams::tail_groups`, kernels/common/grid.cuh
 /// `query_block_tail`), or 0. A drawn grid's blocks take one head's tiles after another,
 /// heaviest first, so that the blocks in flight share K/V in L2; but then the last heads'
 /// heaviest tiles are among the last drawn, and the launch ends on a tail of long tiles while
@@ -546,7 +546,7 @@ pub(super) fn forward<T: KernelDtype>(
             let fwd = packed.apply(FattnParams {
                 lse: lse_ptr.as_ref().map_or(0, |(ptr, _)| *ptr),
                 vec_out: 1,
-                tail_pairs: to_i32(tail_pairs(p, grid, sms, query_blocks, elem), "tail pairs")?,
+                tail_groups: to_i32(tail_pairs(p, grid, sms, query_blocks, elem), "tail pairs")?,
                 ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
             });
             let tile_counter = if matches!(grid, Grid::Drawn(_)) { counters_ptr } else { 0 };
