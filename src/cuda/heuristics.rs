@@ -382,20 +382,9 @@ mod tests {
     #[test]
     fn backward_grids_end_on_their_lightest_key_blocks() {
         let causal = |seq: usize, heads: usize, window_right: i64| Problem {
-            batch: 16,
-            seq_q: seq,
             seq_k: seq,
-            heads,
-            kv_heads: heads,
-            head_dim: 128,
-            scale: 0.1,
-            softcap: 0.0,
-            window_left: -1,
             window_right,
-            has_alibi: false,
-            layout: SeqLayout::Dense,
-            want_lse: false,
-            mm_ranges: None,
+            ..problem(16, seq, heads, heads)
         };
         // (16,16,2048,d128) causal, bf16: 16 key blocks per group of one head, 132 SMs × 2
         // resident CTAs: two rounds would be 33 groups, but 32 of 1 MiB (Q and dO) fill the
