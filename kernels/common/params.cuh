@@ -81,9 +81,10 @@ struct FattnParams {
     int32_t defer_combine;  // decode: a separate launch merges per-block (1) or per-warp (2) partials
 
     // ---- dense prefill and backward: the grid's tile order -----------------------------------
-    // T > 0: the grid's last T groups' tiles go heaviest first across those groups, so that a
-    // grid under a right-bounded mask ends on its lightest tiles; the earlier groups keep
-    // their tiles consecutive, heaviest first; 0: every group so. Forward: groups are (batch,
+    // T > 0 (at most the grid's groups: the host's bound): the grid's last T groups' tiles go
+    // heaviest first across those groups, so that a grid under a right-bounded mask ends on
+    // its lightest tiles; the earlier groups keep their tiles consecutive, heaviest first; 0:
+    // every group so. Forward: groups are (batch,
     // head) pairs, tiles their query blocks (kernels/common/grid.cuh `query_block_tail`);
     // backward: (batch, kv head, kv split, column split) groups, tiles their key blocks
     // (kernels/common/bwd_index.cuh `bwd_cta`).
