@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The innermost key loop of a kernel's SASS: the shortest backward branch whose body holds
-wgmma (HGMMA) instructions. Prints its length and its uniform-datapath share (U* and R2UR
+tensor-core instructions (HGMMA, or HMMA for the mma.sync kernels). Prints its length and its uniform-datapath share (U* and R2UR
 opcodes) for each listing, and with two listings the opcodes whose counts differ.
 
 Why: the Hopper forward's ring and descriptor arithmetic must stay on the uniform datapath;
@@ -37,7 +37,7 @@ def inner_loop(ins):
         m = re.search(r"BRA.*?0x([0-9a-f]+)", text)
         if m and int(m[1], 16) < a and int(m[1], 16) in at:
             body = [t for _, t in ins[at[int(m[1], 16)] : i + 1]]
-            if any("HGMMA" in t for t in body) and (best is None or len(body) < len(best)):
+            if any("HGMMA" in t or "HMMA" in t for t in body) and (best is None or len(body) < len(best)):
                 best = body
     return best or []
 
