@@ -4,7 +4,8 @@
 #   . lab/decode/check_ab.sh
 #   gpu_info                   # the GPU's name, driver and clock into $R/gpu0.txt
 #   decode_tests NEW [TOOLS]   # TOOLS: compute-sanitizer tools on gpu_sanitizer_subset, default memcheck
-#   bench_ab FILTER ROUNDS PACK...  # the bench's rows matching FILTER, packs alternating, then the table
+#   bench_ab FILTER ROUNDS PACK...  # the bench's rows matching FILTER, packs alternating (reversed
+#                              # on even rounds: use an even count), then the table
 #   decode_ab OLD NEW [ROUNDS] # bench_ab of the dense decode rows (default 3 rounds)
 #   paged_ab OLD NEW [ROUNDS]  # bench_ab of issue 13's paged-decode rows (contiguous, packed, pages 16/256)
 #   torch_decode               # scripts/bench_torch.py --only decode
@@ -44,7 +45,11 @@ decode_tests() {
 bench_ab() {
   local filter="$1" rounds="$2"; shift 2
   for t in "$@"; do unpack "$t" || return 1; done
-  for r in $(seq "$rounds"); do for t in "$@"; do
+  for r in $(seq "$rounds"); do
+    # Even rounds run the packs in reverse (A B, B A, ...): session 33's one-round A/Bs put
+    # the base pack first every time on power-capped rows.
+    local order=("$@"); (( r % 2 == 0 )) && mapfile -t order < <(printf '%s\n' "$@" | tac)
+    for t in "${order[@]}"; do
     CRITERION_HOME="/tmp/crit-$t-$r" timeout 100 "/tmp/$t/bin/bench" "$filter" --bench \
       --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "/tmp/ab_${t}_$r.log" 2>&1
     medians "/tmp/crit-$t-$r" | sed "s/^/pack=$t round=$r /" >> "$R/ab_medians.txt"
@@ -87,7 +92,9 @@ PY
 envab() {
   local pack="$1" filter="$2" rounds="$3" var="$4" pairs="$5"
   unpack "$pack" || return 1
-  for r in $(seq "$rounds"); do for lv in $pairs; do
+  for r in $(seq "$rounds"); do
+    local order=($pairs); (( r % 2 == 0 )) && mapfile -t order < <(printf '%s\n' $pairs | tac)  # A B, B A, ...
+    for lv in "${order[@]}"; do
     local label="${lv%%=*}" val="${lv#*=}"
     if [ "$val" = unset ]; then unset "$var"; else export "$var=$val"; fi
     CRITERION_HOME="/tmp/crit-$label-$r" timeout 120 "/tmp/$pack/bin/bench" "$filter" --bench \
