@@ -48,7 +48,8 @@ bench_ab() {
   for r in $(seq "$rounds"); do
     # Even rounds run the packs in reverse (A B, B A, ...): session 33's one-round A/Bs put
     # the base pack first every time on power-capped rows.
-    local order=("$@"); (( r % 2 == 0 )) && mapfile -t order < <(printf '%s\n' "$@" | tac)
+    local order=("$@")
+    if (( r % 2 == 0 )); then mapfile -t order < <(printf '%s\n' "$@" | tac); fi
     for t in "${order[@]}"; do
     CRITERION_HOME="/tmp/crit-$t-$r" timeout 100 "/tmp/$t/bin/bench" "$filter" --bench \
       --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "/tmp/ab_${t}_$r.log" 2>&1
@@ -93,7 +94,8 @@ envab() {
   local pack="$1" filter="$2" rounds="$3" var="$4" pairs="$5"
   unpack "$pack" || return 1
   for r in $(seq "$rounds"); do
-    local order=($pairs); (( r % 2 == 0 )) && mapfile -t order < <(printf '%s\n' $pairs | tac)  # A B, B A, ...
+    local order=($pairs)  # A B, B A, ...
+    if (( r % 2 == 0 )); then mapfile -t order < <(printf '%s\n' $pairs | tac); fi
     for lv in "${order[@]}"; do
     local label="${lv%%=*}" val="${lv#*=}"
     if [ "$val" = unset ]; then unset "$var"; else export "$var=$val"; fi
