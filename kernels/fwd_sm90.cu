@@ -892,6 +892,26 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     auto next_turn = [&]() {
         if constexpr (Cfg::kPingPong) sm90::named_barrier_arrive(kTurnBarrier + (cw + 1) % Cfg::kConsumers, 256);
     };
+    // The output's TMA store (dense, staged; FattnHopperParams::o_tma, block-uniform): thread 0
+    // of each consumer warpgroup stores its staged rows. In a persistent loop every warp of the
+    // warpgroup then releases that tile's Q buffer only in the next tile, after its first Q·Kᵀ
+    // (or at once when it has no key), thread 0 once the store has read the buffer:
+    // `release_stored_q(n)`, called exactly once per tile, releases tile n - 1's buffer. Every
+    // tile of the loop ends in the staged epilogue, so no other state is needed. Every warp
+    // takes the same path: session 33's version deferred warp 0's release only, and that
+    // warp-dependent branch ahead of the key loop moved the loop's ring and descriptor
+    // arithmetic off the uniform datapath (953 -> 1 027 SASS in the d128 loop, the d128 rows
+    // 2.7-3.7% slower, calls 4-5).
+    // Not in the plain d64 instance (three consumers at 128 registers): there the store's code
+    // took its spills from 8 to 20 bytes and its rows 8% slower (session 33, call 3).
+    constexpr bool kTmaStoreO = !kPacked && kStageO && Cfg::kConsumers < 3;
+    auto o_tma = [&]() { return kTmaStoreO && hp.o_tma != 0; };
+    auto release_stored_q = [&](int n) {
+        if (kPersistent && o_tma() && n > 0) {
+            if (tid == 0) sm90::bulk_wait_group_read<0>();
+            release(&empty_q[(n - 1) % QB]);
+        }
+    };
     int tile_it0 = 0;  // key blocks of earlier tiles: the ring's position
     // Ping-pong: the last consumer's arrival opens the first turn, once per CTA (the turns
     // go on round robin from tile to tile: every consumer takes the same number per tile).
@@ -965,6 +985,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::wgmma_wait<0>();
             sm90::fence_regs(s);
             FATTN_LAB_PHASE(cw, 4, tid == 0 && n == 0);
+            release_stored_q(n);
             release(&empty_k[st0]);
             if (!kStageO && nb_begin + 1 == nb_end) release(&empty_q[b]);  // Q's last reader
             softmax(s, nb_begin, corr);  // O is still zero: nothing to rescale
@@ -1030,6 +1051,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             release(&empty_v[last % ST]);
         } else if (!kStageO) {
             release(&empty_q[b]);  // no key: Q is not read
+        } else {
+            release_stored_q(n);
         }
         if constexpr (Cfg::kPairSplit) {
             if (pair) {
@@ -1279,9 +1302,25 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 *reinterpret_cast<uint32_t*>(dst) = packed;
             }
         }
+        // TMA store of this warpgroup's rows when its boxes lie wholly inside the output (every
+        // row in [0, seq_q), head_dim the instance's); else (a partial or shifted tile, a
+        // padded head dim) the threads' stores below. Session 33's first version also sent
+        // boxes reaching past the output and faulted on the shifted top tiles (call 3).
+        const bool tma_rows = o_tma() && qb.m0 + cw * 64 >= 0 && qb.m0 + cw * 64 + 64 <= rows && p.head_dim == D;
+        // The staged writes reach the async proxy before thread 0 issues the boxes.
+        if (tma_rows) sm90::fence_proxy_async();
         sm90::named_barrier_sync(1 + cw, 128);
         constexpr int kChunks = D / 8;  // 16-byte chunks of a row
-        if constexpr (128 % kChunks == 0 && (128 / kChunks) % 8 == 0) {
+        if (tma_rows) {
+            // One box of 64 columns × this warpgroup's 64 rows per panel.
+            if (tid == 0 && store_tile) {
+#pragma unroll
+                for (int pc = 0; pc < Cfg::kPanels; ++pc)
+                    sm90::tma_store_4d(&hp.tma_o, sQ + pc * BM * 128 + cw * 64 * 128, pc * 64, qb.m0 + cw * 64, qb.head,
+                                       qb.batch);
+                sm90::bulk_commit_group();
+            }
+        } else if constexpr (128 % kChunks == 0 && (128 / kChunks) % 8 == 0) {
             // d64 / d128: a thread keeps its chunk c from pass to pass and moves down by a whole
             // number of 8-row swizzle atoms, so its shared and global addresses advance by
             // constants (no per-pass division, swizzle or 64-bit multiply).
@@ -1327,12 +1366,14 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         // writes of the buffer: the proxy fence orders them).
         if constexpr (kPersistent) {
             sm90::fence_proxy_async();
-            release(&empty_q[b]);
+            if (!o_tma()) release(&empty_q[b]);  // else release_stored_q, in the next tile
         }
         tile_it0 += nb_end - nb_begin;
         FATTN_LAB_PHASE(cw, 11, tid == 0 && n == 0);
         lab_end();
     }
+    // The last tile's store has read its rows before the CTA's shared memory goes away.
+    if (o_tma() && tid == 0) sm90::bulk_wait_group_read<0>();
 }
 
 }  // namespace hopper

@@ -190,7 +190,17 @@ struct FattnHopperParams {
     // counts each tile's pieces in (kernels/fwd_sm90.cu kTailSplit; src/cuda/prefill_sm90.rs
     // `tail_pieces`); 0: none.
     int32_t tail_pieces;
-    uint64_t pad_hopper_[4];
+    // 1: dense tiles store O with TMA through tma_o (the staged tile, one box of 64 columns ×
+    // 64 rows per panel and consumer warpgroup, where the boxes lie wholly inside the output;
+    // partial or shifted tiles and padded head dims keep the threads' stores); 0: 16-byte
+    // stores by every thread (packed batches always: a box would cross into the next
+    // sequence's rows).
+    int32_t o_tma;
+    int32_t pad_o_tma_;
+    uint64_t pad_hopper_[3];
+    // The output's 4-D tensor map (head_dim, seq_q, heads, batch), boxes of 64 columns × 64
+    // rows, 128-byte swizzle; unset (zeros) when o_tma is 0.
+    FattnTmaDesc tma_o;
 };
 
 // The Hopper backward's parameters (kernels/bwd_sm90.cu): 4-D tensor maps (head_dim, seq,

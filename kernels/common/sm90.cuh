@@ -82,6 +82,25 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const TmaDesc* desc, uint
         : "memory");
 }
 
+// One box of shared memory at `src` (the layout a load of the same box writes: 1 KiB-aligned
+// for the 128-byte swizzle) into a 4-D tensor map's tensor at (c0, c1, c2, c3), innermost
+// first; elements outside the tensor are not written. It joins this thread's bulk
+// async-group: commit it with bulk_commit_group, and keep `src` unchanged until
+// bulk_wait_group_read<0> has returned in this thread.
+__device__ __forceinline__ void tma_store_4d(const TmaDesc* desc, const void* src, int c0, int c1, int c2, int c3) {
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+                     reinterpret_cast<uint64_t>(desc)),
+                 "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's committed bulk groups still read their shared memory
+// (their global writes may still be in flight: the kernel's end makes them visible).
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
 // `bytes` contiguous bytes (a multiple of 16, both addresses 16-byte aligned) from global to
 // shared memory; they complete on `bar` like a TMA box.
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {

@@ -216,7 +216,7 @@ ffi_struct! {
     /// `(head_dim, seq, heads, batch)` (innermost first) from the real strides, boxes of 64
     /// columns by the instance's rows (q) or keys (k, v) with the 128-byte swizzle; then the
     /// forward's parameters, whose fields keep their meaning.
-    pub struct FattnHopperParams, size 768 {
+    pub struct FattnHopperParams, size 896 {
         tma_q: TmaDesc = 0,
         tma_k: TmaDesc = 128,
         tma_v: TmaDesc = 256,
@@ -249,8 +249,19 @@ ffi_struct! {
         /// float4) and whose arrivals `sk_flags` (`[tail tiles][consumers]`) counts
         /// (kernels/fwd_sm90.cu `kTailSplit`; src/cuda/prefill_sm90.rs `tail_pieces`); 0: none.
         tail_pieces: i32 = 732,
-        /// Explicit tail padding to the 64-byte alignment, so that every byte is initialized.
-        pad_hopper_: [u64; 4] = 736,
+        /// 1: dense tiles store O with TMA through `tma_o` (each consumer warpgroup's staged
+        /// rows, one 64 × 64 box per panel, where the boxes lie wholly inside the output; partial
+        /// or shifted tiles and padded head dims keep the threads' stores); 0: 16-byte stores by
+        /// every thread (always for packed batches, whose boxes would cross into the next
+        /// sequence).
+        o_tma: i32 = 736,
+        /// Explicit padding, so that every byte passed to the kernel is initialized.
+        pad_o_tma_: i32 = 740,
+        /// Explicit padding to the 64-byte alignment of `tma_o`.
+        pad_hopper_: [u64; 3] = 744,
+        /// The output's tensor map, 4-D `(head_dim, seq_q, heads, batch)`, boxes of 64 columns
+        /// by 64 rows with the 128-byte swizzle; zeros when `o_tma` is 0.
+        tma_o: TmaDesc = 768,
     }
 }
 

@@ -72,6 +72,13 @@
 //! `FUSED_ATTN_SM90_TILE_RULES` (read once; default
 //! `small-grid,persistent,dynamic,lightest-last,wide,shift,streamk,pairs,tail`) names the rules that apply (`none`: none of them), a diagnostic switch for A/B runs;
 //! `FUSED_ATTN_SM90_WIDE_PADDING` (read once) replaces the wide rule's padding bound.
+//!
+//! **The output's TMA store.** Dense tiles whose output is staged in shared memory store it with
+//! TMA through a tensor map of the output (`FattnHopperParams::tma_o`): one thread of each
+//! consumer warpgroup issues its rows' boxes, instead of every thread loading the staged tile
+//! back and storing 16 bytes per pass (boxes wholly inside the output only; not the plain d64
+//! instance, whose registers it would spill). `FUSED_ATTN_SM90_O_STORE=threads` (read once)
+//! keeps the threads' stores, an A/B switch.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
@@ -79,7 +86,7 @@ use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
 use super::instances::{Arch, Dtype, Family, Instance, KernelKey, Variant, INSTANCES, SOURCES};
 use super::params::{FattnHopperParams, FattnParams};
-use super::tma::tensor_map;
+use super::tma::{map_at, tensor_map};
 use super::workspace::with_workspace;
 use super::{
     alibi_slopes_ptr, common_params, dev_qkv, heuristics, query_rows, to_i32, with_packed, Entry, KernelDtype,
@@ -180,6 +187,13 @@ const WIDE_PADDING: f64 = 1.02;
 fn wide_rule() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| tile_rule("wide"))
+}
+
+/// Whether dense tiles store their output with TMA: `FUSED_ATTN_SM90_O_STORE` unset or not
+/// `threads` (read once), an A/B switch (module docs).
+fn o_tma_rule() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("FUSED_ATTN_SM90_O_STORE").map_or(true, |v| v.trim() != "threads"))
 }
 
 /// Whether the small-grid rule applies: `FUSED_ATTN_SM90_TILE_RULES` unset or naming
@@ -549,6 +563,13 @@ pub(super) fn forward<T: KernelDtype>(
                 tail_groups: to_i32(tail_pairs(p, grid, sms, query_blocks, elem), "tail pairs")?,
                 ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi_ptr.as_ref().map_or(0, |(ptr, _)| *ptr), elem)?
             });
+            // The output's map (dense only: a packed box would cross into the next sequence):
+            // (batch, seq_q, heads, head_dim) contiguous, boxes of 64 rows, one consumer's.
+            let tma_o = if p.packed().is_none() && o_tma_rule() {
+                map_at::<T>(o_ptr, [p.heads * d, d, p.seq_q * p.heads * d], q_ext, 64)?
+            } else {
+                None
+            };
             let tile_counter = if matches!(grid, Grid::Drawn(_)) { counters_ptr } else { 0 };
             let partial_tile_top = partial_tile_top(p) as i32;
             let sk_partial_ptr = sk_partial.as_mut().map(|w| w.device_ptr_mut(&stream));
@@ -564,7 +585,10 @@ pub(super) fn forward<T: KernelDtype>(
                 sk_flags: if sk_tail > 0 || pieces > 0 { counters_ptr + 4 } else { 0 },
                 pair_split: if ranks > 1 { ranks as i32 } else { 0 },
                 tail_pieces: to_i32(pieces, "tail pieces")?,
-                pad_hopper_: [0; 4],
+                o_tma: tma_o.is_some() as i32,
+                pad_o_tma_: 0,
+                pad_hopper_: [0; 3],
+                tma_o: tma_o.unwrap_or_default(),
             };
             let grid_x = (ranks * grid.blocks()) as u32;
             let cfg = LaunchConfig {
@@ -578,7 +602,9 @@ pub(super) fn forward<T: KernelDtype>(
             // validated problem; packed:
             // total_q/total_k rows, or num_blocks pages of page_size rows, as
             // `crate::packed::validate_packed` checked them against the tensors), and TMA never
-            // reads outside a map (out-of-bounds boxes are zero-filled). The other pointers are
+            // reads outside a map (out-of-bounds boxes are zero-filled); the output's map (dense,
+            // `tma_o`) is `out`'s own (batch, seq_q, heads, head_dim) contiguous extent, and a TMA
+            // store writes no element outside it. The other pointers are
             // live allocations held by `q`, `k`, `v`, `out`, `lse`, the stream's workspace (its
             // counters zero: the tile counter, which the blocks of a drawn grid increment
             // atomically and the last draw resets, and the stream-K flags, one per block and

@@ -19,15 +19,26 @@ const BOX_COLS: u32 = 64;
 /// heads), boxes of 64 columns × `rows`, 128-byte swizzle; `None` when TMA cannot describe it.
 pub(super) fn tensor_map<T: KernelDtype>(
     t: &DevTensor<'_>,
+    extents: (usize, usize, usize, usize),
+    rows: u32,
+) -> Result<Option<TmaDesc>> {
+    map_at::<T>(t.ptr, [t.strides.seq, t.strides.head, t.strides.batch], extents, rows)
+}
+
+/// As [`tensor_map`], for the tensor at device address `ptr` whose rows, heads and batches
+/// lie `seq`, `head` and `batch` elements apart (`[seq, head, batch]`).
+pub(super) fn map_at<T: KernelDtype>(
+    ptr: u64,
+    [seq_stride, head_stride, batch_stride]: [usize; 3],
     (batch, seq_len, heads, head_dim): (usize, usize, usize, usize),
     rows: u32,
 ) -> Result<Option<TmaDesc>> {
     let elem = std::mem::size_of::<T>() as u64;
-    if !t.ptr.is_multiple_of(16) {
+    if !ptr.is_multiple_of(16) {
         return Ok(None);
     }
     let dims = [head_dim as u64, seq_len as u64, heads as u64, batch as u64];
-    let mut strides = [t.strides.seq as u64 * elem, t.strides.head as u64 * elem, t.strides.batch as u64 * elem];
+    let mut strides = [seq_stride as u64 * elem, head_stride as u64 * elem, batch_stride as u64 * elem];
     for (i, s) in strides.iter_mut().enumerate() {
         // A dimension of extent 1 is never stepped: any valid stride describes it.
         if dims[i + 1] == 1 && (*s == 0 || !s.is_multiple_of(16)) {
@@ -51,13 +62,14 @@ pub(super) fn tensor_map<T: KernelDtype>(
     // SAFETY: every pointer argument points at a live local array of the length the rank (4)
     // implies (dims and boxes: 4, strides: 3); `map` is a writable CUtensorMap. The global
     // address is only recorded in the map, not dereferenced here; it is the start of a live
-    // device allocation that the launch reads within dims × strides (checked by validation).
+    // device allocation that the launch reads (the output's map: writes) within dims × strides
+    // (checked by validation; the output is allocated for exactly these dims).
     let res = unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
             data_type,
             4,
-            t.ptr as *mut std::ffi::c_void,
+            ptr as *mut std::ffi::c_void,
             dims.as_ptr(),
             strides.as_ptr(),
             boxes.as_ptr(),
@@ -71,8 +83,7 @@ pub(super) fn tensor_map<T: KernelDtype>(
     if res != sys::CUresult::CUDA_SUCCESS {
         bail!(
             "fused-attn cuda: cuTensorMapEncodeTiled failed with {res:?} (dims {dims:?}, byte strides {strides:?}, \
-             box {boxes:?}, address {:#x})",
-            t.ptr
+             box {boxes:?}, address {ptr:#x})"
         )
     }
     Ok(Some(TmaDesc(map.opaque)))
