@@ -63,6 +63,15 @@
 // against 424 (0.89×); (4,32/4,4096,d128) 1853 against 1881, causal 1016 against 1047 (1.01×).
 // ncu, d64 persistent: issue slots 55% busy, 128 registers, occupancy 20% (one block of 16
 // warps).
+// Session 34: the output's TMA store (FattnHopperParams::o_tma; boxes only wholly inside the
+// output, not in the plain d64 instance). Same-binary A/B against FUSED_ATTN_SM90_O_STORE=threads
+// (H200, 2 rounds A B / B A, lab/results/s34-call1/call2): d128 2048 causal 539.7 / 539.1 µs
+// against 550.0 / 545.6 (-1.6%), (4,32,4096,d128) causal -1.2%, d256 unmasked -0.8%, d128
+// unmasked -0.6%, small rows 12.3-12.4 against 12.4-12.5 (-0.5 to -0.8%), d64 causal 365.6 against
+// 360.3 / 364.8 (the d64 instance's code does not change; spread). Against main across packs
+// (call3, 2 rounds): d128 2048 -0.6%, causal -1.5%, d256 -1.1%, 4096 causal -1.3%, GQA causal
+// -0.9%, small rows +0.6 / +0.8% (0.1 µs), d64 causal +0.5%. Issue 14's table (call3): 12 of 19
+// rows at or above cuDNN in both torch runs.
 // Session 32: masked dense grids (drawn, or one block per tile) take their last pairs' tiles
 // heaviest first across those pairs (`FattnParams::tail_groups`, grid.cuh
 // `query_block_tail`), so a launch ends on its lightest tiles: ncu had (16,16,2048,d64) causal
