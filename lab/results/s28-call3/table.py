@@ -1,7 +1,10 @@
 # Issue 14's table from this call's files: ours (r/medians.txt, criterion medians) between two
 # torch runs (r/torch{1,2}/bench_torch.md and decode/bench_torch.md, do_bench medians).
+#   python3 table.py [DIR] [--readme]   # --readme: the README's columns (FA2 µs; no TF/s on decode)
 import re, sys
-d = sys.argv[1] if len(sys.argv) > 1 else "r"
+args = [a for a in sys.argv[1:] if a != "--readme"]
+readme = "--readme" in sys.argv[1:]
+d = args[0] if args else "r"
 ours = {}
 for line in open(f"{d}/medians.txt"):
     m = re.match(r"cuda_fused_attn_bf16/b(\d+)_h(\d+)_kv(\d+)_q(\d+)_k(\d+)_d(\d+)(_causal)? ([\d.]+) us", line)
@@ -19,8 +22,12 @@ def torch(run):
                 rows[(shape, mask)] = (c[1], float(c[4]), float(c[7]))
     return rows
 t1, t2 = torch(1), torch(2)
-print("| kind | (B,H,Hkv,Sq,Sk,D) | mask | ours µs | ours TF/s | cuDNN µs (run 1 / 2) | FA2 / ours (run 1) | cuDNN / ours (1 / 2) |")
-print("|---|---|---|---|---|---|---|---|")
+if readme:
+    print("| kind | (B,H,Hkv,Sq,Sk,D) | mask | ours µs | ours TF/s | FA2 µs | cuDNN µs (run 1 / 2) | FA2 time / ours | cuDNN time / ours (run 1 / 2) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+else:
+    print("| kind | (B,H,Hkv,Sq,Sk,D) | mask | ours µs | ours TF/s | cuDNN µs (run 1 / 2) | FA2 / ours (run 1) | cuDNN / ours (1 / 2) |")
+    print("|---|---|---|---|---|---|---|---|")
 met = rows = 0
 for key, (kind, fa, cu) in t1.items():
     if key not in ours: continue
@@ -33,5 +40,10 @@ for key, (kind, fa, cu) in t1.items():
     rows += 1
     f = lambda r: f"**{r:.3f}**" if r >= 1 else f"{r:.3f}"
     tf = flops / o / 1e6
-    print(f"| {kind} | {key[0]} | {mask} | {o:.1f} | {tf:.0f} | {cu:.1f} / {cu2:.1f} | {fa / o:.2f} | {f(r1)} / {f(r2)} |")
+    if readme:
+        tfs = "–" if kind == "decode" else f"{tf:.0f}"
+        shape = "(" + ",".join(map(str, key[0])) + ")"
+        print(f"| {kind} | {shape} | {mask} | {o:.1f} | {tfs} | {fa:.1f} | {cu:.1f} / {cu2:.1f} | {fa / o:.2f} | {f(r1)} / {f(r2)} |")
+    else:
+        print(f"| {kind} | {key[0]} | {mask} | {o:.1f} | {tf:.0f} | {cu:.1f} / {cu2:.1f} | {fa / o:.2f} | {f(r1)} / {f(r2)} |")
 print(f"\n{met} of {rows} rows at or above cuDNN in both runs.")
