@@ -914,6 +914,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // Not in the plain d64 instance (three consumers at 128 registers): there the store's code
     // took its spills from 8 to 20 bytes and its rows 8% slower (session 33, call 3).
     constexpr bool kTmaStoreO = !kPacked && kStageO && Cfg::kConsumers < 3;
+    // Tile n's Q load waits for the release of tile n - QB's buffer, which the deferral moves
+    // into tile n - QB + 1: with one buffer that is tile n itself, which waits for its Q.
+    static_assert(!kTmaStoreO || !kPersistent || QB >= 2, "the deferred Q release needs two Q buffers");
     auto o_tma = [&]() { return kTmaStoreO && hp.o_tma != 0; };
     auto release_stored_q = [&](int n) {
         if (kPersistent && o_tma() && n > 0) {
