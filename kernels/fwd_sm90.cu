@@ -175,6 +175,8 @@
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
 
+#include <type_traits>
+
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
@@ -404,6 +406,29 @@ static_assert(kSlotFreeBarrier + 3 <= 16, "16 named barriers");
 // kPacked: a packed (varlen) batch (p.cu_seqlens_q set), K/V packed or paged (pages of whole
 // key blocks, or pages of whole 8-row atoms that divide a key block); masks per sequence with its multimodal ranges (mask.cuh). The dense
 // instantiation is the dense kernel as it was.
+// S = Q Kᵀ of the key block at k_tile over its first N keys (N = the block's kBlockN, or a
+// trimmed width: `trim_last` in fwd_hopper), issued (not waited for): D/16 k-steps; a step is
+// 32 bytes into the 128-byte rows of a panel. The instruction writes the first N / 2
+// accumulators of the block's S (wgmma.cuh's layout: its first N keys), here in s of its own.
+template <class Cfg, class E, int N>
+__device__ __forceinline__ void issue_qk_width(float (&s)[N / 2], uint32_t q_tile, uint32_t k_tile) {
+    constexpr int D = Cfg::kHeadDim, BN = Cfg::kBlockN, BM = Cfg::kBlockM;
+    static_assert(N % 16 == 0 && N <= BN, "a trimmed Q·Kᵀ covers the block's first keys");
+    // kStepDescriptors: one descriptor per operand; a k-step adds its byte offset / 16 to
+    // the address field (the tiles lie below 256 KiB, so the 14-bit field does not carry).
+    const uint64_t a0 = sm90::desc_sw128(q_tile, 16, 1024), b0 = sm90::desc_sw128(k_tile, 16, 1024);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+        const int a_off = (kk / 4) * BM * 128 + (kk % 4) * 32, b_off = (kk / 4) * BN * 128 + (kk % 4) * 32;
+        const uint64_t a = Cfg::kStepDescriptors ? a0 + static_cast<uint64_t>(a_off >> 4)
+                                                 : sm90::desc_sw128(q_tile + a_off, 16, 1024);
+        const uint64_t b = Cfg::kStepDescriptors ? b0 + static_cast<uint64_t>(b_off >> 4)
+                                                 : sm90::desc_sw128(k_tile + b_off, 16, 1024);
+        sm90::Wgmma<E, N>::ss(s, a, b, kk > 0 ? 1 : 0);
+    }
+    sm90::wgmma_commit();
+}
+
 template <class Cfg, class E, bool kMods, bool kPacked>
 __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     constexpr int D = Cfg::kHeadDim, BN = Cfg::kBlockN, BM = Cfg::kBlockM, ST = Cfg::kStages;
@@ -451,6 +476,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     SeqSpan span{};
     SeqMask msk{};
     int nb_begin = 0, nb_end = 0;
+    int tile_hi = 0;  // one past the tile's last visible key (any row), when it has keys
     // Dense: the params themselves, as the dense kernel always read them.
     auto len_q = [&]() {
         if constexpr (kPacked) {
@@ -483,6 +509,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         const KeyRange keys = KeyRange{row_keys(qb.m0).lo, row_keys(m_last).hi};
         nb_begin = keys.lo / BN;
         nb_end = keys.hi > keys.lo ? (keys.hi + BN - 1) / BN : nb_begin;
+        tile_hi = keys.hi > keys.lo ? keys.hi : 0;
     };
     const int num_tiles = kPersistent ? p.batch * p.heads * ((p.seq_q + BM - 1) / BM) : 1;
     // Cluster split (small grids, src/cuda/prefill_sm90.rs `pair_split`): the cluster's R CTAs
@@ -759,29 +786,21 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // S = Q Kᵀ of the key block in stage `st`, issued (not waited for): D/16 k-steps; a step
     // is 32 bytes into the 128-byte rows of a panel.
     auto issue_qk = [&](float(&s)[BN / 2], int st) {
-        const uint32_t k_tile = smem_addr(sK) + st * Cfg::kKVBytes;
-        // kStepDescriptors: one descriptor per operand; a k-step adds its byte offset / 16 to
-        // the address field (the tiles lie below 256 KiB, so the 14-bit field does not carry).
-        const uint64_t a0 = sm90::desc_sw128(q_tile, 16, 1024), b0 = sm90::desc_sw128(k_tile, 16, 1024);
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-            const int a_off = (kk / 4) * BM * 128 + (kk % 4) * 32, b_off = (kk / 4) * BN * 128 + (kk % 4) * 32;
-            const uint64_t a = Cfg::kStepDescriptors ? a0 + static_cast<uint64_t>(a_off >> 4)
-                                                     : sm90::desc_sw128(q_tile + a_off, 16, 1024);
-            const uint64_t b = Cfg::kStepDescriptors ? b0 + static_cast<uint64_t>(b_off >> 4)
-                                                     : sm90::desc_sw128(k_tile + b_off, 16, 1024);
-            sm90::Wgmma<E, BN>::ss(s, a, b, kk > 0 ? 1 : 0);
-        }
-        sm90::wgmma_commit();
+        issue_qk_width<Cfg, E, BN>(s, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
     };
+    // Trimmed widths (`trim_last`): 64 and 128 keys where the block is wider.
+    constexpr int kTrimA = 64, kTrimB = 128;
+    constexpr int kWidthA = kTrimA < BN ? kTrimA : BN, kWidthB = kTrimB < BN ? kTrimB : BN;
     // O += P V with V in stage `st`, issued: BN/16 k-steps of 16 keys (2048 bytes of V's
     // panels each); V is MN-major: 8-key atoms 1024 bytes apart (sbo), 64-column panels
     // BN · 128 bytes apart (lbo).
-    auto issue_pv = [&](const uint32_t(&pf)[BN / 16][4], int st) {
+    // `steps` < BN / 16: only the first steps · 16 keys (`trim_last`; the rest have P = 0).
+    auto issue_pv = [&](const uint32_t(&pf)[BN / 16][4], int st, int steps = Cfg::kBlockN / 16) {
         const uint32_t v_tile = smem_addr(sV) + st * Cfg::kKVBytes;
         const uint64_t b0 = sm90::desc_sw128(v_tile, BN * 128, 1024);
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
+            if (kk >= steps) break;
             const uint64_t b = Cfg::kStepDescriptors ? b0 + static_cast<uint64_t>((kk * 16 * 128) >> 4)
                                                      : sm90::desc_sw128(v_tile + kk * 16 * 128, BN * 128, 1024);
             sm90::Wgmma<E, D>::rs(o, pf[kk], b, 1);
@@ -987,6 +1006,18 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             float s[BN / 2];
             uint32_t pf[BN / 16][4];
             float corr[2];
+            // `trim_last`: the block that holds the tile's last visible key (trim_at; -1 when
+            // that key ends a 16-key step of the block's last, or the switch is off) runs Q·Kᵀ
+            // at the narrowest trimmed width that holds it (the other accumulators keep stale
+            // values, which the mask below sets to -inf: their keys lie past every row's
+            // range) and P·V over its steps up to it (the rest have P = 0). Block-uniform.
+            const int last_nb = (tile_hi - 1) / BN, last_keys = tile_hi - last_nb * BN;
+            const int trim_steps = (last_keys + 15) / 16;
+            const int trim_at = hp.trim_last != 0 && trim_steps < BN / 16 ? last_nb : -1;
+            const int trim_width = (kTrimA < BN && last_keys <= kTrimA) ? kTrimA
+                                   : (kTrimB < BN && last_keys <= kTrimB) ? kTrimB
+                                                                          : BN;
+            const int qk_trim_at = trim_width < BN ? trim_at : -1;
             const int st0 = it0 % ST;
             sm90::mbar_wait(&full_k[st0], (it0 / ST) & 1);
             FATTN_LAB_PHASE(cw, 3, tid == 0 && n == 0);
@@ -1003,18 +1034,37 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             softmax(s, nb_begin, corr);  // O is still zero: nothing to rescale
             to_fragments(s, pf);
             FATTN_LAB_PHASE(cw, 5, tid == 0 && n == 0);
-            for (int nb = nb_begin + 1; nb < nb_end; ++nb) {
+            // One key block nb > nb_begin: its Q·Kᵀ (trimmed: at trim_width) with block nb - 1's
+            // P·V, then its softmax. The loop runs the blocks at full width; the trimmed block
+            // (always the last) runs after it, so that the loop's code is the untrimmed one.
+            auto step = [&](int nb, auto width) {
+                constexpr int N = decltype(width)::value;  // BN, or a trimmed width
                 const int it = it0 + nb - nb_begin, st = it % ST, prev = (it - 1) % ST;
                 const uint32_t phase = (it / ST) & 1, prev_phase = ((it - 1) / ST) & 1;
                 sm90::mbar_wait(&full_k[st], phase);
                 sm90::mbar_wait(&full_v[prev], prev_phase);
                 my_turn();
                 sm90::wgmma_fence();
-                issue_qk(s, st);
+                // A trimmed Q·Kᵀ accumulates into registers of its own, copied into s once it is
+                // done: ptxas serializes every wgmma of the kernel when a register of an
+                // accumulator may be defined otherwise inside a wgmma's pipeline stage (the
+                // untouched part of s would be, at the merge of the paths).
+                float t[N < BN ? N / 2 : 1];
+                if constexpr (N < BN) {
+                    issue_qk_width<Cfg, E, N>(t, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
+                } else {
+                    issue_qk(s, st);
+                }
                 issue_pv(pf, prev);
                 next_turn();
                 sm90::wgmma_wait<1>();
-                sm90::fence_regs(s);
+                if constexpr (N < BN) {
+                    sm90::fence_regs(t);
+#pragma unroll
+                    for (int j = 0; j < BN / 2; ++j) s[j] = j < N / 2 ? t[j < N / 2 ? j : 0] : kNegInf;
+                } else {
+                    sm90::fence_regs(s);
+                }
                 release(&empty_k[st]);
                 if (!kStageO && nb + 1 == nb_end) release(&empty_q[b]);  // Q's last reader
                 softmax(s, nb, corr);
@@ -1026,6 +1076,16 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 if (!Cfg::kConditionalRescale || __any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f))
                     rescale_o(corr);
                 to_fragments(s, pf);
+            };
+            const bool trim_tail = kTrimA < BN && qk_trim_at == nb_end - 1 && qk_trim_at > nb_begin;
+            const int loop_end = trim_tail ? nb_end - 1 : nb_end;
+            for (int nb = nb_begin + 1; nb < loop_end; ++nb) step(nb, std::integral_constant<int, BN>{});
+            if (kTrimA < BN && trim_tail) {
+                if (trim_width == kWidthA) {
+                    step(nb_end - 1, std::integral_constant<int, kWidthA>{});
+                } else {
+                    step(nb_end - 1, std::integral_constant<int, kWidthB>{});
+                }
             }
             const int last = it0 + nb_end - 1 - nb_begin;
             FATTN_LAB_PHASE(cw, 6, tid == 0 && n == 0);
@@ -1054,7 +1114,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             // After the zeroing's barrier, which every consumer reaches without a turn.
             my_turn();
             sm90::wgmma_fence();
-            issue_pv(pf, last % ST);
+            if (nb_end - 1 == trim_at) {
+                issue_pv(pf, last % ST, trim_steps);
+            } else {
+                issue_pv(pf, last % ST);
+            }
             next_turn();
             sm90::wgmma_wait<0>();
             sm90::fence_regs(o);

@@ -196,6 +196,13 @@ fn o_tma_rule() -> bool {
     *ON.get_or_init(|| std::env::var("FUSED_ATTN_SM90_O_STORE").map_or(true, |v| v.trim() != "threads"))
 }
 
+/// Whether a tile's last key block runs at a trimmed width (`FattnHopperParams::trim_last`):
+/// `FUSED_ATTN_SM90_TRIM` unset or not `0` (read once), an A/B switch (module docs).
+fn trim_rule() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("FUSED_ATTN_SM90_TRIM").map_or(true, |v| v.trim() != "0"))
+}
+
 /// Whether the small-grid rule applies: `FUSED_ATTN_SM90_TILE_RULES` unset or naming
 /// `small-grid` (`none` turns every rule off).
 fn small_grid_rule() -> bool {
@@ -586,7 +593,7 @@ pub(super) fn forward<T: KernelDtype>(
                 pair_split: if ranks > 1 { ranks as i32 } else { 0 },
                 tail_pieces: to_i32(pieces, "tail pieces")?,
                 o_tma: tma_o.is_some() as i32,
-                pad_o_tma_: 0,
+                trim_last: trim_rule() as i32,
                 pad_hopper_: [0; 3],
                 tma_o: tma_o.unwrap_or_default(),
             };
