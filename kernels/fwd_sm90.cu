@@ -63,6 +63,22 @@
 // against 424 (0.89×); (4,32/4,4096,d128) 1853 against 1881, causal 1016 against 1047 (1.01×).
 // ncu, d64 persistent: issue slots 55% busy, 128 registers, occupancy 20% (one block of 16
 // warps).
+// Session 35: the key block that holds a tile's last visible key, when that key leaves at
+// least one 16-key step of the block empty, runs Q·Kᵀ at the narrowest of 64 / 128 keys that
+// holds it (into registers of its own, copied into S when done: a partly written S made ptxas
+// serialize every wgmma of the kernel, C7515) and P·V over its steps up to that key
+// (FattnHopperParams::trim_last; the loop runs the untrimmed blocks, the trimmed one runs
+// after it, so the loop's code stays as it was: d128 952 -> 957 SASS). Same-binary A/B against
+// FUSED_ATTN_SM90_TRIM=0 (H200, 2 rounds A B / B A, lab/results/s35-call7): (16,16,2048,d64)
+// causal 363.8 / 362.7 µs against 372.0 / 368.1 (-1.8%: every other 192-row tile ends in half
+// a block), (1,8,512,d64) 12.3 against 12.6 (-2.1%), causal -0.8%, d256 unmasked -0.7%
+// (48 of its last block's 80 keys), causal -0.4%, 16k d128 -0.4%, the other rows within
+// ±0.4%, none slower. The wide d128 instance at 2048 / 4096 keys stays off (+4.1 / +2.2%
+// against the 128-key blocks even trimmed). Tests on the pack: gpu_hopper_prefill, the bf16
+// and f16 sweeps, gpu_hopper_varlen, varlen = dense per sequence (bit-identical), LSE,
+// poisoned outputs, memcheck and racecheck clean; the prefill, bf16 sweep and Hopper varlen
+// again with the wide instances wherever they apply (FUSED_ATTN_SM90_WIDE_PADDING=100).
+// Issue 14's table (call 8, two torch runs): 11 of 19 rows at or above cuDNN in both.
 // Session 34: the output's TMA store (FattnHopperParams::o_tma; boxes only wholly inside the
 // output, not in the plain d64 instance). Same-binary A/B against FUSED_ATTN_SM90_O_STORE=threads
 // (H200, 2 rounds A B / B A, lab/results/s34-call1/call2): d128 2048 causal 539.7 / 539.1 µs

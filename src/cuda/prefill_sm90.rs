@@ -79,6 +79,14 @@
 //! back and storing 16 bytes per pass (boxes wholly inside the output only; not the plain d64
 //! instance, whose registers it would spill). `FUSED_ATTN_SM90_O_STORE=threads` (read once)
 //! keeps the threads' stores, an A/B switch.
+//!
+//! **The trimmed last block.** The key block that holds a tile's last visible key, when that
+//! key leaves a 16-key step of the block empty (a key length that is not a whole number of
+//! blocks, a causal tile whose diagonal ends mid-block), runs Q·Kᵀ at 64 or 128 keys and P·V
+//! over its steps up to that key (`FattnHopperParams::trim_last`): the padded keys' scores are
+//! masked and their P is zero, so the result is the same. H200, same binary: (16,16,2048,d64)
+//! causal -1.8%, (1,8,512,d64) -2.1%, d256 -0.7%, none slower (lab/results/s35-call7/).
+//! `FUSED_ATTN_SM90_TRIM=0` (read once) runs every block at full width, an A/B switch.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
