@@ -64,8 +64,8 @@
 // ncu, d64 persistent: issue slots 55% busy, 128 registers, occupancy 20% (one block of 16
 // warps).
 // Session 35: the key block that holds a tile's last visible key, when that key leaves at
-// least one 16-key step of the block empty, runs Q·Kᵀ at the narrowest of 64 / 128 keys that
-// holds it (into registers of its own, copied into S when done: a partly written S made ptxas
+// least one 16-key step of the block empty, runs Q·Kᵀ at 64 keys where those hold it
+// (into registers of its own, copied into S when done: a partly written S made ptxas
 // serialize every wgmma of the kernel, C7515) and P·V over its steps up to that key
 // (FattnHopperParams::trim_last; the loop runs the untrimmed blocks, the trimmed one runs
 // after it, so the loop's code stays as it was: d128 952 -> 957 SASS). Same-binary A/B against
@@ -804,9 +804,14 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     auto issue_qk = [&](float(&s)[BN / 2], int st) {
         issue_qk_width<Cfg, E, BN>(s, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
     };
-    // Trimmed widths (`trim_last`): 64 and 128 keys where the block is wider.
-    constexpr int kTrimA = 64, kTrimB = 128;
-    constexpr int kWidthA = kTrimA < BN ? kTrimA : BN, kWidthB = kTrimB < BN ? kTrimB : BN;
+    // The trimmed width (`trim_last`): 64 keys where the block is wider. One width, one extra
+    // copy of the loop's step per instance: a second width (128 of the wide instance's 176)
+    // took fwd_sm90's compile from ~39 to ~61 s, for tiles that the wide rule rarely sends
+    // there (its last block holds 65-128 keys).
+    // Not in the `_mods` instances (softcap, ALiBi): their copy of the step is the largest
+    // (the score modifiers), and fwd_sm90's compile time is issue 14's bar too.
+    constexpr int kTrimA = kMods ? BN : 64;
+    constexpr int kWidthA = kTrimA < BN ? kTrimA : BN;
     // O += P V with V in stage `st`, issued: BN/16 k-steps of 16 keys (2048 bytes of V's
     // panels each); V is MN-major: 8-key atoms 1024 bytes apart (sbo), 64-column panels
     // BN · 128 bytes apart (lbo).
@@ -1030,9 +1035,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const int last_nb = (tile_hi - 1) / BN, last_keys = tile_hi - last_nb * BN;
             const int trim_steps = (last_keys + 15) / 16;
             const int trim_at = hp.trim_last != 0 && trim_steps < BN / 16 ? last_nb : -1;
-            const int trim_width = (kTrimA < BN && last_keys <= kTrimA) ? kTrimA
-                                   : (kTrimB < BN && last_keys <= kTrimB) ? kTrimB
-                                                                          : BN;
+            const int trim_width = kTrimA < BN && last_keys <= kTrimA ? kTrimA : BN;
             const int qk_trim_at = trim_width < BN ? trim_at : -1;
             const int st0 = it0 % ST;
             sm90::mbar_wait(&full_k[st0], (it0 / ST) & 1);
@@ -1096,12 +1099,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const bool trim_tail = kTrimA < BN && qk_trim_at == nb_end - 1 && qk_trim_at > nb_begin;
             const int loop_end = trim_tail ? nb_end - 1 : nb_end;
             for (int nb = nb_begin + 1; nb < loop_end; ++nb) step(nb, std::integral_constant<int, BN>{});
-            if (kTrimA < BN && trim_tail) {
-                if (trim_width == kWidthA) {
-                    step(nb_end - 1, std::integral_constant<int, kWidthA>{});
-                } else {
-                    step(nb_end - 1, std::integral_constant<int, kWidthB>{});
-                }
+            if constexpr (kTrimA < BN) {
+                if (trim_tail) step(nb_end - 1, std::integral_constant<int, kWidthA>{});
             }
             const int last = it0 + nb_end - 1 - nb_begin;
             FATTN_LAB_PHASE(cw, 6, tid == 0 && n == 0);

@@ -82,7 +82,7 @@
 //!
 //! **The trimmed last block.** The key block that holds a tile's last visible key, when that
 //! key leaves a 16-key step of the block empty (a key length that is not a whole number of
-//! blocks, a causal tile whose diagonal ends mid-block), runs Q·Kᵀ at 64 or 128 keys and P·V
+//! blocks, a causal tile whose diagonal ends mid-block), runs Q·Kᵀ at 64 keys (where those hold it) and P·V
 //! over its steps up to that key (`FattnHopperParams::trim_last`): the padded keys' scores are
 //! masked and their P is zero, so the result is the same. H200, same binary: (16,16,2048,d64)
 //! causal -1.8%, (1,8,512,d64) -2.1%, d256 -0.7%, none slower (lab/results/s35-call7/).
