@@ -71,7 +71,7 @@
 // after it, so the loop's code stays as it was: d128 952 -> 957 SASS). Same-binary A/B against
 // FUSED_ATTN_SM90_TRIM=0 (H200, 2 rounds A B / B A, lab/results/s35-call7): (16,16,2048,d64)
 // causal 363.8 / 362.7 µs against 372.0 / 368.1 (-1.8%: every other 192-row tile ends in half
-// a block), (1,8,512,d64) 12.3 against 12.6 (-2.1%), causal -0.8%, d256 unmasked -0.7%
+// a block), (1,8,512,d64) 12.3 against 12.6 (-2.1%, spread: see below), causal -0.8%, d256 unmasked -0.7%
 // (48 of its last block's 80 keys), causal -0.4%, 16k d128 -0.4%, the other rows within
 // ±0.4%, none slower. The wide d128 instance at 2048 / 4096 keys stays off (+4.1 / +2.2%
 // against the 128-key blocks even trimmed). Tests on the pack: gpu_hopper_prefill, the bf16
@@ -79,6 +79,13 @@
 // poisoned outputs, memcheck and racecheck clean; the prefill, bf16 sweep and Hopper varlen
 // again with the wide instances wherever they apply (FUSED_ATTN_SM90_WIDE_PADDING=100).
 // Issue 14's table (call 8, two torch runs): 11 of 19 rows at or above cuDNN in both.
+// Calls 7-8 ran a first version that also trimmed to 128 keys and trimmed the `_mods`
+// instances: fwd_sm90 took 61.5 s to compile against 38.5. This version (one width, not
+// `_mods`: 42.3 s of CPU) passed the same tests again in call 9 (gpu_hopper_prefill, the bf16
+// sweep, Hopper varlen, the prefill with the wide instances everywhere, memcheck), and its
+// A/B (2 rounds): d64 2048 causal 357.2 / 357.1 µs against 364.5 / 360.8 (-1.5%), d256
+// causal -0.6%, d256 unmasked and the small rows within their spread (the small rows have
+// no partial block: call 7's -2% there was spread too).
 // Session 34: the output's TMA store (FattnHopperParams::o_tma; boxes only wholly inside the
 // output, not in the plain d64 instance). Same-binary A/B against FUSED_ATTN_SM90_O_STORE=threads
 // (H200, 2 rounds A B / B A, lab/results/s34-call1/call2): d128 2048 causal 539.7 / 539.1 µs

@@ -85,7 +85,8 @@
 //! blocks, a causal tile whose diagonal ends mid-block), runs Q·Kᵀ at 64 keys (where those hold it) and P·V
 //! over its steps up to that key (`FattnHopperParams::trim_last`): the padded keys' scores are
 //! masked and their P is zero, so the result is the same. H200, same binary: (16,16,2048,d64)
-//! causal -1.8%, (1,8,512,d64) -2.1%, d256 -0.7%, none slower (lab/results/s35-call7/).
+//! causal -1.8% (-1.5% in call 9), d256 -0.7%, none slower (lab/results/s35-call7/, -call9/); not
+//! in the `_mods` instances (compile time).
 //! `FUSED_ATTN_SM90_TRIM=0` (read once) runs every block at full width, an A/B switch.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
