@@ -63,6 +63,29 @@
 // against 424 (0.89×); (4,32/4,4096,d128) 1853 against 1881, causal 1016 against 1047 (1.01×).
 // ncu, d64 persistent: issue slots 55% busy, 128 registers, occupancy 20% (one block of 16
 // warps).
+// Session 35: the key block that holds a tile's last visible key, when that key leaves at
+// least one 16-key step of the block empty, runs Q·Kᵀ at 64 keys where those hold it
+// (into registers of its own, copied into S when done: a partly written S made ptxas
+// serialize every wgmma of the kernel, C7515) and P·V over its steps up to that key
+// (FattnHopperParams::trim_last; the loop runs the untrimmed blocks, the trimmed one runs
+// after it, so the loop's code stays as it was: d128 952 -> 957 SASS). Same-binary A/B against
+// FUSED_ATTN_SM90_TRIM=0 (H200, 2 rounds A B / B A, lab/results/s35-call7): (16,16,2048,d64)
+// causal 363.8 / 362.7 µs against 372.0 / 368.1 (-1.8%: every other 192-row tile ends in half
+// a block), (1,8,512,d64) 12.3 against 12.6 (-2.1%, spread: see below), causal -0.8%, d256 unmasked -0.7%
+// (48 of its last block's 80 keys), causal -0.4%, 16k d128 -0.4%, the other rows within
+// ±0.4%, none slower. The wide d128 instance at 2048 / 4096 keys stays off (+4.1 / +2.2%
+// against the 128-key blocks even trimmed). Tests on the pack: gpu_hopper_prefill, the bf16
+// and f16 sweeps, gpu_hopper_varlen, varlen = dense per sequence (bit-identical), LSE,
+// poisoned outputs, memcheck and racecheck clean; the prefill, bf16 sweep and Hopper varlen
+// again with the wide instances wherever they apply (FUSED_ATTN_SM90_WIDE_PADDING=100).
+// Issue 14's table (call 8, two torch runs): 11 of 19 rows at or above cuDNN in both.
+// Calls 7-8 ran a first version that also trimmed to 128 keys and trimmed the `_mods`
+// instances: fwd_sm90 took 61.5 s to compile against 38.5. This version (one width, not
+// `_mods`: 42.3 s of CPU) passed the same tests again in call 9 (gpu_hopper_prefill, the bf16
+// sweep, Hopper varlen, the prefill with the wide instances everywhere, memcheck), and its
+// A/B (2 rounds): d64 2048 causal 357.2 / 357.1 µs against 364.5 / 360.8 (-1.5%), d256
+// causal -0.6%, d256 unmasked and the small rows within their spread (the small rows have
+// no partial block: call 7's -2% there was spread too).
 // Session 34: the output's TMA store (FattnHopperParams::o_tma; boxes only wholly inside the
 // output, not in the plain d64 instance). Same-binary A/B against FUSED_ATTN_SM90_O_STORE=threads
 // (H200, 2 rounds A B / B A, lab/results/s34-call1/call2): d128 2048 causal 539.7 / 539.1 µs
@@ -174,6 +197,8 @@
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
+
+#include <type_traits>
 
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
@@ -404,6 +429,29 @@ static_assert(kSlotFreeBarrier + 3 <= 16, "16 named barriers");
 // kPacked: a packed (varlen) batch (p.cu_seqlens_q set), K/V packed or paged (pages of whole
 // key blocks, or pages of whole 8-row atoms that divide a key block); masks per sequence with its multimodal ranges (mask.cuh). The dense
 // instantiation is the dense kernel as it was.
+// S = Q Kᵀ of the key block at k_tile over its first N keys (N = the block's kBlockN, or a
+// trimmed width: `trim_last` in fwd_hopper), issued (not waited for): D/16 k-steps; a step is
+// 32 bytes into the 128-byte rows of a panel. The instruction writes the first N / 2
+// accumulators of the block's S (wgmma.cuh's layout: its first N keys), here in s of its own.
+template <class Cfg, class E, int N>
+__device__ __forceinline__ void issue_qk_width(float (&s)[N / 2], uint32_t q_tile, uint32_t k_tile) {
+    constexpr int D = Cfg::kHeadDim, BN = Cfg::kBlockN, BM = Cfg::kBlockM;
+    static_assert(N % 16 == 0 && N <= BN, "a trimmed Q·Kᵀ covers the block's first keys");
+    // kStepDescriptors: one descriptor per operand; a k-step adds its byte offset / 16 to
+    // the address field (the tiles lie below 256 KiB, so the 14-bit field does not carry).
+    const uint64_t a0 = sm90::desc_sw128(q_tile, 16, 1024), b0 = sm90::desc_sw128(k_tile, 16, 1024);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+        const int a_off = (kk / 4) * BM * 128 + (kk % 4) * 32, b_off = (kk / 4) * BN * 128 + (kk % 4) * 32;
+        const uint64_t a = Cfg::kStepDescriptors ? a0 + static_cast<uint64_t>(a_off >> 4)
+                                                 : sm90::desc_sw128(q_tile + a_off, 16, 1024);
+        const uint64_t b = Cfg::kStepDescriptors ? b0 + static_cast<uint64_t>(b_off >> 4)
+                                                 : sm90::desc_sw128(k_tile + b_off, 16, 1024);
+        sm90::Wgmma<E, N>::ss(s, a, b, kk > 0 ? 1 : 0);
+    }
+    sm90::wgmma_commit();
+}
+
 template <class Cfg, class E, bool kMods, bool kPacked>
 __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     constexpr int D = Cfg::kHeadDim, BN = Cfg::kBlockN, BM = Cfg::kBlockM, ST = Cfg::kStages;
@@ -451,6 +499,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     SeqSpan span{};
     SeqMask msk{};
     int nb_begin = 0, nb_end = 0;
+    int tile_hi = 0;  // one past the tile's last visible key (any row), when it has keys
     // Dense: the params themselves, as the dense kernel always read them.
     auto len_q = [&]() {
         if constexpr (kPacked) {
@@ -483,6 +532,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         const KeyRange keys = KeyRange{row_keys(qb.m0).lo, row_keys(m_last).hi};
         nb_begin = keys.lo / BN;
         nb_end = keys.hi > keys.lo ? (keys.hi + BN - 1) / BN : nb_begin;
+        tile_hi = keys.hi > keys.lo ? keys.hi : 0;
     };
     const int num_tiles = kPersistent ? p.batch * p.heads * ((p.seq_q + BM - 1) / BM) : 1;
     // Cluster split (small grids, src/cuda/prefill_sm90.rs `pair_split`): the cluster's R CTAs
@@ -759,29 +809,26 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // S = Q Kᵀ of the key block in stage `st`, issued (not waited for): D/16 k-steps; a step
     // is 32 bytes into the 128-byte rows of a panel.
     auto issue_qk = [&](float(&s)[BN / 2], int st) {
-        const uint32_t k_tile = smem_addr(sK) + st * Cfg::kKVBytes;
-        // kStepDescriptors: one descriptor per operand; a k-step adds its byte offset / 16 to
-        // the address field (the tiles lie below 256 KiB, so the 14-bit field does not carry).
-        const uint64_t a0 = sm90::desc_sw128(q_tile, 16, 1024), b0 = sm90::desc_sw128(k_tile, 16, 1024);
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-            const int a_off = (kk / 4) * BM * 128 + (kk % 4) * 32, b_off = (kk / 4) * BN * 128 + (kk % 4) * 32;
-            const uint64_t a = Cfg::kStepDescriptors ? a0 + static_cast<uint64_t>(a_off >> 4)
-                                                     : sm90::desc_sw128(q_tile + a_off, 16, 1024);
-            const uint64_t b = Cfg::kStepDescriptors ? b0 + static_cast<uint64_t>(b_off >> 4)
-                                                     : sm90::desc_sw128(k_tile + b_off, 16, 1024);
-            sm90::Wgmma<E, BN>::ss(s, a, b, kk > 0 ? 1 : 0);
-        }
-        sm90::wgmma_commit();
+        issue_qk_width<Cfg, E, BN>(s, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
     };
+    // The trimmed width (`trim_last`): 64 keys where the block is wider. One width, one extra
+    // copy of the loop's step per instance: a second width (128 of the wide instance's 176)
+    // took fwd_sm90's compile from ~39 to ~61 s, for tiles that the wide rule rarely sends
+    // there (its last block holds 65-128 keys).
+    // Not in the `_mods` instances (softcap, ALiBi): their copy of the step is the largest
+    // (the score modifiers), and fwd_sm90's compile time is issue 14's bar too.
+    constexpr int kTrimA = kMods ? BN : 64;
+    constexpr int kWidthA = kTrimA < BN ? kTrimA : BN;
     // O += P V with V in stage `st`, issued: BN/16 k-steps of 16 keys (2048 bytes of V's
     // panels each); V is MN-major: 8-key atoms 1024 bytes apart (sbo), 64-column panels
     // BN · 128 bytes apart (lbo).
-    auto issue_pv = [&](const uint32_t(&pf)[BN / 16][4], int st) {
+    // `steps` < BN / 16: only the first steps · 16 keys (`trim_last`; the rest have P = 0).
+    auto issue_pv = [&](const uint32_t(&pf)[BN / 16][4], int st, int steps = Cfg::kBlockN / 16) {
         const uint32_t v_tile = smem_addr(sV) + st * Cfg::kKVBytes;
         const uint64_t b0 = sm90::desc_sw128(v_tile, BN * 128, 1024);
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
+            if (kk >= steps) break;
             const uint64_t b = Cfg::kStepDescriptors ? b0 + static_cast<uint64_t>((kk * 16 * 128) >> 4)
                                                      : sm90::desc_sw128(v_tile + kk * 16 * 128, BN * 128, 1024);
             sm90::Wgmma<E, D>::rs(o, pf[kk], b, 1);
@@ -987,6 +1034,16 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             float s[BN / 2];
             uint32_t pf[BN / 16][4];
             float corr[2];
+            // `trim_last`: the block that holds the tile's last visible key (trim_at; -1 when
+            // that key ends a 16-key step of the block's last, or the switch is off) runs Q·Kᵀ
+            // at the narrowest trimmed width that holds it (the other accumulators keep stale
+            // values, which the mask below sets to -inf: their keys lie past every row's
+            // range) and P·V over its steps up to it (the rest have P = 0). Block-uniform.
+            const int last_nb = (tile_hi - 1) / BN, last_keys = tile_hi - last_nb * BN;
+            const int trim_steps = (last_keys + 15) / 16;
+            const int trim_at = hp.trim_last != 0 && trim_steps < BN / 16 ? last_nb : -1;
+            const int trim_width = kTrimA < BN && last_keys <= kTrimA ? kTrimA : BN;
+            const int qk_trim_at = trim_width < BN ? trim_at : -1;
             const int st0 = it0 % ST;
             sm90::mbar_wait(&full_k[st0], (it0 / ST) & 1);
             FATTN_LAB_PHASE(cw, 3, tid == 0 && n == 0);
@@ -1003,18 +1060,37 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             softmax(s, nb_begin, corr);  // O is still zero: nothing to rescale
             to_fragments(s, pf);
             FATTN_LAB_PHASE(cw, 5, tid == 0 && n == 0);
-            for (int nb = nb_begin + 1; nb < nb_end; ++nb) {
+            // One key block nb > nb_begin: its Q·Kᵀ (trimmed: at trim_width) with block nb - 1's
+            // P·V, then its softmax. The loop runs the blocks at full width; the trimmed block
+            // (always the last) runs after it, so that the loop's code is the untrimmed one.
+            auto step = [&](int nb, auto width) {
+                constexpr int N = decltype(width)::value;  // BN, or a trimmed width
                 const int it = it0 + nb - nb_begin, st = it % ST, prev = (it - 1) % ST;
                 const uint32_t phase = (it / ST) & 1, prev_phase = ((it - 1) / ST) & 1;
                 sm90::mbar_wait(&full_k[st], phase);
                 sm90::mbar_wait(&full_v[prev], prev_phase);
                 my_turn();
                 sm90::wgmma_fence();
-                issue_qk(s, st);
+                // A trimmed Q·Kᵀ accumulates into registers of its own, copied into s once it is
+                // done: ptxas serializes every wgmma of the kernel when a register of an
+                // accumulator may be defined otherwise inside a wgmma's pipeline stage (the
+                // untouched part of s would be, at the merge of the paths).
+                float t[N < BN ? N / 2 : 1];
+                if constexpr (N < BN) {
+                    issue_qk_width<Cfg, E, N>(t, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
+                } else {
+                    issue_qk(s, st);
+                }
                 issue_pv(pf, prev);
                 next_turn();
                 sm90::wgmma_wait<1>();
-                sm90::fence_regs(s);
+                if constexpr (N < BN) {
+                    sm90::fence_regs(t);
+#pragma unroll
+                    for (int j = 0; j < BN / 2; ++j) s[j] = j < N / 2 ? t[j < N / 2 ? j : 0] : kNegInf;
+                } else {
+                    sm90::fence_regs(s);
+                }
                 release(&empty_k[st]);
                 if (!kStageO && nb + 1 == nb_end) release(&empty_q[b]);  // Q's last reader
                 softmax(s, nb, corr);
@@ -1026,6 +1102,12 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 if (!Cfg::kConditionalRescale || __any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f))
                     rescale_o(corr);
                 to_fragments(s, pf);
+            };
+            const bool trim_tail = kTrimA < BN && qk_trim_at == nb_end - 1 && qk_trim_at > nb_begin;
+            const int loop_end = trim_tail ? nb_end - 1 : nb_end;
+            for (int nb = nb_begin + 1; nb < loop_end; ++nb) step(nb, std::integral_constant<int, BN>{});
+            if constexpr (kTrimA < BN) {
+                if (trim_tail) step(nb_end - 1, std::integral_constant<int, kWidthA>{});
             }
             const int last = it0 + nb_end - 1 - nb_begin;
             FATTN_LAB_PHASE(cw, 6, tid == 0 && n == 0);
@@ -1054,7 +1136,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             // After the zeroing's barrier, which every consumer reaches without a turn.
             my_turn();
             sm90::wgmma_fence();
-            issue_pv(pf, last % ST);
+            if (nb_end - 1 == trim_at) {
+                issue_pv(pf, last % ST, trim_steps);
+            } else {
+                issue_pv(pf, last % ST);
+            }
             next_turn();
             sm90::wgmma_wait<0>();
             sm90::fence_regs(o);

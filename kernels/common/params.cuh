@@ -196,7 +196,10 @@ struct FattnHopperParams {
     // stores by every thread (packed batches always: a box would cross into the next
     // sequence's rows).
     int32_t o_tma;
-    int32_t pad_o_tma_;
+    // 1: the key block holding a tile's last visible key, when that key leaves a 16-key step
+    // of the block empty, runs Q·Kᵀ at 64 keys where those hold it and P·V over its 16-key
+    // steps up to it (kernels/fwd_sm90.cu `trim_last`); 0: every block at the full width.
+    int32_t trim_last;
     uint64_t pad_hopper_[3];
     // The output's 4-D tensor map (head_dim, seq_q, heads, batch), boxes of 64 columns × 64
     // rows, 128-byte swizzle; unset (zeros) when o_tma is 0.

@@ -255,8 +255,12 @@ ffi_struct! {
         /// every thread (always for packed batches, whose boxes would cross into the next
         /// sequence).
         o_tma: i32 = 736,
-        /// Explicit padding, so that every byte passed to the kernel is initialized.
-        pad_o_tma_: i32 = 740,
+        /// 1: the key block that holds a tile's last visible key, when that key leaves a 16-key
+        /// step of the block empty, runs only its first 64 keys through Q·Kᵀ (where those hold
+        /// the key) and only its 16-key steps up to that key through P·V: the padded keys'
+        /// scores are masked and their P is zero, so the result is the same; 0: every block at
+        /// the full width (kernels/fwd_sm90.cu, `trim_last`).
+        trim_last: i32 = 740,
         /// Explicit padding to the 64-byte alignment of `tma_o`.
         pad_hopper_: [u64; 3] = 744,
         /// The output's tensor map, 4-D `(head_dim, seq_q, heads, batch)`, boxes of 64 columns

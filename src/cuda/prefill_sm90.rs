@@ -79,6 +79,15 @@
 //! back and storing 16 bytes per pass (boxes wholly inside the output only; not the plain d64
 //! instance, whose registers it would spill). `FUSED_ATTN_SM90_O_STORE=threads` (read once)
 //! keeps the threads' stores, an A/B switch.
+//!
+//! **The trimmed last block.** The key block that holds a tile's last visible key, when that
+//! key leaves a 16-key step of the block empty (a key length that is not a whole number of
+//! blocks, a causal tile whose diagonal ends mid-block), runs Q·Kᵀ at 64 keys (where those hold it) and P·V
+//! over its steps up to that key (`FattnHopperParams::trim_last`): the padded keys' scores are
+//! masked and their P is zero, so the result is the same. H200, same binary: (16,16,2048,d64)
+//! causal -1.8% (-1.5% in call 9), d256 -0.7%, none slower (lab/results/s35-call7/, -call9/); not
+//! in the `_mods` instances (compile time).
+//! `FUSED_ATTN_SM90_TRIM=0` (read once) runs every block at full width, an A/B switch.
 
 use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
@@ -194,6 +203,13 @@ fn wide_rule() -> bool {
 fn o_tma_rule() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("FUSED_ATTN_SM90_O_STORE").map_or(true, |v| v.trim() != "threads"))
+}
+
+/// Whether a tile's last key block runs at a trimmed width (`FattnHopperParams::trim_last`):
+/// `FUSED_ATTN_SM90_TRIM` unset or not `0` (read once), an A/B switch (module docs).
+fn trim_rule() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("FUSED_ATTN_SM90_TRIM").map_or(true, |v| v.trim() != "0"))
 }
 
 /// Whether the small-grid rule applies: `FUSED_ATTN_SM90_TILE_RULES` unset or naming
@@ -586,7 +602,7 @@ pub(super) fn forward<T: KernelDtype>(
                 pair_split: if ranks > 1 { ranks as i32 } else { 0 },
                 tail_pieces: to_i32(pieces, "tail pieces")?,
                 o_tma: tma_o.is_some() as i32,
-                pad_o_tma_: 0,
+                trim_last: trim_rule() as i32,
                 pad_hopper_: [0; 3],
                 tma_o: tma_o.unwrap_or_default(),
             };
