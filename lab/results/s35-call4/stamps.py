@@ -1,18 +1,12 @@
 # Per-launch spread of the decode split kernel's warp stamps (call 4): launches are the groups
 # of STAMP lines whose starts lie within 20 µs; for each whole launch: the span (first start to
 # last end), the warps' end times as quantiles of the span, and how many warps run at each tenth.
-import gzip, sys, statistics as st
-rows = []
-for line in gzip.open(sys.argv[1], "rt"):
-    if line.startswith("STAMP"):
-        _, x, y, z, w, sm, t0, t1 = line.split()
-        rows.append((int(t0), int(t1), int(sm), int(x), int(y), int(z), int(w)))
-rows.sort()
-launches, cur = [], [rows[0]]
-for r in rows[1:]:
-    if r[0] - cur[0][0] > 20000: launches.append(cur); cur = [r]
-    else: cur.append(r)
-launches.append(cur)
+import os, sys, statistics as st
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stamp_launches import launches as group
+# (t0, t1, sm, x, y, z, warp)
+launches = group(sys.argv[1], lambda f: (int(f[6]), int(f[7]), int(f[5]), int(f[1]), int(f[2]), int(f[3]), int(f[4])),
+                 lambda r: r[0])
 n = max(len(l) for l in launches)
 whole = [l for l in launches if len(l) == n]
 print(f"{len(launches)} launches, {len(whole)} with all {n} warps")

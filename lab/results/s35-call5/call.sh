@@ -1,15 +1,4 @@
-# Session 35 call 5 (call 4 again, with each warp's time at a quarter, half and three quarters of its tiles): when do the 32x4096 decode's warps end? Lab pack s35st2 (branch
-# s35-decode-stamps: main's kernels plus a globaltimer stamp per warp at start and end, and the SM,
-# printed for the launches that start in one of every 64 ms windows). The 8x8192 row too.
-. lab/decode/check_ab.sh
-body() {
-  gpu_info
-  unpack s35st2
-  for row in b32_h32_kv8_q1_k4096_d128 b8_h32_kv8_q1_k8192_d128; do
-    (cd /tmp/s35st2 && timeout 60 bin/bench "cuda_fused_attn_bf16/$row" --bench --warm-up-time 0.5 \
-      --measurement-time 2 --sample-size 10 --noplot > "$R/stamps_$row.txt" 2>&1; echo "$row rc=$?")
-    grep -c STAMP "$R/stamps_$row.txt"
-  done
-  gzip "$R"/stamps_*.txt
-}
-archived body
+# Session 35 call 5: call 4 again on pack s35st2 (branch s35-decode-stamps' second commit: each
+# warp's time at a quarter, half and three quarters of its tiles too, one launch per 134 ms
+# window), 2 s per row.
+PACK=s35st2 MT=2 bash lab/results/s35-call4/call.sh

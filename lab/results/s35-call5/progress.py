@@ -2,18 +2,12 @@
 # within 10% of the shortest, the times at which warps reach 1/4, 1/2, 3/4 of their tiles and
 # their end, split by SM group: "fast" SMs (last warp ends before 90% of the span) and the rest.
 # A warp's rate per quarter tells whether the slow SMs speed up once the fast ones are idle.
-import gzip, sys, statistics as st
-rows = []
-for line in gzip.open(sys.argv[1], "rt"):
-    if line.startswith("STAMP"):
-        f = line.split()
-        rows.append((int(f[7]), int(f[5]), int(f[6]), [int(x) for x in f[7:12]], tuple(map(int, f[1:4]))))
-rows.sort(key=lambda r: r[0])
-L, cur = [], [rows[0]]
-for r in rows[1:]:
-    if r[0] - cur[0][0] > 20000: L.append(cur); cur = [r]
-    else: cur.append(r)
-L.append(cur)
+import os, sys, statistics as st
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "s35-call4"))
+from stamp_launches import launches
+# (t0, sm, tiles, [t0, t1/4, t1/2, t3/4, end], block)
+L = launches(sys.argv[1], lambda f: (int(f[7]), int(f[5]), int(f[6]), [int(x) for x in f[7:12]], tuple(map(int, f[1:4]))),
+             lambda r: r[0])
 n = max(len(l) for l in L)
 W = [l for l in L if len(l) == n]
 span = lambda l: max(r[3][4] for r in l) - min(r[3][0] for r in l)
