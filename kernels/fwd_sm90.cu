@@ -1035,10 +1035,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             uint32_t pf[BN / 16][4];
             float corr[2];
             // `trim_last`: the block that holds the tile's last visible key (trim_at; -1 when
-            // that key ends a 16-key step of the block's last, or the switch is off) runs Q·Kᵀ
-            // at the narrowest trimmed width that holds it (the other accumulators keep stale
-            // values, which the mask below sets to -inf: their keys lie past every row's
-            // range) and P·V over its steps up to it (the rest have P = 0). Block-uniform.
+            // that key lies in the block's last 16-key step, or the switch is off) runs P·V
+            // over its steps up to that key (the rest have P = 0), and Q·Kᵀ at kTrimA keys
+            // where those hold it (qk_trim_at; the scores past them are -inf, as the mask
+            // would make them: their keys lie past every row's range). Block-uniform.
             const int last_nb = (tile_hi - 1) / BN, last_keys = tile_hi - last_nb * BN;
             const int trim_steps = (last_keys + 15) / 16;
             const int trim_at = hp.trim_last != 0 && trim_steps < BN / 16 ? last_nb : -1;
@@ -1087,7 +1087,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 if constexpr (N < BN) {
                     sm90::fence_regs(t);
 #pragma unroll
-                    for (int j = 0; j < BN / 2; ++j) s[j] = j < N / 2 ? t[j < N / 2 ? j : 0] : kNegInf;
+                    for (int j = 0; j < N / 2; ++j) s[j] = t[j];
+#pragma unroll
+                    for (int j = N / 2; j < BN / 2; ++j) s[j] = kNegInf;
                 } else {
                     sm90::fence_regs(s);
                 }
