@@ -86,6 +86,10 @@
 // A/B (2 rounds): d64 2048 causal 357.2 / 357.1 µs against 364.5 / 360.8 (-1.5%), d256
 // causal -0.6%, d256 unmasked and the small rows within their spread (the small rows have
 // no partial block: call 7's -2% there was spread too).
+// Session 36, this code (pack s35u, SASS identical): the whole GPU test binary, the torch
+// float64 oracle, synccheck, memcheck and racecheck clean; issue 14's table (call 4, two torch
+// runs, lab/results/s36-call4): 12 of 19 rows at or above cuDNN in both, 601 TF/s at 16k d128,
+// 626 at d256 2048, 444 at d64 2048.
 // Session 34: the output's TMA store (FattnHopperParams::o_tma; boxes only wholly inside the
 // output, not in the plain d64 instance). Same-binary A/B against FUSED_ATTN_SM90_O_STORE=threads
 // (H200, 2 rounds A B / B A, lab/results/s34-call1/call2): d128 2048 causal 539.7 / 539.1 µs
