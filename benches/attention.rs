@@ -417,7 +417,10 @@ fn bench_varlen(c: &mut Criterion) {
 /// tables, and the same pools with the pages in order); throughput in bytes of K+V.
 /// Packed rows run twice: `hostidx` with the index tensors (cumulative lengths, block table)
 /// on the CPU, as a server builds them, and `devidx` with them on the GPU, where validation
-/// reads them back (a device-to-host copy, which waits for the stream, per call).
+/// reads them back (a device-to-host copy per call: on candle's default device it waits for
+/// everything queued on the stream); the paged decode's `devidx_ownstream` rows run the
+/// devidx row on a device of its own stream (`Device::new_cuda_with_stream`), where the read
+/// runs on a side stream that waits only for the indices' writer (src/cuda/indices.rs).
 #[cfg(feature = "cuda")]
 fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()> {
     let dtype = DType::BF16;
@@ -485,6 +488,10 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
     }
     group.finish();
 
+    // A device of its own stream (`Device::new_cuda_with_stream`, cudarc's multi-stream mode):
+    // there GPU-resident index tensors are read on a side stream that waits only for their
+    // writer (src/cuda/indices.rs), where candle's default device drains its stream.
+    let own = Device::new_cuda_with_stream(0)?;
     let mut group = c.benchmark_group("cuda_paged_decode_bf16");
     group.sample_size(30).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(2));
     for (b, sk) in [(8usize, 8192usize), (32, 4096)] {
@@ -525,6 +532,18 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
                 let paged = || attention_varlen(&qv, &kpg, &vpg, &vl, &params);
                 group.bench_function(format!("paged{page}_{idx}_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
                     bb.iter_custom(|iters| rep_times(dev, iters, &paged).expect("timed reps"))
+                });
+            }
+            // The devidx row again, everything on the device of its own stream.
+            {
+                let (qo, ko, vo) = (qv.to_device(&own)?, kpg.to_device(&own)?, vpg.to_device(&own)?);
+                let cu_q = Tensor::new(cu_q.as_slice(), &own)?;
+                let cu_k = Tensor::new(cu_k.as_slice(), &own)?;
+                let table = Tensor::from_vec(table.clone(), (b, sk / page), &own)?;
+                let vl = Varlen::new(&cu_q, &cu_k, 1, sk).paged(&table, page);
+                let paged = || attention_varlen(&qo, &ko, &vo, &vl, &params);
+                group.bench_function(format!("paged{page}_devidx_ownstream_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
+                    bb.iter_custom(|iters| rep_times(&own, iters, &paged).expect("timed reps"))
                 });
             }
             // The same pool with the pages in order (block j of sequence i is i · pages + j):

@@ -150,6 +150,24 @@ pub fn take_last_decode_combine() -> Option<Option<&'static str>> {
     LAST_DECODE_COMBINE.with(|c| c.take())
 }
 
+thread_local! {
+    static LAST_SIDE_INDEX_READS: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Records how many of the packed call's index tensors this thread just read on the side
+/// stream (src/cuda/indices.rs; 0 when all were on the CPU or read on candle's stream).
+pub(crate) fn record_side_index_reads(n: usize) {
+    LAST_SIDE_INDEX_READS.with(|c| c.set(Some(n)));
+}
+
+/// How many index tensors the last packed call of this thread read on the side stream, and
+/// forgets it (`None`: no packed call since the last take). The tests use it to prove that a
+/// device of its own stream (`Device::new_cuda_with_stream`) takes the side read, and candle's
+/// default device does not.
+pub fn take_last_side_index_reads() -> Option<usize> {
+    LAST_SIDE_INDEX_READS.with(|c| c.take())
+}
+
 /// Lab only (examples/lab_stamps.rs, a build with `NVCC_FLAGS=-DFATTN_LAB_STAMPS=K`): the bytes
 /// of the `__device__` variable `name` of kernel file `file` on `device`.
 #[doc(hidden)]

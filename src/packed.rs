@@ -4,8 +4,9 @@
 //! Every index tensor is read to the host once per call and every entry is checked before
 //! any kernel runs; the kernels then read i32 copies of the checked values, uploaded to q's
 //! device, never the caller's tensors. Index tensors may live on the CPU or on q's device;
-//! on a GPU, host-resident ones spare the device→host copy (a stream synchronization) that
-//! reading device-resident ones costs. The upload of the checked values is reused while they
+//! device-resident ones are read together, on a stream of their own that waits only for the
+//! work that wrote them (src/cuda/indices.rs), not for everything queued on candle's stream;
+//! host-resident ones spare even that copy. The upload of the checked values is reused while they
 //! stay the same (the layers of one decode step), see [`uploaded`].
 
 use std::sync::{Arc, Mutex};
@@ -92,10 +93,44 @@ impl Varlen {
     }
 }
 
-/// An index tensor's values on the host as i64, with its dtype checked (u32 or i32).
-fn host_indices(t: &Tensor, name: &str, dtypes: &[DType]) -> Result<Vec<i64>> {
+/// Index values already on the host, by tensor: a call's GPU-resident index tensors, read
+/// together before the checks (src/cuda/indices.rs).
+#[derive(Default)]
+struct Prefetched(Vec<(candle_core::TensorId, Vec<i64>)>);
+
+impl Prefetched {
+    /// Reads those of `ts` on q's GPU at once, off candle's stream, where that applies, and
+    /// records how many it read so (`take_last_side_index_reads`, for the tests).
+    /// `FUSED_ATTN_INDEX_READ=stream` (a diagnostic switch for same-binary A/Bs, read per call)
+    /// reads every index tensor on candle's stream instead, as before session 37.
+    fn read(q: &Tensor, ts: &[&Tensor]) -> Result<Self> {
+        #[cfg(feature = "cuda")]
+        if q.device().is_cuda() && std::env::var("FUSED_ATTN_INDEX_READ").map_or(true, |v| v != "stream") {
+            let on_q: Vec<&Tensor> = ts.iter().copied().filter(|t| t.device().same_device(q.device())).collect();
+            let vals = crate::cuda::indices::read_many(&on_q)?;
+            let read: Vec<_> = on_q.iter().zip(vals).filter_map(|(t, v)| Some((t.id(), v?))).collect();
+            crate::cuda_kernels::record_side_index_reads(read.len());
+            return Ok(Self(read));
+        }
+        let _ = (q, ts);
+        crate::cuda_kernels::record_side_index_reads(0);
+        Ok(Self::default())
+    }
+
+    fn take(&mut self, t: &Tensor) -> Option<Vec<i64>> {
+        let at = self.0.iter().position(|(id, _)| *id == t.id())?;
+        Some(self.0.swap_remove(at).1)
+    }
+}
+
+/// An index tensor's values on the host as i64, with its dtype checked (u32 or i32): from
+/// `pre` where they were read already, else read here (on a GPU, a copy on candle's stream).
+fn host_indices(t: &Tensor, name: &str, dtypes: &[DType], pre: &mut Prefetched) -> Result<Vec<i64>> {
     if !dtypes.contains(&t.dtype()) {
         bail!("fused-attn: {name} must be {}, got {:?}", dtype_list(dtypes), t.dtype())
+    }
+    if let Some(vals) = pre.take(t) {
+        return Ok(vals);
     }
     let flat = t.flatten_all()?.to_device(&Device::Cpu)?;
     Ok(match t.dtype() {
@@ -226,13 +261,26 @@ pub(crate) fn validate_packed_shapes(
             bail!("fused-attn: {name} must have rank 1 (batch + 1), got shape {:?}", t.dims())
         }
     }
-    let q_vals = host_indices(&vl.seqlens_q, "seqlens_q", &ints)?;
+    // Every GPU-resident index tensor of the call in one read (one wait, off candle's stream).
+    let mut pre = {
+        let mut ts = vec![&vl.seqlens_q];
+        if vl.seqlens_k.id() != vl.seqlens_q.id() {
+            ts.push(&vl.seqlens_k);
+        }
+        ts.extend(paging.map(|(table, _, _)| table));
+        ts.extend(vl.mm_prefix_ranges.as_ref());
+        Prefetched::read(q, &ts)?
+    };
+    let q_vals = host_indices(&vl.seqlens_q, "seqlens_q", &ints, &mut pre)?;
     let cu_q = cumulative(&q_vals, "seqlens_q", Some((total_q, "total_q")))?;
     let total_k_check = if paging.is_none() { Some((total_k, "total_k")) } else { None };
     // The same tensor for q and k (self-attention) is read once: on a GPU each read is a
     // device-to-host copy that waits for the stream.
-    let k_vals =
-        if vl.seqlens_k.id() == vl.seqlens_q.id() { q_vals } else { host_indices(&vl.seqlens_k, "seqlens_k", &ints)? };
+    let k_vals = if vl.seqlens_k.id() == vl.seqlens_q.id() {
+        q_vals
+    } else {
+        host_indices(&vl.seqlens_k, "seqlens_k", &ints, &mut pre)?
+    };
     let cu_k = cumulative(&k_vals, "seqlens_k", total_k_check)?;
     if cu_k.len() != cu_q.len() {
         bail!(
@@ -266,7 +314,7 @@ pub(crate) fn validate_packed_shapes(
             if tb != batch {
                 bail!("fused-attn: block_table has {tb} rows but the batch has {batch} sequences")
             }
-            let vals = host_indices(table, "block_table", &ints)?;
+            let vals = host_indices(table, "block_table", &ints, &mut pre)?;
             for b in 0..batch {
                 let used = (cu_k[b + 1] - cu_k[b]).div_ceil(page_size);
                 if used > max_blocks {
@@ -309,7 +357,7 @@ pub(crate) fn validate_packed_shapes(
             if rb != batch {
                 bail!("fused-attn: mm_prefix_ranges has {rb} rows but the batch has {batch} sequences")
             }
-            let vals = host_indices(t, "mm_prefix_ranges", &[DType::I32])?;
+            let vals = host_indices(t, "mm_prefix_ranges", &[DType::I32], &mut pre)?;
             let mut ranges = Vec::with_capacity(batch * mr);
             for b in 0..batch {
                 let lk = cu_k[b + 1] - cu_k[b];

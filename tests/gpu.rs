@@ -74,14 +74,28 @@ fn cuda_device(test: &str) -> Option<Device> {
         println!("SKIPPED: {test}: built without the `cuda` feature (build with --features cuda)");
         return None;
     }
-    match Device::new_cuda(0) {
-        Ok(dev) => Some(dev),
+    // FUSED_ATTN_TEST_OWN_STREAM=1: every test's device runs a stream of its own
+    // (`Device::new_cuda_with_stream`, cudarc's multi-stream mode), where GPU-resident index
+    // tensors take the side-stream read of src/cuda/indices.rs: the varlen sweeps then check
+    // that read on every case.
+    match if own_stream_devices() { Device::new_cuda_with_stream(0) } else { Device::new_cuda(0) } {
+        Ok(dev) => {
+            if own_stream_devices() {
+                println!("{test}: on a device of its own stream (FUSED_ATTN_TEST_OWN_STREAM=1)");
+            }
+            Some(dev)
+        }
         Err(e) => {
             // candle appends a backtrace when RUST_BACKTRACE is set: the first line says it.
             println!("SKIPPED: {test}: no CUDA device 0: {}", e.to_string().lines().next().unwrap_or_default());
             None
         }
     }
+}
+
+/// `FUSED_ATTN_TEST_OWN_STREAM=1`: [`cuda_device`] makes devices of their own stream.
+fn own_stream_devices() -> bool {
+    std::env::var("FUSED_ATTN_TEST_OWN_STREAM").as_deref() == Ok("1")
 }
 
 fn fresh_seed(test: &str) -> u64 {
@@ -1356,6 +1370,16 @@ fn check_varlen(dev: &Device, dtype: DType, case: &VarCase, prep: &VarPrepared) 
         }
         None => attention_varlen(&qd, &kd, &vd, &vld, &pd)?,
     };
+    // Which stream read the GPU-resident index tensors (src/cuda/indices.rs): every one on the
+    // side stream on a device of its own stream, none on candle's default device.
+    let gpu_indices = 2 + usize::from(vld.block_table.is_some()) + usize::from(vld.mm_prefix_ranges.is_some());
+    assert_eq!(
+        candle_fused_attn::take_last_side_index_reads(),
+        Some(if own_stream_devices() { gpu_indices } else { 0 }),
+        "index tensors read on the side stream: {dtype:?} {} (case seed {})",
+        case.describe(),
+        case.seed
+    );
     assert_eq!((fused.dims(), fused.dtype()), (q.dims(), dtype), "fused output shape and dtype");
     let floor_inputs = FloorInputs::new(&rank4(q)?, &rank4(k)?, &rank4(v)?, &rank4(oracle)?, p.softmax_scale)?;
     measure_with(dtype, &fused, naive, oracle, &floor_inputs)
@@ -1498,6 +1522,108 @@ fn gpu_packed_index_reuse() -> Result<()> {
         let r = check_varlen(&dev, DType::BF16, case, prep)?;
         assert!(r.passes(), "batch {name} after another batch's upload: {r:?} (seed {seed})");
     }
+    Ok(())
+}
+
+/// Index tensors on the GPU are read for their checks on a stream of their own
+/// (src/cuda/indices.rs), which must still wait for the kernel that wrote them. Here that
+/// kernel (a cast to u32 of values uploaded as f32) is queued on candle's stream behind two
+/// 4096² f32 matmuls, into memory that held all-ones bits (u32::MAX) just before: a read that
+/// did not wait for the cast would see the poison and fail the checks, or see other values and
+/// give other rows. A paged decode batch whose cumulative lengths and block table are made
+/// that way must equal, bit for bit, the same call with the indices on the CPU, five times.
+///
+/// The side read applies where cudarc orders streams by events: a device of its own stream
+/// (`Device::new_cuda_with_stream`), which must read all three tensors there; candle's default
+/// device (the per-thread stream, cudarc's single-stream mode) reads them on its stream and
+/// must read none on the side. Both run here.
+#[test]
+fn gpu_device_indices_wait_for_their_writer() -> Result<()> {
+    let name = "gpu_device_indices_wait_for_their_writer";
+    let Some(default_dev) = cuda_device(name) else { return Ok(()) };
+    device_indices_wait_for_their_writer(&default_dev, "default device", 0)?;
+    let own = Device::new_cuda_with_stream(0)?;
+    device_indices_wait_for_their_writer(&own, "device with its own stream", 3)
+}
+
+fn device_indices_wait_for_their_writer(dev: &Device, kind: &str, side_reads: usize) -> Result<()> {
+    use candle_fused_attn::{attention_varlen, take_last_side_index_reads, Varlen};
+    use rand::{rngs::StdRng, seq::SliceRandom, SeedableRng};
+    let dev = dev.clone();
+    let seed = fresh_seed("gpu_device_indices_wait_for_their_writer");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (h, hkv, d, page) = (8, 2, 128, 16);
+    let lens_k = [700usize, 33, 1500, 256, 1];
+    let batch = lens_k.len();
+    let blocks: Vec<usize> = lens_k.iter().map(|l| l.div_ceil(page)).collect();
+    let max_blocks = *blocks.iter().max().expect("a sequence");
+    // A pool larger than needed, its pages handed out in a shuffled order.
+    let num_blocks = blocks.iter().sum::<usize>() + 7;
+    let mut pool: Vec<u32> = (0..num_blocks as u32).collect();
+    pool.shuffle(&mut rng);
+    let mut table = vec![0u32; batch * max_blocks];
+    let mut next = pool.into_iter();
+    for (b, &n) in blocks.iter().enumerate() {
+        for j in 0..n {
+            table[b * max_blocks + j] = next.next().expect("pool larger than the pages");
+        }
+    }
+    let cu = |lens: &[usize]| -> Vec<u32> {
+        std::iter::once(0)
+            .chain(lens.iter().scan(0u32, |s, &l| {
+                *s += l as u32;
+                Some(*s)
+            }))
+            .collect()
+    };
+    let (cu_q, cu_k) = (cu(&vec![1; batch]), cu(&lens_k));
+    let q = Tensor::randn(0f32, 1.0, (batch, h, d), &dev)?.to_dtype(DType::BF16)?;
+    let k = Tensor::randn(0f32, 1.0, (num_blocks, page, hkv, d), &dev)?.to_dtype(DType::BF16)?;
+    let v = Tensor::randn(0f32, 1.0, (num_blocks, page, hkv, d), &dev)?.to_dtype(DType::BF16)?;
+    let params = AttnParams::new(1.0 / (d as f32).sqrt()).causal(true);
+    let max_k = *lens_k.iter().max().expect("a sequence");
+    let host = |vals: &[u32], shape: &[usize]| Tensor::from_vec(vals.to_vec(), shape, &Device::Cpu);
+    let want = attention_varlen(
+        &q,
+        &k,
+        &v,
+        &Varlen::new(&host(&cu_q, &[batch + 1])?, &host(&cu_k, &[batch + 1])?, 1, max_k)
+            .paged(&host(&table, &[batch, max_blocks])?, page),
+        &params,
+    )?
+    .to_dtype(DType::F32)?
+    .flatten_all()?
+    .to_vec1::<f32>()?;
+    let square = Tensor::randn(0f32, 1.0 / 64.0, (4096, 4096), &dev)?;
+    for rep in 0..5 {
+        let on_gpu_late = |vals: &[u32], shape: &[usize]| -> Result<Tensor> {
+            let as_f32: Vec<f32> = vals.iter().map(|&x| x as f32).collect();
+            poison_pool(&dev, 1 << 20)?;
+            Tensor::from_vec(as_f32, shape, &dev)?.to_dtype(DType::U32)
+        };
+        // Queued ahead of the index tensors' writers (milliseconds of work on one stream).
+        let busy = square.matmul(&square)?.matmul(&square)?;
+        let varlen = Varlen::new(&on_gpu_late(&cu_q, &[batch + 1])?, &on_gpu_late(&cu_k, &[batch + 1])?, 1, max_k)
+            .paged(&on_gpu_late(&table, &[batch, max_blocks])?, page);
+        let got =
+            attention_varlen(&q, &k, &v, &varlen, &params)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        drop(busy);
+        assert_eq!(
+            take_last_side_index_reads(),
+            Some(side_reads),
+            "{kind}: index tensors read on the side stream (rep {rep})"
+        );
+        let differ = want.iter().zip(&got).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+        assert_eq!(
+            differ,
+            0,
+            "{kind}, rep {rep}: {differ} of {} outputs differ from the host-index call (seed {seed})",
+            got.len()
+        );
+    }
+    println!(
+        "gpu_device_indices_wait_for_their_writer ({kind}): 5 calls, {batch} sequences, {side_reads} index tensors read on the side stream, bit-identical to host indices"
+    );
     Ok(())
 }
 

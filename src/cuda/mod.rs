@@ -13,7 +13,9 @@
 //! * backward_sm90.rs: kernels/bwd_sm90.cu, the Hopper backward main kernel (wgmma, TMA) for
 //!   dense f16/bf16 problems on compute capability 9.0, between backward.rs's preprocess and
 //!   convert;
-//! * tma.rs: the TMA descriptors both Hopper kernels load their tiles through.
+//! * tma.rs: the TMA descriptors both Hopper kernels load their tiles through;
+//! * indices.rs: GPU-resident index tensors of packed and paged calls read to the host for
+//!   their checks on a stream of their own, without draining candle's.
 //!
 //! heuristics.rs decides which family, instance and split count run a problem, from device
 //! facts it reads once per device. instances.rs declares every kernel file and instance once
@@ -32,6 +34,7 @@ mod backward_sm90;
 mod cluster;
 mod decode;
 mod heuristics;
+pub(crate) mod indices;
 mod instances;
 mod launch_ex;
 mod params;
