@@ -4,10 +4,11 @@
 //! Every index tensor is read to the host once per call and every entry is checked before
 //! any kernel runs; the kernels then read i32 copies of the checked values, uploaded to q's
 //! device, never the caller's tensors. Index tensors may live on the CPU or on q's device;
-//! device-resident ones are read together, on a stream of their own that waits only for the
-//! work that wrote them (src/cuda/indices.rs), not for everything queued on candle's stream;
-//! host-resident ones spare even that copy. The upload of the checked values is reused while they
-//! stay the same (the layers of one decode step), see [`uploaded`].
+//! device-resident ones are read together with one wait, on a device of its own stream on a
+//! side stream that waits only for the work that wrote them, on candle's default device on its
+//! stream (src/cuda/indices.rs); host-resident ones spare even that copy. The upload of the
+//! checked values is reused while they stay the same (the layers of one decode step), see
+//! [`uploaded`].
 
 use std::sync::{Arc, Mutex};
 
@@ -99,17 +100,19 @@ impl Varlen {
 struct Prefetched(Vec<(candle_core::TensorId, Vec<i64>)>);
 
 impl Prefetched {
-    /// Reads those of `ts` on q's GPU at once, off candle's stream, where that applies, and
-    /// records how many it read so (`take_last_side_index_reads`, for the tests).
+    /// Reads those of `ts` on q's GPU at once, with one wait (off candle's stream where cudarc
+    /// orders streams by events, src/cuda/indices.rs), and records how many it read on the
+    /// side stream (`take_last_side_index_reads`, for the tests).
     /// `FUSED_ATTN_INDEX_READ=stream` (a diagnostic switch for same-binary A/Bs, read per call)
-    /// reads every index tensor on candle's stream instead, as before session 37.
+    /// reads each index tensor on candle's stream with a wait of its own instead, as before
+    /// session 37.
     fn read(q: &Tensor, ts: &[&Tensor]) -> Result<Self> {
         #[cfg(feature = "cuda")]
         if q.device().is_cuda() && std::env::var("FUSED_ATTN_INDEX_READ").map_or(true, |v| v != "stream") {
             let on_q: Vec<&Tensor> = ts.iter().copied().filter(|t| t.device().same_device(q.device())).collect();
-            let vals = crate::cuda::indices::read_many(&on_q)?;
-            let read: Vec<_> = on_q.iter().zip(vals).filter_map(|(t, v)| Some((t.id(), v?))).collect();
-            crate::cuda_kernels::record_side_index_reads(read.len());
+            let got = crate::cuda::indices::read_many(&on_q)?;
+            let read: Vec<_> = on_q.iter().zip(got.values).filter_map(|(t, v)| Some((t.id(), v?))).collect();
+            crate::cuda_kernels::record_side_index_reads(if got.side { read.len() } else { 0 });
             return Ok(Self(read));
         }
         let _ = (q, ts);

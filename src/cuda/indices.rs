@@ -1,33 +1,35 @@
 //! Index tensors on the GPU (cumulative lengths, block tables, prefix ranges) read to the host
-//! for their checks without waiting for candle's stream.
+//! for their checks: all of a call's at once, with one wait, and where cudarc orders streams
+//! by events, without waiting for candle's stream.
 //!
 //! src/packed.rs checks every index entry on the host before any kernel runs. Read on candle's
 //! stream, as `Tensor::to_device` does, each copy waits for everything queued on that stream
 //! before it: the GPU drains, then idles while the host checks the values and launches again.
 //! With the index tensors on the GPU the paged decode ran at 0.55-0.77× of the contiguous
-//! decode (H200, session 36's call 3), against 0.96-0.99× with them on the CPU; and
+//! decode (H200, sessions 24 and 36), against 0.96-0.99× with them on the CPU; and
 //! candle-flash-attn's callers keep them on the GPU.
 //!
-//! This applies only where cudarc orders streams by events: a device made with
-//! `Device::new_cuda_with_stream` (its own stream: cudarc's multi-stream mode). candle's
-//! default `Device::new_cuda` runs the per-thread default stream, and cudarc, with one stream
-//! in the context, records no events; there a read cannot wait for the indices' writer alone,
-//! so every tensor falls back to candle's stream (session 36's calls 7-9 measured that
-//! fallback). Creating a stream here would switch the whole process into multi-stream mode (a
-//! context synchronize, then events on every op), which a library should not do to its users.
+//! Here a call's index tensors are copied at once into page-locked memory, with one wait for
+//! the lot, on one of two streams:
+//! * **A side stream** (one per device), where cudarc orders streams by events: a device made
+//!   with `Device::new_cuda_with_stream` (its own stream: cudarc's multi-stream mode, where
+//!   every buffer carries a write event that a reader on another stream waits for, and a read
+//!   event that a later writer waits for). The copies wait for the kernel or upload that
+//!   produced the indices and for nothing queued after it: the paged decode with GPU indices
+//!   then runs at its host-index speed (session 37, H200: 141.8 against 141.5 µs).
+//! * **candle's stream** otherwise. candle's default `Device::new_cuda` runs the per-thread
+//!   default stream, and cudarc, with one stream in the context, records no events: there a
+//!   read cannot wait for the indices' writer alone, so the one wait drains the stream (one
+//!   drain per call instead of one per tensor). Creating a stream here would switch the whole
+//!   process into multi-stream mode (a context synchronize, then events on every op), which a
+//!   library should not do to its users.
 //!
-//! Here all of a call's index tensors are copied at once on a stream of their own per device,
-//! into page-locked memory, with one wait for the lot. cudarc orders each copy after the last
-//! write to the tensor's memory (candle's device runs in cudarc's multi-stream mode, where every
-//! buffer carries a write event that a reader on another stream waits for, and a read event
-//! that a later writer waits for), so the copies wait for the kernel or upload that produced
-//! the indices and for nothing queued after it. Where that ordering is not kept (event tracking
-//! turned off by the caller) or a tensor is not one contiguous run of its buffer, that tensor
-//! is read on candle's stream, as before. A buffer allocated while the caller had event
-//! tracking off (candle's `unsafe` `disable_event_tracking`) and read after turning it back on
-//! carries no write event, so its copy would not wait for its producer; the values read are
-//! still checked and the kernels read only checked copies, so memory stays safe, but the
-//! answer would follow whatever values the copy saw.
+//! A tensor that is not one contiguous run of its buffer, or not u32/i32/i64, is left to the
+//! caller (read with `to_device` on candle's stream). A buffer allocated while the caller had
+//! event tracking off (candle's `unsafe` `disable_event_tracking`) and read after turning it
+//! back on carries no write event, so its side-stream copy would not wait for its producer;
+//! the values read are still checked and the kernels read only checked copies, so memory stays
+//! safe, but the answer would follow whatever values the copy saw.
 
 use std::sync::{Arc, Mutex};
 
@@ -35,29 +37,35 @@ use candle_core::cuda_backend::cudarc::driver::{result, CudaSlice, CudaStream, D
 use candle_core::cuda_backend::{CudaDType, DeviceId};
 use candle_core::{DType, Result, Storage, Tensor};
 
-/// A device's side stream and its page-locked staging buffer (grown to the largest call's
-/// indices, kept between calls).
+/// A device's page-locked staging buffer (grown to the largest call's indices, kept between
+/// calls) and its side stream, made at the first side read.
 struct Reader {
-    device: DeviceId,
-    stream: Arc<CudaStream>,
+    side: Option<Arc<CudaStream>>,
     staging: Option<PinnedHostSlice<u8>>,
 }
 
 /// The readers of the devices that have read indices, created at their first read: at most
 /// [`KEPT_READERS`], the oldest dropped first (a program that makes a new candle `Device` per
-/// request does not keep a stream per request).
-static READERS: Mutex<Vec<Reader>> = Mutex::new(Vec::new());
+/// request does not keep a stream per request). Each has a lock of its own, so that a thread
+/// waiting for one GPU's copies does not hold up another GPU's calls.
+static READERS: Mutex<Vec<(DeviceId, Arc<Mutex<Reader>>)>> = Mutex::new(Vec::new());
 
 /// How many devices' readers [`READERS`] keeps.
 const KEPT_READERS: usize = 8;
 
+/// The indices read by [`read_many`]: each tensor's values as i64 (`None` for those left to
+/// the caller), and whether they were read on the side stream.
+pub(crate) struct Read {
+    pub values: Vec<Option<Vec<i64>>>,
+    pub side: bool,
+}
+
 /// The values of each of `ts` as i64, for those read here: u32, i32 or i64 tensors that are one
-/// contiguous run of a buffer on the GPU of the first of them, in a context that orders streams
-/// by events. `None` for the others, which the caller reads on candle's stream.
-pub(crate) fn read_many(ts: &[&Tensor]) -> Result<Vec<Option<Vec<i64>>>> {
-    let mut out: Vec<Option<Vec<i64>>> = vec![None; ts.len()];
-    // Each qualifying tensor's storage (held until its copy has landed), element range, dtype
-    // and byte offset in the staging buffer.
+/// contiguous run of a buffer on the GPU of the first of them. `None` for the others, which the
+/// caller reads on candle's stream.
+pub(crate) fn read_many(ts: &[&Tensor]) -> Result<Read> {
+    let mut values: Vec<Option<Vec<i64>>> = vec![None; ts.len()];
+    // Each qualifying tensor's element range, dtype and byte offset in the staging buffer.
     let mut jobs = Vec::new();
     let mut bytes = 0usize;
     let mut device: Option<candle_core::CudaDevice> = None;
@@ -73,31 +81,38 @@ pub(crate) fn read_many(ts: &[&Tensor]) -> Result<Vec<Option<Vec<i64>>>> {
         if device.as_ref().is_some_and(|d| d.id() != cs.device.id()) {
             continue;
         }
-        if !cs.device.cuda_stream().context().is_managing_stream_synchronization() {
-            continue;
-        }
         device.get_or_insert_with(|| cs.device.clone());
         let at = bytes.next_multiple_of(8);
         bytes = at + (end - start) * size;
         jobs.push((i, start, end, at, t.dtype()));
-        drop(storage);
     }
-    let Some(device) = device else { return Ok(out) };
+    let Some(device) = device else { return Ok(Read { values, side: false }) };
     let err = |what: &str, e| candle_core::Error::Msg(format!("fused-attn: reading index tensors ({what}): {e:?}"));
+    let side = device.cuda_stream().context().is_managing_stream_synchronization();
 
-    let mut readers = READERS.lock().unwrap_or_else(|e| e.into_inner());
-    let at = match readers.iter().position(|r| r.device == device.id()) {
-        Some(at) => at,
-        None => {
-            let stream = device.cuda_stream().context().new_stream().map_err(|e| err("a side stream", e))?;
-            if readers.len() >= KEPT_READERS {
-                readers.remove(0);
+    let reader = {
+        let mut readers = READERS.lock().unwrap_or_else(|e| e.into_inner());
+        match readers.iter().find(|(id, _)| *id == device.id()) {
+            Some((_, r)) => r.clone(),
+            None => {
+                if readers.len() >= KEPT_READERS {
+                    readers.remove(0);
+                }
+                let r = Arc::new(Mutex::new(Reader { side: None, staging: None }));
+                readers.push((device.id(), r.clone()));
+                r
             }
-            readers.push(Reader { device: device.id(), stream, staging: None });
-            readers.len() - 1
         }
     };
-    let reader = &mut readers[at];
+    let mut reader = reader.lock().unwrap_or_else(|e| e.into_inner());
+    let stream = if side {
+        if reader.side.is_none() {
+            reader.side = Some(device.cuda_stream().context().new_stream().map_err(|e| err("a side stream", e))?);
+        }
+        reader.side.clone().expect("made above")
+    } else {
+        device.cuda_stream()
+    };
     if reader.staging.as_ref().is_none_or(|s| s.len() < bytes) {
         let cap = bytes.next_power_of_two().max(4096);
         // SAFETY: page-locked host memory of `cap` bytes, cached (no write-combining: the host
@@ -108,7 +123,6 @@ pub(crate) fn read_many(ts: &[&Tensor]) -> Result<Vec<Option<Vec<i64>>>> {
     }
     let staging = reader.staging.as_mut().expect("staging allocated above");
     let base = staging.as_mut_ptr().map_err(|e| err("page-locked staging", e))?;
-    let stream = reader.stream.clone();
 
     // Every copy queued, then one wait. Each tensor's storage guard is held from its copy's
     // queuing to the wait, so that its buffer cannot be freed while the copy reads it.
@@ -123,15 +137,15 @@ pub(crate) fn read_many(ts: &[&Tensor]) -> Result<Vec<Option<Vec<i64>>>> {
         }
         held.push(storage);
     }
-    stream.synchronize().map_err(|e| err("the side stream's wait", e))?;
+    stream.synchronize().map_err(|e| err("the copies' wait", e))?;
     drop(held);
     for &(i, start, end, at, dtype) in &jobs {
         let n = end - start;
         // SAFETY: the copy into `base + at` of `n` elements of `dtype` (8-byte aligned offsets
         // in a page-aligned buffer of at least `bytes`) has completed: the stream was
-        // synchronized above, and nothing else writes the staging buffer while `readers` is
-        // locked.
-        out[i] = Some(unsafe {
+        // synchronized above, and nothing else writes the staging buffer while this device's
+        // reader is locked.
+        values[i] = Some(unsafe {
             match dtype {
                 DType::U32 => {
                     std::slice::from_raw_parts(base.add(at) as *const u32, n).iter().map(|&x| x as i64).collect()
@@ -143,11 +157,12 @@ pub(crate) fn read_many(ts: &[&Tensor]) -> Result<Vec<Option<Vec<i64>>>> {
             }
         });
     }
-    Ok(out)
+    Ok(Read { values, side })
 }
 
 /// Queues the copy of elements `start..end` of `slice` into the staging buffer at byte `at` on
-/// `stream`, after the slice's last write (cudarc's write event), and records its read there.
+/// `stream`, after the slice's last write (in multi-stream mode, cudarc's write event; on the
+/// slice's own stream, stream order), and records its read there.
 fn queue_copy<T: CudaDType>(
     slice: &CudaSlice<T>,
     start: usize,
@@ -163,8 +178,8 @@ fn queue_copy<T: CudaDType>(
         )
     }
     let view = slice.slice(start..end);
-    // The stream waits for the slice's write event here; `_read` records the read on drop,
-    // after the copy is queued.
+    // The stream waits for the slice's write event here (multi-stream mode); `_read` records
+    // the read on drop, after the copy is queued.
     let (src, _read) = view.device_ptr(stream);
     // SAFETY: `base + at` holds `end - start` elements of `T` within the staging buffer (sized
     // and aligned by the caller), which no one else touches until the caller's wait; `src` is

@@ -15,7 +15,8 @@
 //!   convert;
 //! * tma.rs: the TMA descriptors both Hopper kernels load their tiles through;
 //! * indices.rs: GPU-resident index tensors of packed and paged calls read to the host for
-//!   their checks on a stream of their own, without draining candle's.
+//!   their checks, all at once with one wait, on a stream of their own where cudarc orders
+//!   streams by events (then without draining candle's).
 //!
 //! heuristics.rs decides which family, instance and split count run a problem, from device
 //! facts it reads once per device. instances.rs declares every kernel file and instance once
