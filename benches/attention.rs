@@ -523,27 +523,22 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
             // A fixed shuffle of the blocks (multiplication by an odd number modulo a power of 2).
             let table: Vec<u32> = (0..blocks).map(|i| ((i * 2654435761usize) % blocks) as u32).collect();
             let (kpg, vpg) = (randn(&[blocks, page, hkv, d])?, randn(&[blocks, page, hkv, d])?);
-            // Index tensors on the host, then on the GPU (see the varlen group).
-            for (idx, idx_dev) in [("hostidx", Device::Cpu), ("devidx", dev.clone())] {
-                let cu_q = Tensor::new(cu_q.as_slice(), &idx_dev)?;
-                let cu_k = Tensor::new(cu_k.as_slice(), &idx_dev)?;
-                let table = Tensor::from_vec(table.clone(), (b, sk / page), &idx_dev)?;
+            // Index tensors on the host, then on the GPU (see the varlen group), then the GPU
+            // row again with everything on the device of its own stream.
+            let on_own = (qv.to_device(&own)?, kpg.to_device(&own)?, vpg.to_device(&own)?);
+            let rows = [
+                ("hostidx", &Device::Cpu, dev, (&qv, &kpg, &vpg)),
+                ("devidx", dev, dev, (&qv, &kpg, &vpg)),
+                ("devidx_ownstream", &own, &own, (&on_own.0, &on_own.1, &on_own.2)),
+            ];
+            for (idx, idx_dev, run_dev, (qr, kr, vr)) in rows {
+                let cu_q = Tensor::new(cu_q.as_slice(), idx_dev)?;
+                let cu_k = Tensor::new(cu_k.as_slice(), idx_dev)?;
+                let table = Tensor::from_vec(table.clone(), (b, sk / page), idx_dev)?;
                 let vl = Varlen::new(&cu_q, &cu_k, 1, sk).paged(&table, page);
-                let paged = || attention_varlen(&qv, &kpg, &vpg, &vl, &params);
+                let paged = || attention_varlen(qr, kr, vr, &vl, &params);
                 group.bench_function(format!("paged{page}_{idx}_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
-                    bb.iter_custom(|iters| rep_times(dev, iters, &paged).expect("timed reps"))
-                });
-            }
-            // The devidx row again, everything on the device of its own stream.
-            {
-                let (qo, ko, vo) = (qv.to_device(&own)?, kpg.to_device(&own)?, vpg.to_device(&own)?);
-                let cu_q = Tensor::new(cu_q.as_slice(), &own)?;
-                let cu_k = Tensor::new(cu_k.as_slice(), &own)?;
-                let table = Tensor::from_vec(table.clone(), (b, sk / page), &own)?;
-                let vl = Varlen::new(&cu_q, &cu_k, 1, sk).paged(&table, page);
-                let paged = || attention_varlen(&qo, &ko, &vo, &vl, &params);
-                group.bench_function(format!("paged{page}_devidx_ownstream_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
-                    bb.iter_custom(|iters| rep_times(&own, iters, &paged).expect("timed reps"))
+                    bb.iter_custom(|iters| rep_times(run_dev, iters, &paged).expect("timed reps"))
                 });
             }
             // The same pool with the pages in order (block j of sequence i is i · pages + j):
