@@ -8,7 +8,7 @@
 body() {
   gpu_info
   gpu_tests s38a "" gpu_varlen_into gpu_errors gpu_hopper_prefill gpu_decode gpu_varlen_sweep_bf16 gpu_varlen_sweep_f32 gpu_varlen_paged_decode gpu_output_poisoned gpu_lse
-  (cd /tmp/s38a && timeout 240 compute-sanitizer --tool memcheck bin/gpu gpu_varlen_into --exact --nocapture > "$R/san_into.log" 2>&1
+  (cd /tmp/s38a && FUSED_ATTN_INTO_CASES=12 timeout 240 compute-sanitizer --tool memcheck bin/gpu gpu_varlen_into --exact --nocapture > "$R/san_into.log" 2>&1
    echo "memcheck into rc=$?"; grep -E "SUMMARY|test result|gpu_varlen_into:" "$R/san_into.log" | tail -3)
 }
 archived body
