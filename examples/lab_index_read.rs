@@ -1,7 +1,7 @@
-//! Lab only (branch s36-side-stream): where a paged decode call's host time goes when its
-//! index tensors live on the GPU. One (32, 32, 8, 1, 4096, 128) bf16 paged decode (16-key
-//! pages, a shuffled block table), its index tensors on the CPU (`hostidx`) or on the GPU
-//! (`devidx`), and for each:
+//! Lab: where a paged decode call's host time goes when its index tensors live on the GPU
+//! (src/cuda/indices.rs). One (32, 32, 8, 1, 4096, 128) bf16 paged decode (16-key pages, a
+//! shuffled block table), its index tensors on the CPU (`hostidx`) or on the GPU (`devidx`),
+//! and for each:
 //! * `host`: the host time of one call (Instant around it) with the GPU idle before it, median
 //!   of 200 (the GPU synchronized before and after each);
 //! * `burst`: wall time per call of 32 calls queued back to back (a model's layers), GPU
@@ -10,11 +10,13 @@
 //!
 //! then the machine's floors: a synchronize of an idle device, and a 4-byte device-to-host
 //! read through candle (`to_vec1`) on an idle device, medians of 200.
-//! `FUSED_ATTN_INDEX_READ=stream` reads the indices on candle's stream (main's path).
-//! `--with-stream` makes the device with `Device::new_cuda_with_stream` (a stream of its own,
-//! cudarc's multi-stream mode, where the side read applies); the default, `Device::new_cuda`,
-//! runs the per-thread default stream in single-stream mode, where cudarc records no events
-//! and the side read falls back to candle's stream (src/cuda/indices.rs).
+//! By default a call's GPU index tensors are read together with one wait (`batched`);
+//! `FUSED_ATTN_INDEX_READ=stream` reads each on candle's stream with a wait of its own (the
+//! path before session 37). `--with-stream` makes the device with
+//! `Device::new_cuda_with_stream` (a stream of its own, cudarc's multi-stream mode, where the
+//! batched read runs on a side stream ordered after the indices' writer); the default,
+//! `Device::new_cuda`, runs the per-thread default stream in single-stream mode, where cudarc
+//! records no events and the batched read waits on candle's stream.
 //! ```text
 //! cargo run --release --features cuda --example lab_index_read [-- --with-stream]
 //! FUSED_ATTN_INDEX_READ=stream cargo run --release --features cuda --example lab_index_read [-- --with-stream]
@@ -45,7 +47,7 @@ fn main() -> Result<()> {
     let square = Tensor::randn(0f32, 1.0 / 64.0, (4096, 4096), &dev)?;
     let mode = format!(
         "{}{}",
-        std::env::var("FUSED_ATTN_INDEX_READ").unwrap_or_else(|_| "side".into()),
+        std::env::var("FUSED_ATTN_INDEX_READ").unwrap_or_else(|_| "batched".into()),
         if with_stream { " with-stream" } else { " default-device" }
     );
     for (name, idx_dev) in [("hostidx", Device::Cpu), ("devidx", dev.clone())] {

@@ -196,7 +196,7 @@ pub fn attention_varlen_into(
     varlen: &Varlen,
     params: &AttnParams,
 ) -> Result<()> {
-    let problem = validate_packed(q, k, v, varlen, params)?;
+    let problem = validate_packed(q, k, v, varlen, params, crate::op::read_indices(q, varlen)?)?;
     if q.track_op() || k.track_op() || v.track_op() {
         bail!(
             "fused-attn: attention_varlen_into writes out in place, which carries no gradient graph, but q, k or v tracks gradients; use attention_varlen for training (or detach the inputs)"
@@ -283,7 +283,7 @@ pub fn attention_varlen_backward(
     varlen: &Varlen,
     params: &AttnParams,
 ) -> Result<(Tensor, Tensor, Tensor)> {
-    let problem = validate_packed(q, k, v, varlen, params)?;
+    let problem = validate_packed(q, k, v, varlen, params, crate::op::read_indices(q, varlen)?)?;
     let packed = problem.packed().cloned().expect("validate_packed returns a packed problem");
     if packed.pages.is_some() {
         bail!("fused-attn: attention over a paged KV cache has no backward; pass k and v packed")
@@ -338,7 +338,7 @@ fn run_packed(
     params: &AttnParams,
     want_lse: bool,
 ) -> Result<(Tensor, Option<Tensor>)> {
-    let problem = validate_packed(q, k, v, varlen, params)?;
+    let problem = validate_packed(q, k, v, varlen, params, crate::op::read_indices(q, varlen)?)?;
     let packed = problem.packed().cloned().expect("validate_packed returns a packed problem");
     if packed.pages.is_some() && (q.track_op() || k.track_op() || v.track_op()) {
         bail!(

@@ -25,6 +25,7 @@ use candle_core::{bail, CpuStorage, InplaceOp1, Layout, Result, Shape, Storage, 
 use crate::cpu;
 #[cfg(feature = "cuda")]
 use crate::cuda;
+use crate::packed::{Prefetched, Varlen};
 use crate::problem::{head_dim_contiguous, Problem};
 
 /// Where the forward leaves its log-sum-exp, a `(batch, heads, seq_q)` f32 tensor without a
@@ -140,6 +141,27 @@ impl InplaceOp1 for FusedAttentionInto<'_> {
     fn cpu_fwd(&self, out: &mut CpuStorage, layout: &Layout) -> Result<()> {
         cpu::forward_into(&self.problem, self.q, self.k, self.v, self.alibi.as_deref(), (out, layout))
     }
+}
+
+/// The values of `vl`'s index tensors that live on q's GPU, read by the back end all at once,
+/// with one wait (src/cuda/indices.rs: off candle's stream where cudarc orders streams by
+/// events); records how many it read on the side stream (`take_last_side_index_reads`, for the
+/// tests). On the CPU, nothing to read ahead. `FUSED_ATTN_INDEX_READ=stream` (a diagnostic
+/// switch for same-binary A/Bs, read per call) leaves every tensor to the checks, which read
+/// each on candle's stream with a wait of its own, as before session 37.
+pub(crate) fn read_indices(q: &Tensor, vl: &Varlen) -> Result<Prefetched> {
+    #[cfg(feature = "cuda")]
+    if q.device().is_cuda() && std::env::var("FUSED_ATTN_INDEX_READ").map_or(true, |v| v != "stream") {
+        let on_q: Vec<&Tensor> =
+            vl.index_tensors().into_iter().filter(|t| t.device().same_device(q.device())).collect();
+        let got = cuda::indices::read_many(&on_q)?;
+        let read: Vec<_> = on_q.iter().zip(got.values).filter_map(|(t, v)| Some((t.id(), v?))).collect();
+        crate::cuda_kernels::record_side_index_reads(if got.side { read.len() } else { 0 });
+        return Ok(Prefetched::new(read));
+    }
+    let _ = (q, vl);
+    crate::cuda_kernels::record_side_index_reads(0);
+    Ok(Prefetched::default())
 }
 
 /// Which storage a tensor's data lives in: equal for tensors that share one (views of one

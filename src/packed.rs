@@ -4,9 +4,10 @@
 //! Every index tensor is read to the host once per call and every entry is checked before
 //! any kernel runs; the kernels then read i32 copies of the checked values, uploaded to q's
 //! device, never the caller's tensors. Index tensors may live on the CPU or on q's device;
-//! device-resident ones are read together with one wait, on a device of its own stream on a
-//! side stream that waits only for the work that wrote them, on candle's default device on its
-//! stream (src/cuda/indices.rs); host-resident ones spare even that copy. The upload of the
+//! device-resident ones are read together with one wait by the back end before the checks
+//! (`crate::op::read_indices`: on a device of its own stream on a side stream that waits only
+//! for the work that wrote them, on candle's default device on its stream, src/cuda/indices.rs);
+//! host-resident ones spare even that copy. The upload of the
 //! checked values is reused while they stay the same (the layers of one decode step), see
 //! [`uploaded`].
 
@@ -95,34 +96,35 @@ impl Varlen {
 }
 
 /// Index values already on the host, by tensor: a call's GPU-resident index tensors, read
-/// together before the checks (src/cuda/indices.rs).
+/// together before the checks by the back end (`crate::op::read_indices`, src/cuda/indices.rs).
 #[derive(Default)]
-struct Prefetched(Vec<(candle_core::TensorId, Vec<i64>)>);
+pub(crate) struct Prefetched(Vec<(candle_core::TensorId, Vec<i64>)>);
 
 impl Prefetched {
-    /// Reads those of `ts` on q's GPU at once, with one wait (off candle's stream where cudarc
-    /// orders streams by events, src/cuda/indices.rs), and records how many it read on the
-    /// side stream (`take_last_side_index_reads`, for the tests).
-    /// `FUSED_ATTN_INDEX_READ=stream` (a diagnostic switch for same-binary A/Bs, read per call)
-    /// reads each index tensor on candle's stream with a wait of its own instead, as before
-    /// session 37.
-    fn read(q: &Tensor, ts: &[&Tensor]) -> Result<Self> {
-        #[cfg(feature = "cuda")]
-        if q.device().is_cuda() && std::env::var("FUSED_ATTN_INDEX_READ").map_or(true, |v| v != "stream") {
-            let on_q: Vec<&Tensor> = ts.iter().copied().filter(|t| t.device().same_device(q.device())).collect();
-            let got = crate::cuda::indices::read_many(&on_q)?;
-            let read: Vec<_> = on_q.iter().zip(got.values).filter_map(|(t, v)| Some((t.id(), v?))).collect();
-            crate::cuda_kernels::record_side_index_reads(if got.side { read.len() } else { 0 });
-            return Ok(Self(read));
-        }
-        let _ = (q, ts);
-        crate::cuda_kernels::record_side_index_reads(0);
-        Ok(Self::default())
+    /// Values read for these tensors (by id).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn new(read: Vec<(candle_core::TensorId, Vec<i64>)>) -> Self {
+        Self(read)
     }
 
     fn take(&mut self, t: &Tensor) -> Option<Vec<i64>> {
         let at = self.0.iter().position(|(id, _)| *id == t.id())?;
         Some(self.0.swap_remove(at).1)
+    }
+}
+
+impl Varlen {
+    /// The index tensors a call reads, each once (self-attention passes one tensor as both
+    /// cumulative lengths).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn index_tensors(&self) -> Vec<&Tensor> {
+        let mut ts = vec![&self.seqlens_q];
+        if self.seqlens_k.id() != self.seqlens_q.id() {
+            ts.push(&self.seqlens_k);
+        }
+        ts.extend(self.block_table.as_ref());
+        ts.extend(self.mm_prefix_ranges.as_ref());
+        ts
     }
 }
 
@@ -189,9 +191,18 @@ fn cumulative(vals: &[i64], name: &str, total: Option<(usize, &str)>) -> Result<
 
 /// Validates a packed call and returns its problem: layout [`SeqLayout::Packed`], `batch`
 /// sequences, `seq_q`/`seq_k` the caller's maxima. Errors name the problem and the values.
-pub(crate) fn validate_packed(q: &Tensor, k: &Tensor, v: &Tensor, vl: &Varlen, p: &AttnParams) -> Result<Problem> {
+/// `pre` holds the index values the back end already read (`crate::op::read_indices`); the
+/// others are read here.
+pub(crate) fn validate_packed(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    vl: &Varlen,
+    p: &AttnParams,
+    pre: Prefetched,
+) -> Result<Problem> {
     check_dtype(q.dtype())?;
-    validate_packed_shapes(q, k, v, vl, p)
+    validate_packed_shapes(q, k, v, vl, p, pre)
 }
 
 /// [`validate_packed`] without the dtype restriction (the reference also takes f64).
@@ -201,6 +212,7 @@ pub(crate) fn validate_packed_shapes(
     v: &Tensor,
     vl: &Varlen,
     p: &AttnParams,
+    mut pre: Prefetched,
 ) -> Result<Problem> {
     let (dt, dtk, dtv) = (q.dtype(), k.dtype(), v.dtype());
     if dtk != dt || dtv != dt {
@@ -264,16 +276,6 @@ pub(crate) fn validate_packed_shapes(
             bail!("fused-attn: {name} must have rank 1 (batch + 1), got shape {:?}", t.dims())
         }
     }
-    // Every GPU-resident index tensor of the call in one read (one wait, off candle's stream).
-    let mut pre = {
-        let mut ts = vec![&vl.seqlens_q];
-        if vl.seqlens_k.id() != vl.seqlens_q.id() {
-            ts.push(&vl.seqlens_k);
-        }
-        ts.extend(paging.map(|(table, _, _)| table));
-        ts.extend(vl.mm_prefix_ranges.as_ref());
-        Prefetched::read(q, &ts)?
-    };
     let q_vals = host_indices(&vl.seqlens_q, "seqlens_q", &ints, &mut pre)?;
     let cu_q = cumulative(&q_vals, "seqlens_q", Some((total_q, "total_q")))?;
     let total_k_check = if paging.is_none() { Some((total_k, "total_k")) } else { None };

@@ -9,7 +9,7 @@
 
 use candle_core::{DType, Device, Result, Tensor, D};
 
-use crate::packed::{validate_packed_shapes, Varlen};
+use crate::packed::{validate_packed_shapes, Prefetched, Varlen};
 use crate::problem::{validate_shapes_and_params, AttnParams, Problem};
 
 /// Naive attention with exactly the semantics of [`crate::attention`].
@@ -103,7 +103,7 @@ fn per_sequence(
     params: &AttnParams,
     f: impl Fn(&Problem, &Tensor, &Tensor, &Tensor, &AttnParams) -> Result<Tensor>,
 ) -> Result<Vec<Tensor>> {
-    let problem = validate_packed_shapes(q, k, v, varlen, params)?;
+    let problem = validate_packed_shapes(q, k, v, varlen, params, Prefetched::default())?;
     let packed = problem.packed().cloned().expect("a packed problem");
     let (hk, d) = (problem.kv_heads, problem.head_dim);
     let mut parts = Vec::with_capacity(packed.batch());
