@@ -169,9 +169,10 @@ pub fn attention_varlen(q: &Tensor, k: &Tensor, v: &Tensor, varlen: &Varlen, par
 /// (a narrow of a larger buffer along its first dim is), and share no storage with q, k or
 /// v. Everything [`attention_varlen`] takes works here too (paged caches, windows, ALiBi,
 /// prefix ranges), with the same bits on the CPU. Errors, naming the values, on a bad
-/// `out`; on inputs that track gradients (`out` is written in place, which carries no
-/// gradient graph: use [`attention_varlen`] for training); and on a CUDA `out`: the
-/// caller-owned output is CPU-only for now.
+/// `out`; and on inputs that track gradients (`out` is written in place, which carries no
+/// gradient graph: use [`attention_varlen`] for training). On CUDA the kernels store straight
+/// into `out` (when it starts 16-byte aligned; otherwise through one device-to-device copy),
+/// for servers that keep static output buffers.
 ///
 /// ```
 /// use candle_core::{DType, Device, Tensor};
@@ -203,20 +204,18 @@ pub fn attention_varlen_into(
         )
     }
     check_into_output(out, q, k, v)?;
-    if !q.device().is_cpu() {
-        bail!(
-            "fused-attn: attention_varlen_into: the caller-owned output is CPU-only for now; use attention_varlen on CUDA (q and out are on {:?})",
-            q.device().location()
-        )
-    }
     let packed = problem.packed().cloned().expect("validate_packed returns a packed problem");
     if packed.total_q() * problem.heads * problem.head_dim == 0 {
         return Ok(()); // out has no elements
     }
-    // Read to the host before any storage is locked (the slopes may share one with out).
+    // Made before any storage is locked (the slopes may share one with out): on the CPU read
+    // to the host, on a GPU a fresh contiguous copy.
     let alibi = match &params.alibi_slopes {
-        None => None,
-        Some(s) => Some(s.broadcast_as((problem.batch, problem.heads))?.flatten_all()?.to_vec1::<f32>()?),
+        None => crate::op::IntoSlopes::None,
+        Some(s) if q.device().is_cpu() => crate::op::IntoSlopes::Host(
+            s.broadcast_as((problem.batch, problem.heads))?.flatten_all()?.to_vec1::<f32>()?,
+        ),
+        Some(s) => crate::op::IntoSlopes::Device(s.broadcast_as((problem.batch, problem.heads))?.copy()?),
     };
     let (q, k, v) = (head_dim_contiguous(q)?, head_dim_contiguous(k)?, head_dim_contiguous(v)?);
     crate::op::forward_into(problem, alibi, &q, &k, &v, out)

@@ -14,8 +14,8 @@
 //! heads (GQA). ALiBi slopes are constants: they get no gradient.
 //!
 //! **Into a caller's output.** [`forward_into`] applies [`FusedAttentionInto`], an
-//! [`InplaceOp1`] on the caller's `out`, for `attention_varlen_into`: the same CPU forward,
-//! writing into `out`'s storage instead of a fresh one. In-place ops have no backward.
+//! [`InplaceOp1`] on the caller's `out`, for `attention_varlen_into`: the same CPU or CUDA
+//! forward, writing into `out`'s storage instead of a fresh one. In-place ops have no backward.
 
 use std::sync::{Arc, Mutex};
 
@@ -121,16 +121,28 @@ impl candle_core::CustomOp3 for FusedAttention {
     }
 }
 
-/// The fused attention written into a caller's tensor ([`forward_into`]): q, k and v are
-/// storages that the caller holds read-locked for the call; candle write-locks the output's
-/// storage around [`InplaceOp1::cpu_fwd`]. CPU only.
+/// The `(batch, heads)` ALiBi slopes of a forward into a caller's output, made before any
+/// storage is locked: read to the host for the CPU, a fresh contiguous f32 copy on the GPU.
+pub(crate) enum IntoSlopes {
+    None,
+    Host(Vec<f32>),
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    Device(Tensor),
+}
+
+/// The storages of q, k and v, which the caller holds read-locked for the call.
+enum IntoInputs<'a> {
+    Cpu([(&'a CpuStorage, &'a Layout); 3]),
+    #[cfg(feature = "cuda")]
+    Cuda([(&'a candle_core::CudaStorage, &'a Layout); 3]),
+}
+
+/// The fused attention written into a caller's tensor ([`forward_into`]); candle write-locks
+/// the output's storage around [`InplaceOp1::cpu_fwd`] / [`InplaceOp1::cuda_fwd`].
 struct FusedAttentionInto<'a> {
     problem: Problem,
-    /// `(batch, heads)` slopes, read before any lock is taken.
-    alibi: Option<Vec<f32>>,
-    q: (&'a CpuStorage, &'a Layout),
-    k: (&'a CpuStorage, &'a Layout),
-    v: (&'a CpuStorage, &'a Layout),
+    alibi: IntoSlopes,
+    inputs: IntoInputs<'a>,
 }
 
 impl InplaceOp1 for FusedAttentionInto<'_> {
@@ -138,8 +150,30 @@ impl InplaceOp1 for FusedAttentionInto<'_> {
         "fused-attention-into"
     }
 
+    #[allow(clippy::infallible_destructuring_match)] // one variant without the `cuda` feature
     fn cpu_fwd(&self, out: &mut CpuStorage, layout: &Layout) -> Result<()> {
-        cpu::forward_into(&self.problem, self.q, self.k, self.v, self.alibi.as_deref(), (out, layout))
+        let [q, k, v] = match &self.inputs {
+            IntoInputs::Cpu(qkv) => qkv,
+            #[cfg(feature = "cuda")]
+            IntoInputs::Cuda(_) => bail!("fused-attn: out is on the CPU but q is not"),
+        };
+        let alibi = match &self.alibi {
+            IntoSlopes::None => None,
+            IntoSlopes::Host(s) => Some(s.as_slice()),
+            IntoSlopes::Device(_) => bail!("fused-attn internal: device slopes for a CPU forward"),
+        };
+        cpu::forward_into(&self.problem, *q, *k, *v, alibi, (out, layout))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(&self, out: &mut candle_core::CudaStorage, layout: &Layout) -> Result<()> {
+        let IntoInputs::Cuda([q, k, v]) = &self.inputs else { bail!("fused-attn: out is on a GPU but q is not") };
+        let alibi = match &self.alibi {
+            IntoSlopes::None => None,
+            IntoSlopes::Device(t) => Some(t),
+            IntoSlopes::Host(_) => bail!("fused-attn internal: host slopes for a CUDA forward"),
+        };
+        cuda::forward_into(&self.problem, *q, *k, *v, alibi, (out, layout))
     }
 }
 
@@ -180,7 +214,7 @@ pub(crate) fn storage_id(t: &Tensor) -> usize {
 /// behind a waiting writer), then candle write-locks `out`'s, which is none of them.
 pub(crate) fn forward_into(
     problem: Problem,
-    alibi: Option<Vec<f32>>,
+    alibi: IntoSlopes,
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
@@ -201,10 +235,20 @@ pub(crate) fn forward_into(
         None if iv == ik => sk,
         None => sq,
     };
-    let (Storage::Cpu(qs), Storage::Cpu(ks), Storage::Cpu(vs)) = (sq, sk, sv) else {
-        bail!("fused-attn: a forward into a caller's output runs on the CPU only, got q on {:?}", q.device().location())
+    let inputs = match (sq, sk, sv) {
+        (Storage::Cpu(qs), Storage::Cpu(ks), Storage::Cpu(vs)) => {
+            IntoInputs::Cpu([(qs, q.layout()), (ks, k.layout()), (vs, v.layout())])
+        }
+        #[cfg(feature = "cuda")]
+        (Storage::Cuda(qs), Storage::Cuda(ks), Storage::Cuda(vs)) => {
+            IntoInputs::Cuda([(qs, q.layout()), (ks, k.layout()), (vs, v.layout())])
+        }
+        _ => bail!(
+            "fused-attn: a forward into a caller's output runs on the CPU or CUDA, got q on {:?}",
+            q.device().location()
+        ),
     };
-    let op = FusedAttentionInto { problem, alibi, q: (qs, q.layout()), k: (ks, k.layout()), v: (vs, v.layout()) };
+    let op = FusedAttentionInto { problem, alibi, inputs };
     out.inplace_op1(&op)
 }
 

@@ -14,7 +14,7 @@
 //!   case on both kernel generations (on 9.0 GPUs the default merges the splits in a launch of
 //!   its own, kernels/decode_sm90.cu; forced sm_80, in the split kernel).
 //! * `gpu_errors`: bad input on CUDA returns an `Error` naming the problem (also
-//!   `attention_varlen_into`, CPU-only, on a CUDA output).
+//!   `attention_varlen_into` with an output on another device or shared with q).
 //! * `gpu_output_poisoned`: every element written, fully masked rows exactly zero, two runs
 //!   bit-identical. `gpu_poison_reaches_allocations` checks the poisoning itself.
 //! * `gpu_nan_*`: NaN confinement, as the crate documents it.
@@ -34,6 +34,8 @@
 //! * `gpu_varlen_paged_decode`: paged decode and mixed prefill/decode batches, on both kernel
 //!   generations as `gpu_decode`.
 //! * `gpu_varlen_matches_dense_per_sequence`: packed rows bit-identical to dense calls.
+//! * `gpu_varlen_into`: `attention_varlen_into` on CUDA bit-identical to `attention_varlen`,
+//!   nothing written outside `out` (aligned views and a misaligned one).
 //! * `gpu_device_indices_wait_for_their_writer`: GPU-resident index tensors read only after
 //!   their writer, on both device kinds (`FUSED_ATTN_TEST_OWN_STREAM=1` runs every test on
 //!   devices of their own stream, where the varlen sweeps assert the side-stream read).
@@ -636,13 +638,13 @@ fn gpu_errors() -> Result<()> {
     expect_error("3 q heads over 2 kv heads", attention(&q3, &k, &k, &p), "must divide");
     let v_short = t((1, 7, 2, 64), DType::BF16, &dev)?;
     expect_error("k and v lengths differ", attention(&q, &k, &v_short, &p), "sequence lengths differ");
-    // The caller-owned packed output is CPU-only: an error on CUDA, never a silent no-op.
+    // The caller-owned packed output must be on q's device, and share no storage with the inputs.
     let (qp, kp) = (q.squeeze(0)?, k.squeeze(0)?);
     let vl = candle_fused_attn::Varlen::new(&Tensor::new(&[0u32, 4], &cpu)?, &Tensor::new(&[0u32, 8], &cpu)?, 4, 8);
     let into =
         |out: &Tensor| candle_fused_attn::attention_varlen_into(out, &qp, &kp, &kp, &vl, &p).map(|()| out.clone());
-    expect_error("attention_varlen_into on CUDA", into(&qp.zeros_like()?), "CPU-only for now");
     expect_error("attention_varlen_into, out on the CPU", into(&qp.to_device(&cpu)?), "out is on Cpu");
+    expect_error("attention_varlen_into, out is q", into(&qp), "share");
     Ok(())
 }
 
@@ -1627,6 +1629,48 @@ fn device_indices_wait_for_their_writer(dev: &Device, kind: &str, side_reads: us
     println!(
         "gpu_device_indices_wait_for_their_writer ({kind}): 5 calls, {batch} sequences, {side_reads} index tensors read on the side stream, bit-identical to host indices"
     );
+    Ok(())
+}
+
+/// `attention_varlen_into` on CUDA writes `attention_varlen`'s bits into the caller's buffer,
+/// and nothing outside it: random packed and paged cases (prefill and decode paths, every
+/// dtype, both kernel generations), `out` a view of a NaN-filled buffer at an aligned offset
+/// (the kernels store into it) or at one element (not 16-byte aligned: the forward runs into
+/// a fresh buffer and one device copy moves it), the buffer around the view still NaN after.
+#[test]
+fn gpu_varlen_into() -> Result<()> {
+    use candle_fused_attn::{attention_varlen, attention_varlen_into};
+    let Some(dev) = cuda_device("gpu_varlen_into") else { return Ok(()) };
+    let seed = fresh_seed("gpu_varlen_into");
+    let (mut cases, mut misaligned) = (0usize, 0usize);
+    for (i, dtype) in [DType::BF16, DType::F16, DType::F32].into_iter().cycle().take(60).enumerate() {
+        let c = VarCase::random(case_seed(seed, i));
+        let (q, k, v, vl, p) = c.inputs(dtype)?;
+        let (qd, kd, vd) = (q.to_device(&dev)?, k.to_device(&dev)?, v.to_device(&dev)?);
+        let (vld, pd) = varlen_to(&dev, &vl, &p)?;
+        let kernels = if i % 4 == 3 { CudaKernels::Sm80 } else { CudaKernels::Auto };
+        let want = with_cuda_kernels(kernels, || attention_varlen(&qd, &kd, &vd, &vld, &pd))?;
+        let n = want.elem_count();
+        // Views at 0, 8 (16-byte aligned in every dtype) and 1 element (misaligned).
+        let off = [0usize, 8, 1][i % 3];
+        misaligned += usize::from(off == 1);
+        let pad = 24;
+        let buf = Tensor::full(f32::NAN, n + pad, &dev)?.to_dtype(dtype)?;
+        let out = buf.narrow(0, off, n)?.reshape(q.dims())?;
+        with_cuda_kernels(kernels, || attention_varlen_into(&out, &qd, &kd, &vd, &vld, &pd))?;
+        let (got, want) = (to_f64_vec(&out)?, to_f64_vec(&want)?);
+        let differ = got.iter().zip(&want).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+        assert_eq!(differ, 0, "{differ} of {n} outputs differ from attention_varlen: {dtype:?} {kernels:?} offset {off} {} (case seed {})", c.describe(), c.seed);
+        let around = to_f64_vec(&buf)?;
+        let touched = around.iter().enumerate().filter(|&(j, x)| (j < off || j >= off + n) && !x.is_nan()).count();
+        assert_eq!(
+            touched, 0,
+            "{touched} elements outside out were written: {dtype:?} offset {off} (case seed {})",
+            c.seed
+        );
+        cases += 1;
+    }
+    println!("gpu_varlen_into: {cases} cases bit-identical to attention_varlen ({misaligned} through the misaligned copy), nothing written outside out");
     Ok(())
 }
 

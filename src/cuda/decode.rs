@@ -15,7 +15,7 @@
 //! Measured on an H100 (README, bf16, D = 128, criterion medians with torch in the same run):
 //! 1.01-1.05× cuDNN's time on the sq = 1 bench rows, 3.1× faster than cuDNN at sq = 4.
 
-use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::cudarc::driver::{CudaViewMut, DevicePtrMut, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::{CudaDevice, WrapErr};
 use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
@@ -24,7 +24,7 @@ use super::instances::{Arch, Dtype, Family, Instance, KernelKey, DECODE_KEYS_PER
 use super::params::FattnParams;
 use super::pdl::launch_dependent;
 use super::workspace::with_workspace;
-use super::{alibi_slopes_ptr, common_params, dev_qkv, query_rows, to_i32, with_packed, Entry, KernelDtype};
+use super::{alibi_slopes_ptr, common_params, dev_qkv, query_rows, to_i32, with_packed, Entry, KernelDtype, OutBuf};
 use crate::cuda_kernels::{cuda_kernels, record_decode_combine, CudaKernels};
 use crate::problem::Problem;
 
@@ -125,7 +125,8 @@ pub(super) fn forward<T: KernelDtype>(
     k: (&CudaStorage, &Layout),
     v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
-) -> Result<(CudaStorage, Option<CudaStorage>)> {
+    caller: Option<CudaViewMut<'_, T>>,
+) -> Result<(Option<CudaStorage>, Option<CudaStorage>)> {
     let dev = &q.device;
     let stream = dev.cuda_stream();
     // The decode kernels compute any scale in their plain instances; `_mod` adds softcap/ALiBi.
@@ -180,7 +181,8 @@ pub(super) fn forward<T: KernelDtype>(
     // (total_q, heads, head_dim)) is written: each row by the one block that owns it (one
     // split) or by the last split block of its tile (several), zeros for rows that see no key.
     // Packed, a sequence's rows are the tile rows whose query index is below its length.
-    let mut out = unsafe { dev.alloc::<T>(out_rows * p.head_dim) }?;
+    // Into the caller's output (`attention_varlen_into`) when given.
+    let mut out = unsafe { OutBuf::new(dev, out_rows * p.head_dim, caller) }?;
     // SAFETY: as `out`: the block or last split block that writes a row's output also writes
     // its log-sum-exp, every (batch, head, query) once.
     let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(out_rows) }?) } else { None };
@@ -274,7 +276,7 @@ pub(super) fn forward<T: KernelDtype>(
     drop(alibi_ptr);
     drop((qt, kt, vt));
     let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
-    Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), lse))
+    Ok((out.into_storage(dev), lse))
 }
 
 #[cfg(test)]

@@ -50,7 +50,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::{
-    CudaFunction, CudaModule, CudaStream, DevicePtr, DeviceRepr, SyncOnDrop,
+    CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop,
 };
 use candle_core::cuda_backend::cudarc::nvrtc::Ptx;
 use candle_core::cuda_backend::{CudaDType, CudaDevice, DeviceId};
@@ -82,16 +82,6 @@ impl KernelDtype for bf16 {
 }
 impl KernelDtype for f32 {
     const DTYPE: Dtype = Dtype::F32;
-}
-
-/// The kernel dtype of a candle dtype, if a kernel exists for it.
-pub(super) fn kernel_dtype(dtype: DType) -> Option<Dtype> {
-    match dtype {
-        DType::F16 => Some(Dtype::F16),
-        DType::BF16 => Some(Dtype::BF16),
-        DType::F32 => Some(Dtype::F32),
-        _ => None,
-    }
 }
 
 /// The modules of one candle device, by index in [`SOURCES`].
@@ -431,16 +421,144 @@ pub(crate) fn forward(
     v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
 ) -> Result<(CudaStorage, Option<CudaStorage>)> {
+    let (out, lse) = match q.0.dtype() {
+        DType::F16 => forward_typed::<f16>(problem, q, k, v, alibi, None)?,
+        DType::BF16 => forward_typed::<bf16>(problem, q, k, v, alibi, None)?,
+        DType::F32 => forward_typed::<f32>(problem, q, k, v, alibi, None)?,
+        dt => bail!("fused-attn cuda: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
+    };
+    match out {
+        Some(out) => Ok((out, lse)),
+        None => bail!("fused-attn cuda internal: the forward returned no output"),
+    }
+}
+
+/// The forward written into the caller's `out` (`attention_varlen_into`): `(total_q, heads,
+/// head_dim)` in q's dtype, contiguous, sharing no storage with q, k or v (checked by the
+/// caller). The kernels store straight into it when it starts 16-byte aligned (every kernel's
+/// vector stores); otherwise the forward runs into a fresh buffer and one device-to-device copy
+/// on candle's stream moves it into `out`.
+pub(crate) fn forward_into(
+    problem: &Problem,
+    q: (&CudaStorage, &Layout),
+    k: (&CudaStorage, &Layout),
+    v: (&CudaStorage, &Layout),
+    alibi: Option<&Tensor>,
+    (out, ol): (&mut CudaStorage, &Layout),
+) -> Result<()> {
+    if problem.want_lse {
+        bail!("fused-attn cuda internal: a forward into a caller's output keeps no log-sum-exp")
+    }
     let dtype = q.0.dtype();
-    let decode = kernel_dtype(dtype).is_some_and(|dt| heuristics::use_decode(problem, dt));
-    match (dtype, decode) {
-        (DType::F16, false) => prefill::forward::<f16>(problem, q, k, v, alibi),
-        (DType::BF16, false) => prefill::forward::<bf16>(problem, q, k, v, alibi),
-        (DType::F32, false) => prefill::forward::<f32>(problem, q, k, v, alibi),
-        (DType::F16, true) => decode::forward::<f16>(problem, q, k, v, alibi),
-        (DType::BF16, true) => decode::forward::<bf16>(problem, q, k, v, alibi),
-        (DType::F32, true) => decode::forward::<f32>(problem, q, k, v, alibi),
-        (dt, _) => bail!("fused-attn cuda: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
+    if out.dtype() != dtype {
+        bail!("fused-attn cuda internal: out is {:?}, q is {dtype:?}", out.dtype())
+    }
+    let n = query_rows(problem) * problem.heads * problem.head_dim;
+    match dtype {
+        DType::F16 => forward_into_t::<f16>(problem, q, k, v, alibi, out, ol, n),
+        DType::BF16 => forward_into_t::<bf16>(problem, q, k, v, alibi, out, ol, n),
+        DType::F32 => forward_into_t::<f32>(problem, q, k, v, alibi, out, ol, n),
+        dt => bail!("fused-attn cuda: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn forward_into_t<T: KernelDtype>(
+    p: &Problem,
+    q: (&CudaStorage, &Layout),
+    k: (&CudaStorage, &Layout),
+    v: (&CudaStorage, &Layout),
+    alibi: Option<&Tensor>,
+    out: &mut CudaStorage,
+    ol: &Layout,
+    n: usize,
+) -> Result<()> {
+    let dev = out.device.clone();
+    let stream = dev.cuda_stream();
+    let start = ol.start_offset();
+    let slice = out.as_cuda_slice_mut::<T>()?;
+    if start + n > slice.len() {
+        bail!("fused-attn cuda internal: out's {n} elements from {start} exceed its buffer of {}", slice.len())
+    }
+    let aligned = {
+        let (base, _guard) = slice.device_ptr(&stream);
+        (base + (start * std::mem::size_of::<T>()) as u64).is_multiple_of(16)
+    };
+    let mut view = slice.slice_mut(start..start + n);
+    if !aligned {
+        let (fresh, _) = forward_typed::<T>(p, q, k, v, alibi, None)?;
+        let Some(fresh) = fresh else { bail!("fused-attn cuda internal: no output from a fresh forward") };
+        let src = fresh.as_cuda_slice::<T>()?;
+        stream
+            .memcpy_dtod(&src.slice(0..n), &mut view)
+            .map_err(|e| candle_core::Error::Msg(format!("fused-attn cuda: copying the output into out: {e:?}")))?;
+        return Ok(());
+    }
+    let (fresh, _) = forward_typed::<T>(p, q, k, v, alibi, Some(view))?;
+    if fresh.is_some() {
+        bail!("fused-attn cuda internal: the forward into out returned a buffer of its own")
+    }
+    Ok(())
+}
+
+/// The prefill or decode forward in `T`, into `caller` when given (then no output is returned).
+fn forward_typed<T: KernelDtype>(
+    p: &Problem,
+    q: (&CudaStorage, &Layout),
+    k: (&CudaStorage, &Layout),
+    v: (&CudaStorage, &Layout),
+    alibi: Option<&Tensor>,
+    caller: Option<CudaViewMut<'_, T>>,
+) -> Result<(Option<CudaStorage>, Option<CudaStorage>)> {
+    if heuristics::use_decode(p, T::DTYPE) {
+        decode::forward::<T>(p, q, k, v, alibi, caller)
+    } else {
+        prefill::forward::<T>(p, q, k, v, alibi, caller)
+    }
+}
+
+/// A launcher's output: a fresh buffer that it returns, or a view of the caller's
+/// (`attention_varlen_into`).
+pub(super) enum OutBuf<'a, T> {
+    Fresh(CudaSlice<T>),
+    Caller(CudaViewMut<'a, T>),
+}
+
+impl<'a, T: CudaDType + DeviceRepr> OutBuf<'a, T> {
+    /// `n` elements: `caller` (exactly `n` long) when given, else a fresh allocation.
+    ///
+    /// # Safety
+    /// A fresh buffer is not initialized: the launcher's kernel must write every element.
+    pub(super) unsafe fn new(dev: &CudaDevice, n: usize, caller: Option<CudaViewMut<'a, T>>) -> Result<Self> {
+        match caller {
+            Some(view) => {
+                if view.len() != n {
+                    bail!(
+                        "fused-attn cuda internal: the caller's output holds {} elements, the forward {n}",
+                        view.len()
+                    )
+                }
+                Ok(Self::Caller(view))
+            }
+            // SAFETY: the caller's contract (every element written before any read).
+            None => Ok(Self::Fresh(unsafe { dev.alloc::<T>(n) }?)),
+        }
+    }
+
+    /// The device address to write to, ordered on `stream` (see cudarc's `DevicePtrMut`).
+    pub(super) fn device_ptr_mut<'b>(&'b mut self, stream: &'b CudaStream) -> (u64, SyncOnDrop<'b>) {
+        match self {
+            Self::Fresh(s) => s.device_ptr_mut(stream),
+            Self::Caller(v) => v.device_ptr_mut(stream),
+        }
+    }
+
+    /// The fresh buffer as a candle storage; `None` for the caller's.
+    pub(super) fn into_storage(self, dev: &CudaDevice) -> Option<CudaStorage> {
+        match self {
+            Self::Fresh(s) => Some(CudaStorage::wrap_cuda_slice(s, dev.clone())),
+            Self::Caller(_) => None,
+        }
     }
 }
 

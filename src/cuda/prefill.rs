@@ -8,14 +8,14 @@
 //! * f32: a plain-FMA kernel with the same semantics (no TF32: its error stays at the level
 //!   of candle's f32 matmul, which runs without TF32 by default).
 
-use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::cudarc::driver::{CudaViewMut, DevicePtrMut, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
 use candle_core::{CudaStorage, Layout, Result, Tensor};
 
 use super::instances::{Arch, Family, Instance, KernelKey};
 use super::params::FattnParams;
 use super::{
-    alibi_slopes_ptr, common_params, dev_qkv, heuristics, query_rows, to_i32, with_packed, Entry, KernelDtype,
+    alibi_slopes_ptr, common_params, dev_qkv, heuristics, query_rows, to_i32, with_packed, Entry, KernelDtype, OutBuf,
 };
 use crate::problem::Problem;
 
@@ -35,8 +35,10 @@ pub(super) fn forward<T: KernelDtype>(
     k: (&CudaStorage, &Layout),
     v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
-) -> Result<(CudaStorage, Option<CudaStorage>)> {
-    if let Some(done) = super::prefill_sm90::forward::<T>(p, (q, ql), k, v, alibi)? {
+    caller: Option<CudaViewMut<'_, T>>,
+) -> Result<(Option<CudaStorage>, Option<CudaStorage>)> {
+    let mut caller = caller;
+    if let Some(done) = super::prefill_sm90::forward::<T>(p, (q, ql), k, v, alibi, &mut caller)? {
         return Ok(done);
     }
     let dev = &q.device;
@@ -55,7 +57,8 @@ pub(super) fn forward<T: KernelDtype>(
     // up to seq_q (packed: the longest sequence, so every sequence's rows), and each block
     // stores all its rows below its sequence's length and all columns below head_dim, zeros
     // for rows that see no key.
-    let mut out = unsafe { dev.alloc::<T>(out_len) }?;
+    // Into the caller's output (`attention_varlen_into`) when given.
+    let mut out = unsafe { OutBuf::new(dev, out_len, caller) }?;
     // SAFETY: as `out`: the block that stores a row also stores its log-sum-exp.
     let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(rows * p.heads) }?) } else { None };
 
@@ -104,7 +107,7 @@ pub(super) fn forward<T: KernelDtype>(
     drop(alibi_ptr);
     drop((qt, kt, vt));
     let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
-    Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), lse))
+    Ok((out.into_storage(dev), lse))
 }
 
 /// Whether the sm_80 prefill grids end on their lightest tiles (`heuristics::lightest_last_pairs`):

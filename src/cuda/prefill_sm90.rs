@@ -89,7 +89,7 @@
 //! in the `_mods` instances (compile time).
 //! `FUSED_ATTN_SM90_TRIM=0` (read once) runs every block at full width, an A/B switch.
 
-use candle_core::cuda_backend::cudarc::driver::{DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::cudarc::driver::{CudaViewMut, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
 use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
@@ -98,7 +98,7 @@ use super::params::{FattnHopperParams, FattnParams};
 use super::tma::{map_at, tensor_map};
 use super::workspace::with_workspace;
 use super::{
-    alibi_slopes_ptr, common_params, dev_qkv, heuristics, query_rows, to_i32, with_packed, Entry, KernelDtype,
+    alibi_slopes_ptr, common_params, dev_qkv, heuristics, query_rows, to_i32, with_packed, Entry, KernelDtype, OutBuf,
 };
 use crate::cuda_kernels::{cuda_kernels, CudaKernels};
 use crate::problem::Problem;
@@ -488,7 +488,8 @@ pub(super) fn forward<T: KernelDtype>(
     k: (&CudaStorage, &Layout),
     v: (&CudaStorage, &Layout),
     alibi: Option<&Tensor>,
-) -> Result<Option<(CudaStorage, Option<CudaStorage>)>> {
+    caller: &mut Option<CudaViewMut<'_, T>>,
+) -> Result<Option<(Option<CudaStorage>, Option<CudaStorage>)>> {
     let dev = &q.device;
     let Some(inst) = instance::<T>(p, dev)? else { return Ok(None) };
     if inst.variant == Variant::Wide && p.packed().is_some() {
@@ -525,7 +526,9 @@ pub(super) fn forward<T: KernelDtype>(
     // tile or, for instances that loop over tiles (`grid`), every tile through its blocks'
     // loop, and each block's consumers store every row below its sequence's length and every
     // column below head_dim (zeros for rows that see no key).
-    let mut out = unsafe { dev.alloc::<T>(rows * p.heads * d) }?;
+    // Into the caller's output (`attention_varlen_into`) when given: taken only here, past
+    // every return that leaves the problem to the sm_80 kernel.
+    let mut out = unsafe { OutBuf::new(dev, rows * p.heads * d, caller.take()) }?;
     // SAFETY: as `out`: the thread that stores a row also stores its log-sum-exp.
     let mut lse = if p.want_lse { Some(unsafe { dev.alloc::<f32>(rows * p.heads) }?) } else { None };
     let alibi_storage = alibi.map(|t| t.storage_and_layout());
@@ -659,7 +662,7 @@ pub(super) fn forward<T: KernelDtype>(
     drop(alibi_ptr);
     drop((qt, kt, vt));
     let lse = lse.map(|l| CudaStorage::wrap_cuda_slice(l, dev.clone()));
-    Ok(Some((CudaStorage::wrap_cuda_slice(out, dev.clone()), lse)))
+    Ok(Some((out.into_storage(dev), lse)))
 }
 
 #[cfg(test)]
