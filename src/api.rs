@@ -215,7 +215,9 @@ pub fn attention_varlen_into(
         Some(s) if q.device().is_cpu() => crate::op::IntoSlopes::Host(
             s.broadcast_as((problem.batch, problem.heads))?.flatten_all()?.to_vec1::<f32>()?,
         ),
-        Some(s) => crate::op::IntoSlopes::Device(s.broadcast_as((problem.batch, problem.heads))?.copy()?),
+        // `copy` keeps the layout: made contiguous first (a per-head `(heads)` vector is a
+        // stride-0 broadcast here), then copied so that no storage is shared with out.
+        Some(s) => crate::op::IntoSlopes::Device(s.broadcast_as((problem.batch, problem.heads))?.contiguous()?.copy()?),
     };
     let (q, k, v) = (head_dim_contiguous(q)?, head_dim_contiguous(k)?, head_dim_contiguous(v)?);
     crate::op::forward_into(problem, alibi, &q, &k, &v, out)
