@@ -274,19 +274,8 @@ fn bench_backward(c: &mut Criterion, dev: &Device, dtype: DType, shapes: &[Shape
 #[path = "common/varlen.rs"]
 mod varlen;
 use varlen::cpu_varlen_lengths;
-
-/// The packed batch of the varlen bench: 64 sequence lengths in 100..=4000 from a fixed seed
-/// (a 64-bit LCG, so that scripts/bench_torch_varlen.py draws the same ones).
 #[cfg(feature = "cuda")]
-fn cuda_varlen_lengths() -> Vec<usize> {
-    let mut x: u64 = 20261123;
-    (0..64)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            100 + ((x >> 33) % 3901) as usize
-        })
-        .collect()
-}
+use varlen::cuda_varlen_lengths;
 
 /// `cpu_varlen_{what}_{dtype}`: the packed batch through `attention_varlen` (`packed`; and
 /// `packed_into`: `attention_varlen_into` into one output buffer allocated before the timing,

@@ -17,8 +17,15 @@
 //! batched read runs on a side stream ordered after the indices' writer); the default,
 //! `Device::new_cuda`, runs the per-thread default stream in single-stream mode, where cudarc
 //! records no events and the batched read waits on candle's stream.
+//!
+//! `--varlen` times the CUDA varlen bench's prefill batch instead (64 sequences of 100-4000
+//! tokens, 32 / 8 heads, d128, bf16; benches/common/varlen.rs), its cumulative lengths on the
+//! CPU (`hostidx`), on the GPU (`devidx`), and on the CPU after a synchronize of the device
+//! (`hostidx+sync`: a drain without any index read), each as the bench times it (a 256 MiB
+//! L2 flush, then CUDA events around the call; 10 reps queued, one synchronize; median of the
+//! event times) and as the host time of one call on an idle GPU (median of 10).
 //! ```text
-//! cargo run --release --features cuda --example lab_index_read [-- --with-stream]
+//! cargo run --release --features cuda --example lab_index_read [-- --with-stream] [--varlen]
 //! FUSED_ATTN_INDEX_READ=stream cargo run --release --features cuda --example lab_index_read [-- --with-stream]
 //! ```
 
@@ -32,9 +39,15 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+#[path = "../benches/common/varlen.rs"]
+mod varlen;
+
 fn main() -> Result<()> {
     let with_stream = std::env::args().any(|a| a == "--with-stream");
     let dev = if with_stream { Device::new_cuda_with_stream(0)? } else { Device::new_cuda(0)? };
+    if std::env::args().any(|a| a == "--varlen") {
+        return varlen_prefill(&dev, with_stream);
+    }
     let (b, h, hkv, d, sk, page) = (32usize, 32usize, 8usize, 128usize, 4096usize, 16usize);
     let blocks = b * sk / page;
     let table: Vec<u32> = (0..blocks).map(|i| ((i * 2654435761usize) % blocks) as u32).collect();
@@ -101,5 +114,83 @@ fn main() -> Result<()> {
         read.push(t.elapsed().as_secs_f64() * 1e6);
     }
     println!("FLOORS: idle synchronize {:.1} us, 4-byte read through candle {:.1} us", median(sync), median(read));
+    Ok(())
+}
+
+/// `--varlen` without the `cuda` feature: nothing to time.
+#[cfg(not(feature = "cuda"))]
+fn varlen_prefill(_: &Device, _: bool) -> Result<()> {
+    candle_core::bail!("lab_index_read --varlen times CUDA events: build it with --features cuda")
+}
+
+/// `--varlen`: the varlen bench's prefill batch with host, GPU and host-after-a-drain indices.
+#[cfg(feature = "cuda")]
+fn varlen_prefill(dev: &Device, with_stream: bool) -> Result<()> {
+    use candle_core::cuda_backend::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+    let (h, hkv, d) = (32usize, 8usize, 128usize);
+    let lens = varlen::cuda_varlen_lengths();
+    let (total, max) = (lens.iter().sum::<usize>(), *lens.iter().max().unwrap_or(&1));
+    let cu: Vec<u32> = std::iter::once(0u32)
+        .chain(lens.iter().scan(0u32, |a, &l| {
+            *a += l as u32;
+            Some(*a)
+        }))
+        .collect();
+    let randn = |shape: &[usize]| Tensor::randn(0f32, 1.0, shape, dev)?.to_dtype(DType::BF16);
+    let (q, k, v) = (randn(&[total, h, d])?, randn(&[total, hkv, d])?, randn(&[total, hkv, d])?);
+    let params = AttnParams::new(1.0 / (d as f32).sqrt());
+    let flush = Tensor::zeros(64 << 20, DType::F32, dev)?;
+    let cuda = dev.as_cuda_device()?;
+    let stream = cuda.cuda_stream();
+    let event_err = |e| candle_core::Error::Msg(format!("CUDA event: {e:?}"));
+    let mode = format!(
+        "{}{}",
+        std::env::var("FUSED_ATTN_INDEX_READ").unwrap_or_else(|_| "batched".into()),
+        if with_stream { " with-stream" } else { " default-device" }
+    );
+    for (name, idx_dev, sync) in
+        [("hostidx", Device::Cpu, false), ("devidx", dev.clone(), false), ("hostidx+sync", Device::Cpu, true)]
+    {
+        let cu_t = Tensor::new(cu.as_slice(), &idx_dev)?;
+        let vl = Varlen::new(&cu_t, &cu_t, max, max);
+        let call = || {
+            if sync {
+                dev.synchronize()?;
+            }
+            attention_varlen(&q, &k, &v, &vl, &params)
+        };
+        for _ in 0..3 {
+            call()?;
+        }
+        dev.synchronize()?;
+        let mut reps = Vec::new();
+        for _ in 0..10 {
+            flush.zero_set()?;
+            let start = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
+            drop(call()?);
+            let end = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
+            reps.push((start, end));
+        }
+        dev.synchronize()?;
+        let events: Vec<f64> = reps
+            .iter()
+            .map(|(s, e)| s.elapsed_ms(e).map(|ms| ms as f64))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(event_err)?;
+        let mut host = Vec::new();
+        for _ in 0..10 {
+            dev.synchronize()?;
+            let t = Instant::now();
+            let out = call()?;
+            host.push(t.elapsed().as_secs_f64() * 1e6);
+            dev.synchronize()?;
+            drop(out);
+        }
+        println!(
+            "VARLEN {mode} {name}: events {:.3} ms (bench method), host {:.1} us per call on an idle GPU",
+            median(events),
+            median(host)
+        );
+    }
     Ok(())
 }

@@ -36,7 +36,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use candle_core::cuda_backend::cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
+use candle_core::cuda_backend::cudarc::driver::{result, sys, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
 use candle_core::cuda_backend::{CudaDType, DeviceId};
 use candle_core::{DType, Result, Storage, Tensor};
 
@@ -130,23 +130,41 @@ pub(crate) fn read_many(ts: &[&Tensor]) -> Result<Read> {
     // Every copy queued, then one wait. Each tensor's storage guard is held from its copy's
     // queuing to the wait, so that its buffer cannot be freed while the copy reads it.
     let mut held = Vec::with_capacity(jobs.len());
+    // The device address of each non-empty copy's first element.
+    let mut probes = Vec::with_capacity(jobs.len());
     for &(i, start, end, at, dtype) in &jobs {
         let (storage, _) = ts[i].storage_and_layout();
         let Storage::Cuda(cs) = &*storage else { unreachable!("checked above") };
-        match dtype {
+        let src = match dtype {
             DType::U32 => queue_copy(cs.as_cuda_slice::<u32>()?, start, end, base, at, &stream)?,
             DType::I32 => queue_copy(cs.as_cuda_slice::<i32>()?, start, end, base, at, &stream)?,
             _ => queue_copy(cs.as_cuda_slice::<i64>()?, start, end, base, at, &stream)?,
-        }
+        };
+        probes.extend((end > start).then_some(src));
         held.push(storage);
     }
-    stream.synchronize().map_err(|e| err("the copies' wait", e))?;
+    // The wait: one more copy, of a tensor's first element into pageable memory, which the
+    // driver returns from only once it has completed, so after every copy queued before it on
+    // the stream. Not `cuStreamSynchronize`: that is also where the CUDA driver hands the
+    // stream-ordered pool's free memory back to the system (release threshold 0, its default),
+    // so the call's output allocation right after it mapped fresh memory again; with the
+    // drain exposing it, the varlen bench's GPU-index row took 12.7 ms against 10.5 with this
+    // wait (H200, examples/lab_index_read --varlen, lab/results/s38-call6). candle's own
+    // device-to-host reads wait the same way.
+    if let Some(&src) = probes.last() {
+        let mut probe = [0u8; 4];
+        // SAFETY: `src` is the device address of at least 4 bytes (a u32/i32/i64 element) of a
+        // buffer whose storage guard `held` keeps alive until after this returns; `probe` is
+        // 4 writable bytes; the stream is of the buffer's context.
+        unsafe { result::memcpy_dtoh_async(&mut probe[..], src, stream.cu_stream()) }
+            .map_err(|e| err("the copies' wait", e))?;
+    }
     drop(held);
     for &(i, start, end, at, dtype) in &jobs {
         let n = end - start;
         // SAFETY: the copy into `base + at` of `n` elements of `dtype` (8-byte aligned offsets
         // in a page-aligned buffer of at least `bytes`) has completed: the stream was
-        // synchronized above, and nothing else writes the staging buffer while this device's
+        // waited for above (the probe copy), and nothing else writes the staging buffer while this device's
         // reader is locked.
         values[i] = Some(unsafe {
             match dtype {
@@ -165,7 +183,8 @@ pub(crate) fn read_many(ts: &[&Tensor]) -> Result<Read> {
 
 /// Queues the copy of elements `start..end` of `slice` into the staging buffer at byte `at` on
 /// `stream`, after the slice's last write (in multi-stream mode, cudarc's write event; on the
-/// slice's own stream, stream order), and records its read there.
+/// slice's own stream, stream order), and records its read there. Returns the device address
+/// of element `start`.
 fn queue_copy<T: CudaDType>(
     slice: &CudaSlice<T>,
     start: usize,
@@ -173,7 +192,7 @@ fn queue_copy<T: CudaDType>(
     base: *mut u8,
     at: usize,
     stream: &Arc<CudaStream>,
-) -> Result<()> {
+) -> Result<sys::CUdeviceptr> {
     if start > end || end > slice.len() {
         candle_core::bail!(
             "fused-attn: an index tensor's view {start}..{end} lies outside its buffer of {}",
@@ -192,5 +211,6 @@ fn queue_copy<T: CudaDType>(
         let dst = std::slice::from_raw_parts_mut(base.add(at) as *mut T, end - start);
         result::memcpy_dtoh_async(dst, src, stream.cu_stream())
     }
-    .map_err(|e| candle_core::Error::Msg(format!("fused-attn: queuing an index tensor's copy: {e:?}")))
+    .map_err(|e| candle_core::Error::Msg(format!("fused-attn: queuing an index tensor's copy: {e:?}")))?;
+    Ok(src)
 }
