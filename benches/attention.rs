@@ -156,37 +156,21 @@ fn rep_times(
     }
 }
 
-/// The summed time of `iters` reps of `run` on candle's stream, each after an L2 flush and
-/// bracketed by CUDA events, all queued before one synchronize and read after it: the method
-/// of `triton.testing.do_bench`, which times torch. (A synchronize per rep, as `elapsed_ms`
-/// does, gave the same decode medians on the H100; it is just not do_bench's method.)
+/// The summed time of `iters` reps of `run` on candle's stream, timed as do_bench times torch
+/// (benches/common/do_bench.rs).
 #[cfg(feature = "cuda")]
 fn cuda_rep_times(
     dev: &candle_core::CudaDevice,
     iters: u64,
     run: &impl Fn() -> candle_core::Result<Tensor>,
 ) -> candle_core::Result<Duration> {
-    use candle_core::backend::BackendDevice;
-    use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
-    // 256 MiB, past any L2 (50 MiB on the H100, 60 MiB on the H200), as do_bench uses.
-    let flush = Tensor::zeros(64 << 20, DType::F32, &Device::Cuda(dev.clone()))?;
-    let stream = dev.cuda_stream();
-    let event_err = |e: cudarc::driver::DriverError| candle_core::Error::Msg(format!("CUDA event: {e:?}"));
-    let mut reps = Vec::with_capacity(iters as usize);
-    for _ in 0..iters {
-        flush.zero_set()?;
-        let start = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
-        black_box(run()?);
-        let end = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
-        reps.push((start, end));
-    }
-    dev.synchronize()?;
-    let mut total_ms = 0f64;
-    for (start, end) in &reps {
-        total_ms += start.elapsed_ms(end).map_err(event_err)? as f64;
-    }
-    Ok(Duration::from_secs_f64(total_ms / 1e3))
+    let ms: f64 = do_bench::cuda_rep_ms(dev, iters as usize, run)?.iter().sum();
+    Ok(Duration::from_secs_f64(ms / 1e3))
 }
+
+#[cfg(feature = "cuda")]
+#[path = "common/do_bench.rs"]
+mod do_bench;
 
 /// Random q, k, v of the shape in `dtype` on `dev` (normal, std 1).
 fn inputs(s: &Shape, dev: &Device, dtype: DType) -> candle_core::Result<(Tensor, Tensor, Tensor)> {

@@ -39,8 +39,24 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+#[cfg(feature = "cuda")]
+#[path = "../benches/common/do_bench.rs"]
+mod do_bench;
 #[path = "../benches/common/varlen.rs"]
 mod varlen;
+
+/// The host time of each of `n` calls, in µs, every one on an idle GPU (synchronized before it).
+fn idle_host_us(dev: &Device, n: usize, call: &impl Fn() -> Result<Tensor>) -> Result<Vec<f64>> {
+    let mut host = Vec::with_capacity(n);
+    for _ in 0..n {
+        dev.synchronize()?;
+        let t = Instant::now();
+        let out = call()?;
+        host.push(t.elapsed().as_secs_f64() * 1e6);
+        drop(out);
+    }
+    Ok(host)
+}
 
 fn main() -> Result<()> {
     let with_stream = std::env::args().any(|a| a == "--with-stream");
@@ -71,14 +87,7 @@ fn main() -> Result<()> {
             call()?;
         }
         dev.synchronize()?;
-        let mut host = Vec::new();
-        for _ in 0..200 {
-            dev.synchronize()?;
-            let t = Instant::now();
-            let out = call()?;
-            host.push(t.elapsed().as_secs_f64() * 1e6);
-            drop(out);
-        }
+        let host = idle_host_us(&dev, 200, &call)?;
         dev.synchronize()?;
         let (mut burst, mut busy) = (Vec::new(), Vec::new());
         for _ in 0..20 {
@@ -126,7 +135,6 @@ fn varlen_prefill(_: &Device, _: bool) -> Result<()> {
 /// `--varlen`: the varlen bench's prefill batch with host, GPU and host-after-a-drain indices.
 #[cfg(feature = "cuda")]
 fn varlen_prefill(dev: &Device, with_stream: bool) -> Result<()> {
-    use candle_core::cuda_backend::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
     let (h, hkv, d) = (32usize, 8usize, 128usize);
     let lens = varlen::cuda_varlen_lengths();
     let (total, max) = (lens.iter().sum::<usize>(), *lens.iter().max().unwrap_or(&1));
@@ -139,10 +147,7 @@ fn varlen_prefill(dev: &Device, with_stream: bool) -> Result<()> {
     let randn = |shape: &[usize]| Tensor::randn(0f32, 1.0, shape, dev)?.to_dtype(DType::BF16);
     let (q, k, v) = (randn(&[total, h, d])?, randn(&[total, hkv, d])?, randn(&[total, hkv, d])?);
     let params = AttnParams::new(1.0 / (d as f32).sqrt());
-    let flush = Tensor::zeros(64 << 20, DType::F32, dev)?;
     let cuda = dev.as_cuda_device()?;
-    let stream = cuda.cuda_stream();
-    let event_err = |e| candle_core::Error::Msg(format!("CUDA event: {e:?}"));
     let mode = format!(
         "{}{}",
         std::env::var("FUSED_ATTN_INDEX_READ").unwrap_or_else(|_| "batched".into()),
@@ -163,29 +168,8 @@ fn varlen_prefill(dev: &Device, with_stream: bool) -> Result<()> {
             call()?;
         }
         dev.synchronize()?;
-        let mut reps = Vec::new();
-        for _ in 0..10 {
-            flush.zero_set()?;
-            let start = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
-            drop(call()?);
-            let end = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
-            reps.push((start, end));
-        }
-        dev.synchronize()?;
-        let events: Vec<f64> = reps
-            .iter()
-            .map(|(s, e)| s.elapsed_ms(e).map(|ms| ms as f64))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(event_err)?;
-        let mut host = Vec::new();
-        for _ in 0..10 {
-            dev.synchronize()?;
-            let t = Instant::now();
-            let out = call()?;
-            host.push(t.elapsed().as_secs_f64() * 1e6);
-            dev.synchronize()?;
-            drop(out);
-        }
+        let events = do_bench::cuda_rep_ms(cuda, 10, &call)?;
+        let host = idle_host_us(dev, 10, &call)?;
         println!(
             "VARLEN {mode} {name}: events {:.3} ms (bench method), host {:.1} us per call on an idle GPU",
             median(events),
