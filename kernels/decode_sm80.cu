@@ -517,9 +517,33 @@ __device__ __forceinline__ void store_block_rows(const FattnParams& p, const flo
             if (p.lse != nullptr && part == 0) *decode_lse_slot<kPacked>(p, sq, b, h, i) = fattn::row_lse(m, l);
             const float inv = inv_row_sum(l);  // no visible key: zeros
             T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + (sq.q0 + i) * p.o_seq_stride + h * p.o_head_stride;
+            // 16-byte stores where the thread's dims lie inside the head and start on 16 bytes
+            // (every output the host gives the kernel does: its own, or a caller's that starts
+            // aligned, src/cuda/mod.rs), else one element at a time. One 2-byte store per dim
+            // used 2 of each 32-byte sector it sent to L2 (ncu, session 38 call 8: the
+            // (32,32,8,1,4096,128) decode's 16 store instructions a thread, at the end of a block).
+            constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+            bool stored = false;
+            if constexpr (kPart % kVec == 0) {
+                if (d0 + kPart <= p.head_dim && reinterpret_cast<uintptr_t>(dst + d0) % 16 == 0) {
 #pragma unroll
-            for (int x = 0; x < kPart; ++x)
-                if (d0 + x < p.head_dim) dst[d0 + x] = Elem<T>::from_float(o[x] * inv);
+                    for (int x = 0; x < kPart; x += kVec) {
+                        union {
+                            uint4 u;
+                            T e[kVec];
+                        } pack;
+#pragma unroll
+                        for (int y = 0; y < kVec; ++y) pack.e[y] = Elem<T>::from_float(o[x + y] * inv);
+                        *reinterpret_cast<uint4*>(dst + d0 + x) = pack.u;
+                    }
+                    stored = true;
+                }
+            }
+            if (!stored) {
+#pragma unroll
+                for (int x = 0; x < kPart; ++x)
+                    if (d0 + x < p.head_dim) dst[d0 + x] = Elem<T>::from_float(o[x] * inv);
+            }
         } else {
             const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
             const long long slot = split * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
