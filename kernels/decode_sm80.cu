@@ -469,7 +469,24 @@ __device__ __forceinline__ void merge_split_partials(const FattnParams& p, const
     }
 }
 
-// Sums the warps' rescaled accumulators (merge_o: [warps][rows][D] f32) and writes the block's
+// Where dim d of row wr (warp · kRows + row) of the merge buffer ([warps][rows][D] f32) lives:
+// the row's 16-byte chunks XOR-swizzled by the row (and, at D = 256, by the chunk's group of
+// eight), so that the bf16 warps' float4 stores (lanes g, t: 8 rows × 4 column groups), the
+// f32 warps' scalar stores and store_block_rows's float4 loads (4 rows × 8 parts a warp) each
+// spread over the eight 16-byte bank groups, four lanes apiece: no conflict. The plain
+// row-major layout put every lane of a store in one bank group (the column groups lie 32 floats
+// apart): ncu had the (32,32,8,1,4096,128) decode at 28.3-way conflicts, 2 068 shared store
+// wavefronts per block where 256 do, and the loads 16-way, all at the end of a block, when
+// its keys are read (session 38, lab/results/s38-call8/).
+template <int D>
+__device__ __forceinline__ int merge_index(int wr, int d) {
+    static_assert(D % 32 == 0, "whole groups of eight 16-byte chunks per row");
+    const int c4 = d >> 2;
+    const int key = (D % 256 == 0 ? wr ^ (c4 >> 3) : wr) & 7;
+    return wr * D + ((c4 ^ key) << 2) + (d & 3);
+}
+
+// Sums the warps' rescaled accumulators (merge_o: [warps][rows][D] f32, merge_index) and writes the block's
 // rows: the output when there is one split, else the f32 partial (all D dims; the padded ones
 // are zero) and its (max, sum), and the tile's last split block combines.
 template <typename T, int D, bool kPacked>
@@ -484,20 +501,49 @@ __device__ __forceinline__ void store_block_rows(const FattnParams& p, const flo
         const float m = block_ml[row][0], l = block_ml[row][1];
         const int d0 = part * kPart;
         float o[kPart];
+        static_assert(kPart % 4 == 0, "a part is whole 16-byte chunks");
 #pragma unroll
-        for (int x = 0; x < kPart; ++x) {
-            float v = 0.f;
+        for (int x = 0; x < kPart; x += 4) {
+            // The warps' sums in warp order, as one scalar at a time gave them.
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-            for (int w = 0; w < kWarps; ++w) v += merge_o[(w * kRows + row) * D + d0 + x];
-            o[x] = v;
+            for (int w = 0; w < kWarps; ++w) {
+                const float4 a = *reinterpret_cast<const float4*>(merge_o + merge_index<D>(w * kRows + row, d0 + x));
+                v.x += a.x, v.y += a.y, v.z += a.z, v.w += a.w;
+            }
+            o[x] = v.x, o[x + 1] = v.y, o[x + 2] = v.z, o[x + 3] = v.w;
         }
         if (p.num_splits == 1) {
             if (p.lse != nullptr && part == 0) *decode_lse_slot<kPacked>(p, sq, b, h, i) = fattn::row_lse(m, l);
             const float inv = inv_row_sum(l);  // no visible key: zeros
             T* dst = static_cast<T*>(p.o) + b * p.o_batch_stride + (sq.q0 + i) * p.o_seq_stride + h * p.o_head_stride;
+            // 16-byte stores where the thread's dims lie inside the head and start on 16 bytes
+            // (every output the host gives the kernel does: its own, or a caller's that starts
+            // aligned, src/cuda/mod.rs), else one element at a time. One 2-byte store per dim
+            // used 2 of each 32-byte sector it sent to L2 (ncu, session 38 call 8: the
+            // (32,32,8,1,4096,128) decode's 16 store instructions a thread, at the end of a block).
+            constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+            bool stored = false;
+            if constexpr (kPart % kVec == 0) {
+                if (d0 + kPart <= p.head_dim && reinterpret_cast<uintptr_t>(dst + d0) % 16 == 0) {
 #pragma unroll
-            for (int x = 0; x < kPart; ++x)
-                if (d0 + x < p.head_dim) dst[d0 + x] = Elem<T>::from_float(o[x] * inv);
+                    for (int x = 0; x < kPart; x += kVec) {
+                        union {
+                            uint4 u;
+                            T e[kVec];
+                        } pack;
+#pragma unroll
+                        for (int y = 0; y < kVec; ++y) pack.e[y] = Elem<T>::from_float(o[x + y] * inv);
+                        *reinterpret_cast<uint4*>(dst + d0 + x) = pack.u;
+                    }
+                    stored = true;
+                }
+            }
+            if (!stored) {
+#pragma unroll
+                for (int x = 0; x < kPart; ++x)
+                    if (d0 + x < p.head_dim) dst[d0 + x] = Elem<T>::from_float(o[x] * inv);
+            }
         } else {
             const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
             const long long slot = split * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
@@ -847,14 +893,13 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     for (int half = 0; half < 2; ++half) {
         const int row = g + 8 * half;
         const float factor = exp2f(row_max[half] - max_ref(block_ml[row][0]));
-        float* dst = merge_o + (warp * kRows + row) * D;
 #pragma unroll
         for (int col = 0; col < 2; ++col) {
 #pragma unroll
             for (int j = 0; j < D / 8; j += 4) {
                 float4 w4 = make_float4(acc[j][2 * half + col] * factor, acc[j + 1][2 * half + col] * factor,
                                         acc[j + 2][2 * half + col] * factor, acc[j + 3][2 * half + col] * factor);
-                *reinterpret_cast<float4*>(dst + (2 * t + col) * (D / 8) + j) = w4;
+                *reinterpret_cast<float4*>(merge_o + merge_index<D>(warp * kRows + row, (2 * t + col) * (D / 8) + j)) = w4;
             }
         }
     }
@@ -1050,7 +1095,7 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
         const float m_warp = __shfl_sync(0xffffffffu, row_max[r % 8], r < 8 ? 0 : 16);
         const float factor = exp2f(m_warp - max_ref(block_ml[r][0]));
 #pragma unroll
-        for (int x = 0; x < D / 32; ++x) merge_o[(warp * kRows + r) * D + lane + 32 * x] = acc[r][x] * factor;
+        for (int x = 0; x < D / 32; ++x) merge_o[merge_index<D>(warp * kRows + r, lane + 32 * x)] = acc[r][x] * factor;
     }
     __syncthreads();
     store_block_rows<float, D, kPacked>(p, merge_o, block_ml, bk.seq, b, kvh, row_group, split);
