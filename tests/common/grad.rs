@@ -234,8 +234,18 @@ pub fn params_on_cpu(p: &AttnParams) -> Result<AttnParams> {
 ///   `|scale|·max|δD|·max|k|` and `dk_j` by `|scale|·Σ_i P_ij|δD_i|·max|q|` (bf16 at d = 1
 ///   showed it: the CPU and CUDA backwards both exceeded the floor without it).
 ///
-/// The score error itself (each score a d-term f32 dot product) is not in the floor: the
-/// naive path computes its scores in f32 too, so `2 × naive` covers it.
+/// * **the scores, computed twice.** The backward recomputes each score as a d-term f32 dot
+///   product and subtracts the forward's LSE, itself a function of the forward's own f32
+///   scores of the same pairs, summed in another order (the forward's kernels and the
+///   backward's cut the dot products differently, and the CPU forward folds the scale into
+///   Q first). `exp(s_bwd − lse_fwd)` therefore carries the difference of two roundings of
+///   each score: a relative error of `2·sqrt(d)·u·|scale|·Σ_c |q_c||k_c|` in `P` (the
+///   probabilistic model above, over the visible pairs), which also scales every bound.
+///   The naive path does not see this: its softmax normalizes the probabilities it
+///   computed, so a score error there moves a dominant `P ≈ 1` by almost nothing (seen in
+///   session 39: f32, d = 512, `|scale|` 0.74, eight heads on one kv head, one query; the
+///   fused dv erred by 1.2e-4 on both the CPU and CUDA, naive by 6.5e-6 and 1.8e-6, and the
+///   floor without this term was 1.04e-4).
 pub fn grad_floor(
     dtype: DType,
     q: &Tensor,
@@ -272,7 +282,12 @@ pub fn grad_floor(
         Ok(to_f64_vec(t)?.iter().filter(|x| x.is_finite()).fold(0f64, |a, x| a.max(x.abs())))
     };
     let max_s = finite_max(&probs.log()?.broadcast_add(&lse.unsqueeze(3)?)?)?;
-    let exp_rel = 4.0 * u * (max_s + finite_max(&lse)?);
+    // max over visible pairs of |scale|·Σ_c |q_c||k_c| (the dot products' sums of |terms|).
+    let abs_dots = q.abs()?.transpose(1, 2)?.contiguous()?.matmul(&rep(&k.abs()?)?.t()?)?; // (b, h, sq, sk)
+    let visible = probs.gt(0.0)?.to_dtype(abs_dots.dtype())?;
+    let max_abs_dot = scale * max_abs(&(abs_dots * visible)?)?;
+    let score_rel = 2.0 * (d as f64).sqrt() * u * max_abs_dot;
+    let exp_rel = 4.0 * u * (max_s + finite_max(&lse)?) + score_rel;
     let level = |terms: usize| 2.0 * ((terms.max(d)) as f64).sqrt() * u + exp_rel;
     // dk and dv sum over the q rows of every head of the kv head's group.
     let group_sum = |t: &Tensor| t.reshape((b, hkv, g, sk))?.sum(2);
