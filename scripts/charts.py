@@ -4,14 +4,26 @@
     python3 -m pip install matplotlib      # once
     python3 scripts/charts.py              # rewrites docs/charts/*.svg
 
-Every number is read from a file under docs/results/ (named in each chart's caption), except
-the CPU llama rows, which exist only as the README's table (no raw log was committed); those
-are written out below with that source. Re-run this script whenever a README table is
-re-measured and its raw file replaced. No PyTorch CPU SDPA run has been measured, so the CPU
-chart compares the fused op with candle's naive path only.
+Every number is read from a committed raw result under docs/results/ or lab/results/ (named in
+each chart's caption), except the CPU llama rows, which exist only as the README's table (no raw
+log was committed); those are written out below with that source. Re-run this script whenever a
+README table is re-measured and its raw file replaced (and point the paths below at it).
+
+    gpu-h200.svg              README "GPU prefill and decode, H200": session 39 call 3
+    gpu-prefill/decode.svg    README "GPU prefill and decode, H100 (session 20)"
+    cpu-torch.svg             README "CPU against PyTorch's CPU SDPA" (Sapphire Rapids, Zen 4)
+    cpu.svg                   README "CPU against candle's naive attention" (older Zen 3 run)
+    llama-tokens.svg          README "LLaMA example"
+
+The H200 chart runs lab/results/s28-call3/table.py (the script that builds the README's table)
+on its directory and takes its parsed dicts, so the chart's ratios are the table's.
 """
+import contextlib
+import io
+import json
 import pathlib
 import re
+import runpy
 import sys
 
 import matplotlib
@@ -25,13 +37,21 @@ OUT = ROOT / "docs" / "charts"
 H100_RUNS = RESULTS / "h100-2026-11-27-session20.md"  # runs A (prefill) and B (decode)
 H100_LLAMA = RESULTS / "h100-2026-11-22-final.md"  # runs 14 and 15
 CPU_CRITERION = RESULTS / "cpu-criterion-1537ee7.txt"  # run 1 = the README table
+LAB = ROOT / "lab" / "results"
+H200_TABLE = LAB / "s28-call3" / "table.py"  # builds the README's H200 table from a call's directory
+H200_RUN = LAB / "s39-call3"  # medians.txt (ours), torch1/ and torch2/ (PyTorch before and after)
+CPU_TORCH = (  # the README's "CPU against PyTorch's CPU SDPA" tables: (title, bench_torch_cpu.py json)
+    ("Sapphire Rapids, AMX allowed", LAB / "s11-cpu-host" / "cpu_bench.json"),
+    ("Sapphire Rapids, no AMX", LAB / "s11-cpu-host" / "noamx" / "cpu_bench.json"),
+    ("AMD Zen 4 (AVX-512, no AMX)", LAB / "s21-cpu-zen4-torch" / "cpu_bench.json"),
+)
 
 # The README's CPU llama table (SmolLM2-135M-Instruct Q4_1 → f32, 2-core machine, --repeats 3,
 # 2026-11-22 05:53 UTC): (prompt, prefill tok/s fused, naive, decode tok/s fused, naive).
 CPU_LLAMA = [(128, 241.0, 204.9, 18.04, 13.57), (2048, 327.8, 89.9, 17.13, 10.33)]
 
 plt.rcParams.update({"font.size": 9, "svg.fonttype": "none", "svg.hashsalt": "candle-fused-attn"})
-COLORS = {"ours": "#d62728", "FA2": "#1f77b4", "cuDNN": "#7f7f7f", "naive": "#bcbd22"}
+COLORS = {"ours": "#d62728", "FA2": "#1f77b4", "cuDNN": "#7f7f7f", "naive": "#bcbd22", "torch": "#1f77b4"}
 
 
 def sections(text, heading):
@@ -177,8 +197,104 @@ def cpu_chart():
     ax.grid(axis="y", alpha=0.3)
     ax.set_title("CPU, 2-core AMD EPYC Zen 3 (AVX2): fused op vs candle's naive attention", fontsize=9)
     fig.text(0.01, -0.1, f"Source: {CPU_CRITERION.relative_to(ROOT)}, run 1 (criterion medians, 2 rayon threads). "
-             "No PyTorch CPU SDPA run has been measured yet.", fontsize=7)
+             "Against PyTorch's CPU SDPA on newer CPUs: cpu-torch.svg.", fontsize=7)
     save(fig, "cpu.svg")
+
+
+def h200_rows():
+    """The README's H200 table, row by row: [(kind, shape, mask, ours µs, FA2 µs run 1, cuDNN µs run 1, run 2)].
+
+    Runs table.py on H200_RUN (its printed table discarded) and takes its dicts: `ours` from
+    medians.txt, `t1` / `t2` from torch{1,2}/bench_torch.md and decode/bench_torch.md. Rows are
+    t1's in file order, those with a criterion median, as table.py prints them.
+    """
+    argv = sys.argv
+    sys.argv = [str(H200_TABLE), str(H200_RUN)]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            g = runpy.run_path(str(H200_TABLE), run_name="table")
+    finally:
+        sys.argv = argv
+    ours, t1, t2 = g["ours"], g["t1"], g["t2"]
+    return [(kind, key[0], key[1], ours[key], fa, cu, t2[key][2])
+            for key, (kind, fa, cu) in t1.items() if key in ours]
+
+
+def seq(s, sep=" "):
+    """'2048' when Sq = Sk, else 'q1 k8192'."""
+    return str(s[3]) if s[3] == s[4] else f"q{s[3]}{sep}k{s[4]}"
+
+
+def h200_chart():
+    rows = h200_rows()
+    gpu = (H200_RUN / "gpu0.txt").read_text().splitlines()[1]  # "NVIDIA H200, 580.159.04, 1980 MHz"
+    panels = [[r for r in rows if r[0] == "prefill"], [r for r in rows if r[0] == "decode"]]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.0), gridspec_kw={"width_ratios": [len(p) + 1 for p in panels]})
+    width = 0.27
+    for ax, pts in zip(axes, panels):
+        top = 0.0
+        for i, (kind, s, mask, o, fa, cu1, cu2) in enumerate(pts):
+            for j, (label, r, hatch, color) in enumerate((
+                    ("FA2 (run 1)", fa / o, None, COLORS["FA2"]),
+                    ("cuDNN run 1", cu1 / o, None, COLORS["cuDNN"]),
+                    ("cuDNN run 2", cu2 / o, "////", "#c7c7c7"))):
+                x = i + (j - 1) * width
+                ax.bar(x, r, width, color=color, hatch=hatch, edgecolor="white", linewidth=0,
+                       label=label if i == 0 else None)
+                ax.text(x, r + 0.02, f"{r:.2f}" if j == 0 else f"{r:.3f}", ha="center", va="bottom",
+                        fontsize=5, rotation=90)
+                top = max(top, r)
+        ax.axhline(1.0, color=COLORS["ours"], linewidth=1, label="ours (= 1)")
+        ax.set_xticks(range(len(pts)))
+        ax.set_xticklabels([f"{s[0]},{s[1]},{s[2]}\n{seq(s)}\nd{s[5]}" + ("\ncausal" if mask == "causal" else "")
+                            + f"\n{o:.1f} µs" for _, s, mask, o, *_ in pts], fontsize=5.5)
+        ax.set_ylim(0, top * 1.15)
+        ax.set_xlim(-0.6, len(pts) - 0.4)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_title(f"{pts[0][0]} ({len(pts)} rows; no mask unless causal)", fontsize=9)
+    axes[0].set_ylabel("torch time / our time (> 1: ours faster)")
+    axes[1].legend(fontsize=6, loc="upper left")
+    fig.suptitle(f"{gpu.split(',')[0]} (driver {gpu.split(',')[1].strip()}), bf16, 2026-11-30, session 39 call 3: "
+                 "ours vs PyTorch 2.11 SDPA (FA2, cuDNN), one device call", fontsize=9)
+    fig.text(0.01, -0.1, f"Source: {H200_RUN.relative_to(ROOT)}/ via {H200_TABLE.relative_to(ROOT)} (the README's table). "
+             "Order in the call: torch run 1, ours, torch run 2. Ours: criterion medians; torch: do_bench medians; L2 flushed\n"
+             "per rep on both. Bars: FA2 run 1 (the README's FA2 column), cuDNN run 1 and run 2 shown separately "
+             "(not averaged). Tick labels: B,H,Hkv / Sq=Sk or Sq,Sk / head dim, our time.", fontsize=7)
+    save(fig, "gpu-h200.svg")
+
+
+def ratio(x):
+    """As the README writes torch / ours: 1.22, 24.7."""
+    return f"{x:.2f}×" if x < 10 else f"{x:.1f}×"
+
+
+def cpu_torch_chart():
+    panels = []
+    for title, path in CPU_TORCH:
+        data = json.loads(path.read_text())
+        panels.append((title, data["meta"], data["results"]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(11, 3.8), sharey=True)
+    for ax, (title, meta, res) in zip(axes, panels):
+        for i, r in enumerate(res):
+            o, t = r["ours_ms"], r["torch_ms"]
+            ax.bar(i - 0.2, o, 0.4, color=COLORS["ours"], label="ours" if i == 0 else None)
+            ax.bar(i + 0.2, t, 0.4, color=COLORS["torch"], label="torch SDPA" if i == 0 else None)
+            ax.text(i, max(o, t) * 1.12, ratio(r["speed_vs_torch"]), ha="center", fontsize=5.5)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(res)))
+        ax.set_xticklabels([f"{r['row'][0]},{r['row'][1]},{r['row'][2]}\n{seq(r['row'], chr(10))}\nd{r['row'][5]}"
+                            + ("\ncausal" if r["causal"] else "") + f"\n{r['dtype']}" for r in res], fontsize=5)
+        ax.set_title(f"{title}\ncores {','.join(map(str, meta['cpus_allowed']))}, {meta['when'][:10]}", fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylim(top=max(r["torch_ms"] for *_, res in panels for r in res) * 6)
+    axes[0].set_ylabel("time per call, ms (log)")
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.suptitle("CPU, 2 threads on 2 cores: ours vs PyTorch 2.11 CPU SDPA, alternating in one run "
+                 "(torch / ours above each pair)", fontsize=9, y=1.04)
+    fig.text(0.01, -0.1, "Sources: " + ", ".join(str(p.relative_to(ROOT)) for _, p in CPU_TORCH)
+             + " (scripts/bench_torch_cpu.py,\nmedians of 3 rounds). Sapphire Rapids: the H200 machine's host, "
+             "a KVM guest; no AMX: the OS refuses the AMX tile state to both sides (scripts/no_amx.py).", fontsize=7)
+    save(fig, "cpu-torch.svg")
 
 
 def llama_rows(text):
@@ -247,7 +363,9 @@ def main():
         sys.exit(f"{H100_RUNS}: expected one 'Run A' and one 'Run B' section")
     prefill_chart(run_a[0])
     decode_chart(run_b[0])
+    h200_chart()
     cpu_chart()
+    cpu_torch_chart()
     llama_chart()
 
 
