@@ -18,8 +18,9 @@
 #   torch_both TAG             # torch's prefill and decode tables (cuDNN, FA2) into $R/torchTAG
 #   fwd_durations PACK LABEL ROW...  # ncu's median duration of each fattn_fwd kernel (50+
 #                              # launches) on cuda_fused_attn_bf16 rows, under the current env
-#   table_call PACK            # issue 14's table: synccheck of the subset, torch run 1, the
-#                              # pack's cuda_fused_attn_bf16 rows, torch run 2
+#   table_runs PACK            # issue 14's table: torch run 1, the pack's cuda_fused_attn_bf16
+#                              # rows, torch run 2 (python3 lab/results/s28-call3/table.py $R)
+#   table_call PACK            # synccheck of the subset, then table_runs
 #   archived FUNCTION          # runs it, its output also in $R/call.log, then $R as $OUT/r.tgz
 # Packs are lab pack tags: device-pack/h90-TAG-9.tar.xz, unpacked to /tmp/TAG. $R is the
 # results folder, $L the checkout (defaults below). The device tool returns only a few files of $OUT: archive.
@@ -114,13 +115,17 @@ gpu_all() {
    FUSED_ATTN_ORACLE_DIR=/tmp/oracle timeout 60 bin/gpu gpu_torch_oracle --exact --nocapture >> "$R/oracle.log" 2>&1
    echo "oracle rc=$?"; grep -E "cases|test result|SKIPPED|panicked" "$R/oracle.log" | head -5)
 }
-table_call() {  # PACK: sessions 30-31's table calls (python3 lab/results/s28-call3/table.py r)
-  gpu_info
-  gpu_tests "$1" "synccheck"
+table_runs() {  # PACK: torch run 1, the pack's cuda_fused_attn_bf16 rows, torch run 2
+  unpack "$1" || return 1
   torch_both 1
   CRITERION_HOME=/tmp/crit-table timeout 220 "/tmp/$1/bin/bench" cuda_fused_attn_bf16 --bench --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/bench.log" 2>&1
   echo "bench rc=$?"; medians /tmp/crit-table | tee "$R/medians.txt"
   torch_both 2
+}
+table_call() {  # PACK: sessions 30-31's table calls (python3 lab/results/s28-call3/table.py r)
+  gpu_info
+  gpu_tests "$1" "synccheck"
+  table_runs "$1"
   cd "$L"
 }
 torch_both() {  # TAG: torch's prefill and decode rows (cuDNN and FA2) into $R/torchTAG
