@@ -19,17 +19,8 @@ body() {
   timeout 120 ncu --metrics "$M" --csv --page raw -k regex:fattn_decode --launch-skip 20 --launch-count 2 \
     bin/bench 'cuda_fused_attn_bf16/b32_h32_kv8_q1_k4096_d128$' --bench --noplot --warm-up-time 0.1 --measurement-time 0.2 --sample-size 10 \
     > "$R/ours.csv" 2> "$R/ours.err"; echo "ours rc=$?"
-  cat > /tmp/cudnn_decode.py <<'PY'
-import torch, torch.nn.functional as F
-from torch.nn.attention import sdpa_kernel, SDPBackend
-q = torch.randn(32, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
-k, v = (torch.randn(32, 8, 4096, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-    for _ in range(8): F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
-torch.cuda.synchronize()
-PY
   timeout 120 ncu --metrics "$M" --csv --page raw -k regex:'cudnn|sdpa|fprop|flash|xmma|attn' --launch-skip 4 --launch-count 2 \
-    python3 /tmp/cudnn_decode.py > "$R/cudnn.csv" 2> "$R/cudnn.err"; echo "cudnn rc=$?"
+    python3 "$L/lab/decode/cudnn_decode.py" > "$R/cudnn.csv" 2> "$R/cudnn.err"; echo "cudnn rc=$?"
   grep -c . "$R/ours.csv" "$R/cudnn.csv"; tail -2 "$R/cudnn.err"
   cd "$L"
 }
