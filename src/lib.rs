@@ -75,6 +75,11 @@ pub use dropin::{
     flash_attn_varlen_paged_windowed, flash_attn_varlen_windowed, flash_attn_windowed, FlashAttn,
 };
 pub use packed::Varlen;
+
+/// The README's Rust examples, compiled and run as doc tests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 pub use problem::{AttnParams, MAX_HEAD_DIM};
 pub use reference::{attention_ref, attention_ref_varlen};
 #[doc(hidden)]
