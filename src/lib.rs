@@ -1,11 +1,22 @@
 //! Fused (FlashAttention-style) attention for candle, on the CPU and on CUDA.
 //!
 //! One op, [`attention`], computes `softmax(scale · q kᵀ + bias) v` without ever
-//! materialising the `Sq×Sk` score matrix. The functions [`flash_attn`],
-//! [`flash_attn_windowed`], [`flash_attn_alibi`], [`flash_attn_alibi_windowed`] and
-//! [`flash_attn_alibi_windowed_softcap`] have the names, signatures and semantics of
-//! `candle-flash-attn` 0.11, so switching crates is one `use` line, and they run on
-//! every device.
+//! materialising the `Sq×Sk` score matrix. The eleven functions of `candle-flash-attn`
+//! 0.11.1 ([`flash_attn`], [`flash_attn_windowed`], [`flash_attn_alibi`],
+//! [`flash_attn_alibi_windowed`], [`flash_attn_alibi_windowed_softcap`], [`flash_attn_varlen`]
+//! and its windowed, ALiBi and softcap forms, [`flash_attn_varlen_paged_windowed`]) and its op
+//! struct [`FlashAttn`] have its names, signatures and semantics, so switching crates is one
+//! `use` line, and they run on every device.
+//!
+//! * **Packed batches and paged KV caches**: [`attention_varlen`] with a [`Varlen`]
+//!   (cumulative lengths, a block table, multimodal prefix ranges), and
+//!   [`attention_varlen_into`] for a caller-owned output.
+//! * **Training**: every function is differentiable (a FlashAttention-2 backward that
+//!   recomputes the probabilities from the forward's log-sum-exp); [`attention_with_lse`],
+//!   [`attention_varlen_with_lse`], [`attention_backward`] and [`attention_varlen_backward`]
+//!   for loops of your own.
+//! * **References**: [`attention_ref`] and [`attention_ref_varlen`] compute the same thing in
+//!   plain candle ops.
 //!
 //! # Semantics
 //! * **Layout.** `q` is `(batch, seq_q, heads, head_dim)`; `k` and `v` are
@@ -28,8 +39,11 @@
 //!
 //! # Cargo features
 //! * `cuda`: the CUDA path (sm_80 and newer), and candle's own `cuda` feature. The build
-//!   compiles `kernels/*.cu` to PTX with nvcc (tested with CUDA 13.0; `scripts/cuda-toolkit.sh` in
-//!   the repository installs a pinned one without root). Without it the crate needs no CUDA
+//!   compiles `kernels/*.cu` with nvcc into fatbins: sm_80 and sm_90 machine code and
+//!   compute_80 PTX for the FlashAttention-2 kernels, sm_90a code for the Hopper ones
+//!   (wgmma, TMA), chosen by compute capability at load time (tested with CUDA 13.0;
+//!   `scripts/cuda-toolkit.sh` in the repository installs a pinned one without root;
+//!   `FUSED_ATTN_CUDA_ARCHS=90` builds one GPU's half). Without it the crate needs no CUDA
 //!   toolkit, and a call on a CUDA tensor returns an error. The public API is the same
 //!   either way; these docs are built without it (docs.rs has no CUDA toolkit).
 //!
