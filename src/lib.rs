@@ -89,11 +89,6 @@ pub use dropin::{
     flash_attn_varlen_paged_windowed, flash_attn_varlen_windowed, flash_attn_windowed, FlashAttn,
 };
 pub use packed::Varlen;
-
-/// The README's Rust examples, compiled and run as doc tests (`cargo test --doc`).
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
 pub use problem::{AttnParams, MAX_HEAD_DIM};
 pub use reference::{attention_ref, attention_ref_varlen};
 #[doc(hidden)]
@@ -112,3 +107,8 @@ pub use cuda_kernels::{
 // Lab only: reads a kernel file's `__device__` variable (examples/lab_stamps.rs).
 #[doc(hidden)]
 pub use cuda_kernels::lab_read_global;
+
+/// The README's Rust examples, compiled and run as doc tests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
