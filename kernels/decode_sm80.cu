@@ -90,6 +90,14 @@
 // Same-call A/B, criterion medians of 3 rounds alternating: (1,32,8,1,2048) 14.2 against 14.8
 // µs, (1,32,8,1,32768) 49.9 / 51.4, (1,32,8,4,8192) 23.7 / 23.9, (32,32,8,1,4096) 138.0 /
 // 141.3, (8,32,8,1,8192) 80.0 / 81.7; cuDNN in that call 13.6 / 50.6 / 100.8 / 135.7 / 80.1.
+//
+// The block's end (sessions 38-39, H200, lab/results/s38-call8, s39-call1, s39-call3). ncu had the
+// four warps' merge through shared memory at 28.3-way bank conflicts (2 068 store wavefronts a
+// block where 256 do) and the one-split output in 2-byte stores: the merge buffer is now
+// XOR-swizzled (`merge_index`) and the output rows go out in 16-byte stores. Same-call A/B, 2
+// rounds: (32,32,8,1,4096) 135.9 -> 134.9 µs, (8,32,8,1,8192) 78.7 both. Issue 14's table on
+// it (s39-call3, cuDNN time / ours, two torch runs): 8x8192 1.010 / 1.006, 32k 1.021 / 1.019,
+// 2048 0.970 / 0.993, 32x4096 0.989 / 0.988, Sq 4 8192 4.33 / 4.34.
 
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
