@@ -1,13 +1,10 @@
 # Session 38 call 3: issue 14's table on main after the into-path's merge (pack s38b = 2e6e32a;
 # the kernels are session 35's, the launchers now take an output view): torch run 1, ours,
-# torch run 2 (python3 lab/results/s28-call3/table.py r).
+# torch run 2 (python3 lab/results/s28-call3/table.py r). When it ran, the body had
+# table_runs' commands inline (lab/decode/check_ab.sh; the same commands).
 . lab/decode/check_ab.sh
 body() {
   gpu_info
-  unpack s38b
-  torch_both 1
-  CRITERION_HOME=/tmp/crit-table timeout 220 /tmp/s38b/bin/bench cuda_fused_attn_bf16 --bench --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/bench.log" 2>&1
-  echo "bench rc=$?"; medians /tmp/crit-table | tee "$R/medians.txt"
-  torch_both 2
+  table_runs s38b
 }
 archived body
