@@ -74,7 +74,7 @@ use rayon::prelude::*;
 use std::f32::consts::LOG2_E;
 
 use super::pack::{padded_stride, Element, Input};
-use super::softmax::exp2_f32;
+use super::softmax::{exp2_f32, tanh_f32};
 use crate::problem::{Problem, Strides};
 
 /// Rows per query block (positions × q heads of the group), at least one position.
@@ -770,11 +770,11 @@ fn probs_row<const SOFTCAP: bool, const ALIBI: bool>(s: &mut [f32], dp: &mut [f3
     for (jj, (x, y)) in s.iter_mut().zip(dp.iter_mut()).enumerate() {
         let z = *x * rp.q_scale;
         let (mut s2, w) = if SOFTCAP {
-            // tanh(z) = sign(z)·(1 - e) / (1 + e) with e = e^(-2|z|); its derivative
-            // 1 - tanh² = 4e / (1 + e)², without the cancellation of 1 - t².
+            // tanh as the forward computes it (`tanh_f32`); its derivative 1 - tanh² as
+            // 4e / (1 + e)² with e = e^(-2|z|), without the cancellation of 1 - t².
             let e = exp2_f32(-2.0 * LOG2_E * z.abs());
             let inv = 1.0 / (1.0 + e);
-            (rp.cap2 * ((1.0 - e) * inv).copysign(z), 4.0 * e * inv * inv)
+            (rp.cap2 * tanh_f32(z), 4.0 * e * inv * inv)
         } else {
             (z, 1.0)
         };
