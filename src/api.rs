@@ -415,15 +415,25 @@ fn apply(
 /// empty batch/head/query dim): every score is the ALiBi bias alone (softcap(0) = 0), and a
 /// row with no visible key has `-inf`.
 fn lse_without_products(p: &Problem, params: &AttnParams, dev: &candle_core::Device) -> Result<Tensor> {
+    // Per (batch, head), or none: without ALiBi every slope is 0 (and batch × heads may be
+    // far larger than memory when head_dim is 0).
     let slopes = match &params.alibi_slopes {
         Some(s) if p.batch * p.heads > 0 => s.broadcast_as((p.batch, p.heads))?.flatten_all()?.to_vec1::<f32>()?,
-        _ => vec![0f32; p.batch * p.heads],
+        _ => Vec::new(),
     };
-    let mut lse = vec![f32::NEG_INFINITY; p.batch * p.heads * p.seq_q];
+    let slope = |bh: usize| slopes.get(bh).copied().unwrap_or(0.0);
+    let mut lse = crate::problem::try_vec(p.batch * p.heads * p.seq_q, f32::NEG_INFINITY, "the LSE")?;
     for (bh, row) in lse.chunks_mut(p.seq_q.max(1)).enumerate().take(p.batch * p.heads) {
         for (i, x) in row.iter_mut().enumerate() {
             let (lo, hi) = p.key_range(i);
-            let s = |j: usize| -(slopes[bh] as f64) * (p.diag(i) - j as i64).unsigned_abs() as f64;
+            if slope(bh) == 0.0 {
+                // Every visible score is 0: the sum below is the count, exactly.
+                if hi > lo {
+                    *x = ((hi - lo) as f64).ln() as f32;
+                }
+                continue;
+            }
+            let s = |j: usize| -(slope(bh) as f64) * (p.diag(i) - j as i64).unsigned_abs() as f64;
             let m = (lo..hi).map(s).fold(f64::NEG_INFINITY, f64::max);
             if m > f64::NEG_INFINITY {
                 *x = (m + (lo..hi).map(|j| (s(j) - m).exp()).sum::<f64>().ln()) as f32;

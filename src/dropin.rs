@@ -370,10 +370,10 @@ impl FlashAttn {
 
     /// The validated op for these layouts: the checks [`attention`] makes, on what a
     /// `CustomOp3` sees. The head dim must be contiguous (candle-flash-attn requires it too).
-    fn op(&self, dtype: candle_core::DType, ql: &Layout, kl: &Layout, vl: &Layout) -> Result<FusedAttention> {
+    fn op(&self, dtypes: [candle_core::DType; 3], ql: &Layout, kl: &Layout, vl: &Layout) -> Result<FusedAttention> {
         let params = self.params();
-        let problem = validate_dims(ql.dims(), kl.dims(), vl.dims(), [dtype; 3], &params)?;
-        crate::problem::check_dtype(dtype)?;
+        let problem = validate_dims(ql.dims(), kl.dims(), vl.dims(), dtypes, &params)?;
+        crate::problem::check_dtype(dtypes[0])?;
         for (name, l) in [("q", ql), ("k", kl), ("v", vl)] {
             if l.dims()[3] > 1 && l.stride()[3] != 1 {
                 candle_core::bail!(
@@ -404,7 +404,7 @@ impl CustomOp3 for FlashAttn {
         v: &CpuStorage,
         vl: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let op = self.op(q.dtype(), ql, kl, vl)?;
+        let op = self.op([q.dtype(), k.dtype(), v.dtype()], ql, kl, vl)?;
         if op.problem.seq_k == 0 || ql.shape().elem_count() == 0 {
             return Ok((zeros_cpu(q.dtype(), ql.shape().elem_count())?, ql.shape().clone()));
         }
@@ -422,7 +422,7 @@ impl CustomOp3 for FlashAttn {
         vl: &Layout,
     ) -> Result<(candle_core::CudaStorage, Shape)> {
         use candle_core::backend::BackendStorage;
-        let op = self.op(q.dtype(), ql, kl, vl)?;
+        let op = self.op([q.dtype(), k.dtype(), v.dtype()], ql, kl, vl)?;
         if op.problem.seq_k == 0 || ql.shape().elem_count() == 0 {
             let zeros = candle_core::backend::BackendDevice::zeros_impl(q.device(), ql.shape(), q.dtype())?;
             return Ok((zeros, ql.shape().clone()));

@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex};
 use candle_core::{bail, DType, Device, Result, Tensor};
 
 use crate::problem::{
-    check_dtype, problem_from_params, same_device, AttnParams, Packed, PackedTensors, Pages, Problem, SeqLayout,
+    check_dtype, check_elements, check_float, problem_from_params, same_device, AttnParams, Packed, PackedTensors,
+    Pages, Problem, SeqLayout,
 };
 
 /// How the rows of a packed batch are laid out: the varlen (and paged) part of
@@ -218,6 +219,7 @@ pub(crate) fn validate_packed_shapes(
     if dtk != dt || dtv != dt {
         bail!("fused-attn: dtypes differ: q is {dt:?}, k is {dtk:?}, v is {dtv:?}")
     }
+    check_float(dt)?;
     same_device(q, &[("k", k), ("v", v)])?;
     if let Some(s) = &p.alibi_slopes {
         same_device(q, &[("alibi_slopes", s)])?;
@@ -266,6 +268,9 @@ pub(crate) fn validate_packed_shapes(
     if dk != d {
         bail!("fused-attn: head_dim differs between q ({d}) and k/v ({dk})")
     }
+    check_elements("q", q.dims())?;
+    check_elements("k", k.dims())?;
+    check_elements("the LSE", &[h, total_q])?;
 
     // The sequences.
     index_device(q, &vl.seqlens_q, "seqlens_q")?;

@@ -263,8 +263,9 @@ impl Problem {
         }
     }
 
+    /// q heads per kv head (1 for a problem without heads).
     pub fn group_size(&self) -> usize {
-        self.heads / self.kv_heads
+        self.heads / self.kv_heads.max(1)
     }
 }
 
@@ -312,6 +313,14 @@ pub(crate) fn validate(q: &Tensor, k: &Tensor, v: &Tensor, p: &AttnParams) -> Re
     Ok(problem)
 }
 
+/// The dtypes attention is defined for here (the reference also takes f64).
+pub(crate) fn check_float(dt: DType) -> Result<()> {
+    if !matches!(dt, DType::F64 | DType::F32 | DType::F16 | DType::BF16) {
+        bail!("fused-attn: unsupported dtype {dt:?}; supported: f32, f16, bf16 (and f64 for the reference)")
+    }
+    Ok(())
+}
+
 /// The dtypes the fused op runs.
 pub(crate) fn check_dtype(dt: DType) -> Result<()> {
     if !matches!(dt, DType::F32 | DType::F16 | DType::BF16) {
@@ -325,6 +334,7 @@ pub(crate) fn check_dtype(dt: DType) -> Result<()> {
 /// which also accepts f64.
 pub(crate) fn validate_shapes_and_params(q: &Tensor, k: &Tensor, v: &Tensor, p: &AttnParams) -> Result<Problem> {
     let problem = validate_dims(q.dims(), k.dims(), v.dims(), [q.dtype(), k.dtype(), v.dtype()], p)?;
+    check_float(q.dtype())?;
     same_device(q, &[("k", k), ("v", v)])?;
     if let Some(s) = &p.alibi_slopes {
         same_device(q, &[("alibi_slopes", s)])?;
@@ -374,7 +384,43 @@ pub(crate) fn validate_dims(
     if dtk != dt || dtv != dt {
         bail!("fused-attn: dtypes differ: q is {dt:?}, k is {dtk:?}, v is {dtv:?}")
     }
+    check_elements("q", q)?;
+    check_elements("k", k)?;
+    // The LSE, (batch, heads, seq_q) f32, exists even when head_dim is 0.
+    check_elements("the LSE", &[b, h, sq])?;
     problem_from_params(p, (b, sq, sk, h, hk, d))
+}
+
+/// A vector of `n` copies of `fill`, or an error naming `what` when the allocation fails
+/// (where `vec!` would abort the process): the outputs and LSEs the CPU path allocates.
+pub(crate) fn try_vec<T: Clone>(n: usize, fill: T, what: &str) -> Result<Vec<T>> {
+    let mut v = try_capacity(n, what)?;
+    v.resize(n, fill);
+    Ok(v)
+}
+
+/// An empty vector with room for `n` elements, or an error naming `what` when the allocation
+/// fails.
+pub(crate) fn try_capacity<T>(n: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        bail!("fused-attn: cannot allocate {what}: {n} elements of {} bytes", std::mem::size_of::<T>())
+    }
+    Ok(v)
+}
+
+/// An error unless a tensor of these dims has an element count that fits `usize` and a size
+/// (at 8 bytes an element, the largest dtype the crate reads) that fits `isize`: a broadcast
+/// view can claim 2^64 elements of one stored value, whose count wraps to 0 in `usize`.
+pub(crate) fn check_elements(name: &str, dims: &[usize]) -> Result<()> {
+    let fits = dims
+        .iter()
+        .try_fold(1usize, |n, &x| n.checked_mul(x))
+        .filter(|n| n.checked_mul(8).is_some_and(|b| b <= isize::MAX as usize));
+    if fits.is_none() {
+        bail!("fused-attn: {name} of shape {dims:?} has more elements than memory can hold")
+    }
+    Ok(())
 }
 
 /// The checks every layout shares, on the problem's sizes `(batch, seq_q, seq_k, heads,
@@ -402,6 +448,27 @@ pub(crate) fn problem_from_params(
         Some(c) if c > 0.0 && c.is_finite() => c,
         Some(c) => bail!("fused-attn: softcap must be a finite value > 0 (or 0 for none), got {c}"),
     };
+    // The kernels fold the constants into f32 factors: scale·log2(e) without a softcap,
+    // scale / c and c·log2(e) with one. Each must be finite, or every score comes out NaN
+    // (inf·0) where the definition is finite.
+    let log2e = std::f32::consts::LOG2_E;
+    if softcap > 0.0 {
+        let ratio = p.softmax_scale / softcap;
+        if softcap < f32::MIN_POSITIVE || !ratio.is_finite() || !(softcap * log2e).is_finite() {
+            bail!(
+                "fused-attn: softcap {softcap:e} with softmax_scale {:e} is outside f32's range: scale / softcap = {ratio:e}, softcap·log2(e) = {:e} (softcap must be a normal f32, at most {:e})",
+                p.softmax_scale,
+                softcap * log2e,
+                f32::MAX / log2e
+            )
+        }
+    } else if !(p.softmax_scale * log2e).is_finite() {
+        bail!(
+            "fused-attn: softmax_scale {:e} is outside f32's range once multiplied by log2(e) (at most {:e} in magnitude)",
+            p.softmax_scale,
+            f32::MAX / log2e
+        )
+    }
     let window_left = window_to_i64(p.window_size_left, "window_size_left")?;
     let mut window_right = window_to_i64(p.window_size_right, "window_size_right")?;
     if p.causal {

@@ -167,6 +167,11 @@ fn lse(p: &Problem, q: &Tensor, k: &Tensor, params: &AttnParams) -> Result<Tenso
 }
 
 fn probs(p: &Problem, q: &Tensor, k: &Tensor, params: &AttnParams) -> Result<Tensor> {
+    if p.batch * p.heads * p.seq_q == 0 || p.seq_k == 0 {
+        // Nothing to normalize (candle's softmax takes no empty rows): every row sees no key.
+        let dtype = if q.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
+        return Tensor::zeros((p.batch, p.heads, p.seq_q, p.seq_k), dtype, q.device());
+    }
     let tracked = q.track_op() || k.track_op();
     let (s, keep) = scores(p, q, k, params)?;
     let probs = if tracked { candle_nn::ops::softmax(&s, D::Minus1)? } else { candle_nn::ops::softmax_last_dim(&s)? };

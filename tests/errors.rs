@@ -2,7 +2,10 @@
 //! One test per kind of bad input; each asserts on the message.
 
 use candle_core::{DType, Device, Result, Tensor};
-use candle_fused_attn::{attention, attention_ref, flash_attn, flash_attn_alibi, flash_attn_windowed, AttnParams};
+use candle_fused_attn::{
+    attention, attention_ref, attention_ref_probs, attention_with_lse, flash_attn, flash_attn_alibi,
+    flash_attn_windowed, AttnParams, FlashAttn,
+};
 
 fn t(shape: &[usize]) -> Tensor {
     Tensor::zeros(shape, DType::F32, &Device::Cpu).expect("zeros")
@@ -249,5 +252,113 @@ fn unsupported_dtype() -> Result<()> {
         &AttnParams::new(1.0)
     )
     .is_ok());
+    Ok(())
+}
+
+/// The kernels fold the constants into f32 factors: scale·log2(e) without a softcap, scale / c
+/// and c·log2(e) with one. Where one of them leaves f32's range every score came out NaN
+/// (session 40's panic hunt); each is now an error naming the values.
+#[test]
+fn scale_or_softcap_outside_f32_range() {
+    let (q, kv) = (t(&[1, 4, 2, 16]), t(&[1, 4, 2, 16]));
+    expect_error(&q, &kv, &kv, &AttnParams::new(3e38), &["softmax_scale 3e38 is outside f32's range"]);
+    expect_error(&q, &kv, &kv, &AttnParams::new(-3e38), &["softmax_scale -3e38 is outside f32's range"]);
+    // A subnormal softcap, a ratio scale / c that overflows, and c·log2(e) that overflows.
+    for (scale, c) in [(0.25, 1e-39), (1e30, 1e-30), (0.25, f32::MAX)] {
+        expect_error(
+            &q,
+            &kv,
+            &kv,
+            &AttnParams::new(scale).softcap(c),
+            &[&format!("softcap {c:e} with softmax_scale {scale:e} is outside f32's range")],
+        );
+    }
+    // The largest accepted values run, and where the scores stay in f32 (q = 0: every score
+    // is 0, so each output row is the mean of v's rows, 1) give the exact answer. Scores
+    // beyond f32's range are NaN here as in the naive path (README, limitations).
+    let (q0, ones) = (t(&[1, 4, 2, 16]), Tensor::ones((1, 4, 2, 16), DType::F32, &Device::Cpu).expect("ones"));
+    let boundary = [
+        AttnParams::new(2.3e38),
+        AttnParams::new(1.0).softcap(2.3e38),
+        AttnParams::new(1e-3).softcap(f32::MIN_POSITIVE),
+    ];
+    for p in boundary {
+        let out = attention(&q0, &ones, &ones, &p).expect("accepted");
+        let vals = out.flatten_all().and_then(|o| o.to_vec1::<f32>()).expect("values");
+        assert!(vals.iter().all(|&v| v == 1.0), "{p:?}: {vals:?}");
+    }
+}
+
+/// A broadcast view can claim more elements than `usize` holds (2^64 here, which wraps to 0):
+/// an error, where such a view once gave an `Ok` tensor with no storage.
+#[test]
+fn element_count_overflow() -> Result<()> {
+    let one = Tensor::new(&[[[[0.5f32]]]], &Device::Cpu)?;
+    let q = one.broadcast_as((1 << 22, 1 << 21, 1 << 21, 1))?;
+    expect_error(
+        &q,
+        &q,
+        &q,
+        &AttnParams::new(1.0),
+        &["q of shape [4194304, 2097152, 2097152, 1]", "more elements than memory can hold"],
+    );
+    let msg = flash_attn(&q, &q, &q, 1.0, false).unwrap_err().to_string();
+    assert!(msg.contains("more elements than memory can hold"), "{msg}");
+    Ok(())
+}
+
+/// With head_dim 0, q holds no element while its LSE, (batch, heads, seq_q), can be larger
+/// than any address space (2^56 f32 here): an error, where the allocation aborted the
+/// process.
+#[test]
+fn lse_larger_than_memory() -> Result<()> {
+    let q = Tensor::zeros((1usize << 28, 1, 1usize << 28, 0), DType::F32, &Device::Cpu)?;
+    let msg = attention_with_lse(&q, &q, &q, &AttnParams::new(1.0)).unwrap_err().to_string();
+    assert!(msg.contains("cannot allocate the LSE") && msg.contains("72057594037927936 elements"), "{msg}");
+    Ok(())
+}
+
+/// `FlashAttn` through `apply_op3` checks the dtypes of k and v, also when there is no work
+/// (it had accepted a u8 or f16 k beside an f32 q on an empty batch).
+#[test]
+fn flash_attn_op_dtype_mix_on_empty_input() -> Result<()> {
+    let op = || FlashAttn {
+        softmax_scale: 0.25,
+        alibi_slopes: None,
+        window_size_left: None,
+        window_size_right: None,
+        softcap: None,
+    };
+    let q = t(&[0, 5, 4, 16]);
+    let v = t(&[0, 7, 2, 16]);
+    for dtype in [DType::F16, DType::U8] {
+        let k = v.to_dtype(dtype)?;
+        let msg = q.apply_op3(&k, &v, op()).unwrap_err().to_string();
+        assert!(msg.contains("dtypes differ") && msg.contains(&format!("k is {dtype:?}")), "{dtype:?}: {msg}");
+    }
+    Ok(())
+}
+
+/// The reference's probabilities of problems with no score: all-zero rows of the right shape,
+/// where candle's softmax panicked on the empty rows and the group size divided by zero.
+#[test]
+fn reference_probs_of_empty_problems() -> Result<()> {
+    let p = AttnParams::new(0.25);
+    let probs = attention_ref_probs(&t(&[2, 5, 0, 16]), &t(&[2, 7, 0, 16]), &t(&[2, 7, 0, 16]), &p)?;
+    assert_eq!(probs.dims(), &[2, 0, 5, 7]);
+    let probs = attention_ref_probs(&t(&[2, 5, 4, 16]), &t(&[2, 0, 2, 16]), &t(&[2, 0, 2, 16]), &p)?;
+    assert_eq!(probs.dims(), &[2, 4, 5, 0]);
+    Ok(())
+}
+
+/// The reference takes float dtypes only, and says so (it had passed ints to candle's
+/// matmul, whose error does not name the problem).
+#[test]
+fn reference_refuses_int_dtypes() -> Result<()> {
+    for dtype in [DType::U8, DType::U32, DType::I64] {
+        let q = t(&[1, 4, 2, 16]).to_dtype(dtype)?;
+        let msg = attention_ref(&q, &q, &q, &AttnParams::new(1.0)).unwrap_err().to_string();
+        assert!(msg.contains(&format!("unsupported dtype {dtype:?}")), "{dtype:?}: {msg}");
+    }
     Ok(())
 }

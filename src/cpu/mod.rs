@@ -223,7 +223,7 @@ fn fresh<T: Element>(
     alibi: Option<&[f32]>,
 ) -> Result<(CpuStorage, Option<Vec<f32>>)> {
     let n = q.1.shape().elem_count();
-    let mut out: Vec<T> = pack::output_buffer(n);
+    let mut out: Vec<T> = pack::output_buffer(n)?;
     let lse = write(p, q, k, v, alibi, &mut out.spare_capacity_mut()[..n])?;
     // SAFETY: `write` returned Ok, so it initialized all `n` elements (`forward::run`).
     unsafe { out.set_len(n) };

@@ -294,12 +294,12 @@ pub(super) fn release_kv_buffers() -> usize {
 /// that batch (`bench_cpu --varlen`), 933 faults per call and 2-4% less time. Where the
 /// kernel refuses or has THP off, nothing changes. A caller that keeps its output buffer
 /// between calls (`attention_varlen_into`) pays none of these faults.
-pub(super) fn output_buffer<T: WithDType>(n: usize) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(n);
+pub(super) fn output_buffer<T: WithDType>(n: usize) -> candle_core::Result<Vec<T>> {
+    let mut v: Vec<T> = crate::problem::try_capacity(n, "the output")?;
     let bytes = n * size_of::<T>();
     advise_huge_pages(v.as_mut_ptr().cast(), bytes);
     prefault(v.as_mut_ptr().cast(), bytes);
-    v
+    Ok(v)
 }
 
 /// Touches every page of the `len` bytes at `ptr` (a fresh allocation, not yet read), in
