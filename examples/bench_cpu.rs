@@ -3,7 +3,7 @@
 //! on the same cores and thread count; it also runs alone.
 //!
 //! ```text
-//! RAYON_NUM_THREADS=2 taskset -c 0,1 bench_cpu [--row R] [--dtype f32|bf16|f16] [--path P] [--reps N]
+//! RAYON_NUM_THREADS=2 taskset -c 0,1 bench_cpu [--row R] [--dtype f32|bf16|f16] [--path P] [--reps N] [--softcap C]
 //! ```
 //!
 //! `bench_cpu --peaks` instead prints the issue rates of this core (one thread, call it
@@ -86,6 +86,7 @@ fn main() -> candle_core::Result<()> {
     };
     let path: Option<CpuPath> = opt("--path").map(|p| p.parse()).transpose()?;
     let reps: Option<usize> = opt("--reps").map(|r| r.parse().expect("--reps N"));
+    let softcap: Option<f32> = opt("--softcap").map(|c| c.parse().expect("--softcap C"));
     let threads = rayon::current_num_threads();
     for &(b, h, hkv, sq, sk, d, causal) in &rows {
         for &dtype in &dtypes {
@@ -93,7 +94,10 @@ fn main() -> candle_core::Result<()> {
             let q = Tensor::randn(0f32, 1.0, (b, sq, h, d), &dev)?.to_dtype(dtype)?;
             let k = Tensor::randn(0f32, 1.0, (b, sk, hkv, d), &dev)?.to_dtype(dtype)?;
             let v = Tensor::randn(0f32, 1.0, (b, sk, hkv, d), &dev)?.to_dtype(dtype)?;
-            let p = AttnParams::new(1.0 / (d as f32).sqrt()).causal(causal);
+            let mut p = AttnParams::new(1.0 / (d as f32).sqrt()).causal(causal);
+            if let Some(c) = softcap {
+                p = p.softcap(c);
+            }
             let call = || -> candle_core::Result<Tensor> {
                 match path {
                     Some(path) => with_cpu_path(path, || attention(&q, &k, &v, &p))?,
@@ -123,8 +127,9 @@ fn main() -> candle_core::Result<()> {
             let flops = 4.0 * (b * h * sq * sk * d) as f64 * if causal { 0.5 } else { 1.0 };
             let ms_list: Vec<String> = ms.iter().map(|t| format!("{t:.4}")).collect();
             println!(
-                "{{\"row\": [{b}, {h}, {hkv}, {sq}, {sk}, {d}], \"causal\": {causal}, \"dtype\": \"{}\", \
+                "{{\"row\": [{b}, {h}, {hkv}, {sq}, {sk}, {d}], \"causal\": {causal}, \"softcap\": {}, \"dtype\": \"{}\", \
                  \"path\": \"{}\", \"threads\": {threads}, \"median_ms\": {median:.4}, \"gflops\": {:.1}, \"cpu_median_ms\": {cpu_median:.4}, \"cpu_min_ms\": {cpu_min:.4}, \"ms\": [{}]}}",
+                softcap.map_or("null".to_string(), |c| c.to_string()),
                 format!("{dtype:?}").to_lowercase(),
                 path.map_or("auto".to_string(), |p| p.to_string()),
                 flops / median / 1e6,
