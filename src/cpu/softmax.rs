@@ -48,26 +48,29 @@ pub(super) fn softcap_in_place(x: &mut [f32], c: f32) {
     }
 }
 
-/// Below this |x|, [`tanh_f32`] takes the odd polynomial.
-const TANH_SMALL: f32 = 0.625;
-/// `tanh(x) = x + x³·P(x²)` on |x| < 0.625: the degree-4 `P` of Cephes `tanhf`, in Horner form.
-const TANH_POLY: [f32; 5] = [-5.704_988_7e-3, 2.063_909e-2, -5.373_971_6e-2, 1.333_144_2e-1, -3.333_328e-1];
-
-/// `tanh(x)` in f32 without branches or calls (both forms are computed and one is selected),
-/// so loops over it vectorize. For |x| ≥ 0.625, `sign(x)·(1 - e) / (1 + e)` with
-/// `e = e^(-2|x|)` ([`exp2_f32`]; ±1 for large |x|, never NaN for finite or infinite x); below,
-/// the odd polynomial, since `1 - e` cancels there: with it alone a softcap of 1e6 put
-/// 1e-2 of error on the output (session 40's panic hunt), as the score's absolute error is
-/// `c·ulp(1)` whatever its size. Within 2 ulp of the f64 tanh (the test below).
+/// `tanh(x)` in f32 without branches or calls, so loops over it vectorize:
+/// `sign(x)·(1 - e) / (1 + e)` with `e = 2^y`, `y = -2·log2(e)·|x|`, as [`exp2_f32`] computes it
+/// (`2^n · (1 + f·q(f))`), with `1 - e` taken as `(1 - 2^n) - f·q·2^n`: exactly `-f·q` where
+/// `n = 0` (|y| < 1/2), without the cancellation of `1 - e` for small |x|. With `1 - e` alone
+/// a softcap of 1e6 put 1e-2 of error on the output (session 40's panic hunt), since the
+/// score's absolute error was `c·ulp(1)` whatever its size; an odd polynomial below 0.625
+/// cost the bf16 softcap path 10%, a select between the two forms 5%. ±1 for large |x|, never
+/// NaN for finite or infinite x. Within 4 ulp of the f64 tanh (the test below).
 #[inline(always)]
 pub(super) fn tanh_f32(x: f32) -> f32 {
-    let a = x.abs();
-    let e = exp2_f32(-2.0 * LOG2_E * a);
-    let large = (1.0 - e) / (1.0 + e);
-    let z = a * a;
-    let poly = TANH_POLY[1..].iter().fold(TANH_POLY[0], |acc, &c| acc.mul_add(z, c));
-    let small = (a * z).mul_add(poly, a);
-    (if a < TANH_SMALL { small } else { large }).copysign(x)
+    let y = -2.0 * LOG2_E * x.abs();
+    let yc = if y < EXP2_MIN { EXP2_MIN } else { y };
+    let t = yc + EXP2_ROUND;
+    let f = yc - (t - EXP2_ROUND);
+    // exp2_f32's polynomial without its last step: 2^f = 1 + f·q, so e = p + fq·p with p = 2^n.
+    let q = EXP2_POLY[1..6].iter().fold(EXP2_POLY[0], |acc, &c| acc.mul_add(f, c));
+    let pow = f32::from_bits(t.to_bits() << 23);
+    let fq = f * q;
+    // 1 - e = (1 - p) - fq·p: exactly -fq where p = 1, well conditioned elsewhere (1 - p ≥ 1/2
+    // and |fq·p| ≤ p/2); 1 + e likewise.
+    let one_minus_e = (-fq).mul_add(pow, 1.0 - pow);
+    let one_plus_e = fq.mul_add(pow, 1.0 + pow);
+    (one_minus_e / one_plus_e).copysign(x)
 }
 
 /// `x[jj] -= slope·|dist0 - jj|`, where `dist0 = diag(i) - j0`.
@@ -123,15 +126,15 @@ mod tests {
         assert_eq!(exp2_f32(0.0), 1.0);
     }
 
-    /// The softcap's tanh: within 2 ulp (relative) of the f64 value from 1e-30 to 20, on
+    /// The softcap's tanh: within 4 ulp (relative) of the f64 value from 1e-30 to 20, on
     /// both forms and across their boundary; odd; ±1, 0 and NaN where they belong.
     #[test]
-    fn tanh_f32_is_within_two_ulp() {
+    fn tanh_f32_is_within_four_ulp() {
         let mut worst = 0f64;
         let mut check = |x: f32| {
             let (got, want) = (tanh_f32(x) as f64, (x as f64).tanh());
             let err = ((got - want) / want).abs();
-            assert!(err < 2.0 * f32::EPSILON as f64, "tanh({x:e}) = {got:e}, want {want:e} (relative error {err:e})");
+            assert!(err < 4.0 * f32::EPSILON as f64, "tanh({x:e}) = {got:e}, want {want:e} (relative error {err:e})");
             assert_eq!(tanh_f32(-x), -tanh_f32(x), "tanh is odd at {x:e}");
             worst = worst.max(err);
         };
@@ -143,7 +146,7 @@ mod tests {
             check(x);
             check(x * 1.37);
         }
-        assert!(worst < 2.0 * f32::EPSILON as f64);
+        eprintln!("tanh_f32: worst relative error {worst:e} ({:.2} ulp of 1)", worst / f32::EPSILON as f64);
         assert_eq!(tanh_f32(0.0), 0.0);
         assert_eq!(tanh_f32(50.0), 1.0);
         assert_eq!(tanh_f32(f32::INFINITY), 1.0);
