@@ -393,7 +393,13 @@ pub(crate) fn validate_packed_shapes(
         }
     };
 
-    let mut problem = problem_from_params(p, (batch, vl.max_seqlen_q, vl.max_seqlen_k, h, hk, d))?;
+    // The problem's seq_q/seq_k are the longest sequences' lengths, not the caller's
+    // max_seqlen (checked above to be at least those): the kernels size grids, row groups and
+    // workspaces from them, and a max_seqlen far above every sequence (i32::MAX is accepted)
+    // only bought empty blocks and workspace. Windows normalize on them as well (a window
+    // that reaches past the longest sequence reaches past every one).
+    let longest_len = |cu: &[usize]| longest(cu).map_or(0, |(_, l)| l);
+    let mut problem = problem_from_params(p, (batch, longest_len(&cu_q), longest_len(&cu_k), h, hk, d))?;
     let device = upload(q.device(), &cu_q, &cu_k, pages.as_ref(), &ranges, max_ranges)?;
     problem.layout = SeqLayout::Packed(Arc::new(Packed { cu_q, cu_k, pages, ranges, max_ranges, device }));
     Ok(problem)
