@@ -122,6 +122,23 @@ table_runs() {  # PACK: torch run 1, the pack's cuda_fused_attn_bf16 rows, torch
   echo "bench rc=$?"; medians /tmp/crit-table | tee "$R/medians.txt"
   torch_both 2
 }
+issue13_rows() {  # PACK CPUPACK: issue 13's GPU rows (2 rounds, torch's FA2 varlen) and the host CPU cell
+  local t="$1" c="$2"
+  unpack "$t"; unpack "$c"
+  export FUSED_ATTN_BENCH_CUDA_ONLY=1
+  for r in 1 2; do
+    (cd "/tmp/$t" && CRITERION_HOME=/tmp/vcrit-$r timeout 150 bin/bench 'cuda_(varlen|paged_decode)_bf16' --bench --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/vbench_$r.log" 2>&1)
+    echo "vbench $r rc=$?"; medians /tmp/vcrit-$r | sed "s/^/round=$r /" | tee -a "$R/vmedians.txt"
+  done
+  (cd "/tmp/$t" && timeout 150 python3 scripts/bench_torch_varlen.py --out "$R" > "$R/torch_varlen.log" 2>&1); echo "torch varlen rc=$?"
+  tail -12 "$R/torch_varlen.log"
+  lscpu > "$R/lscpu.txt"
+  for run in f32_1 f16_1 f32_2; do
+    RAYON_NUM_THREADS=2 timeout 100 taskset -c 2,3 "/tmp/$c/bin/bench_cpu" --varlen --dtype ${run%_*} --reps 31 --only packed,loop,packed_into \
+      > "$R/cpu_$run.json" 2> "$R/cpu_$run.err"
+    echo "cpu $run rc=$?"; cut -c1-40,200-400 "$R/cpu_$run.json" | head -6
+  done
+}
 table_call() {  # PACK: sessions 30-31's table calls (python3 lab/results/s28-call3/table.py r)
   gpu_info
   gpu_tests "$1" "synccheck"
