@@ -273,6 +273,15 @@ impl Hunt {
         *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some((label.clone(), Instant::now()));
         let t0 = Instant::now();
         let r = in_call(|| catch_unwind(AssertUnwindSafe(f)));
+        // On a GPU, wait for the call's kernels: a fault (an illegal address) is then charged
+        // to this call, where it would otherwise surface at some later call. The context is
+        // lost after one, so the hunt ends there with the call named.
+        if !dev().is_cpu() {
+            if let Err(e) = dev().synchronize() {
+                eprintln!("\nCUDA FAULT after {label}: {e}");
+                std::process::exit(3);
+            }
+        }
         let el = t0.elapsed();
         *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = None;
         if el > Duration::from_secs(5) {
