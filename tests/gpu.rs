@@ -2265,3 +2265,46 @@ fn gpu_varlen_grad_sweep() {
     }
     assert_eq!(failures, 0, "{test}: {failures} gradients failed (printed above; seed {seed})");
 }
+
+/// A packed call whose `max_seqlen_q`/`max_seqlen_k` are far above every sequence (i32::MAX is
+/// accepted): session 40's CUDA panic hunt hit an illegal address on such a case (f32, d 1,
+/// paged, `max_seqlen_q = i32::MAX`), whose query-block count wrapped in the sm_80 kernel's i32
+/// math. The result must equal the same call with the exact maxima, on both kernel generations
+/// and in every dtype, and the CPU's answer.
+#[test]
+fn gpu_varlen_huge_max_seqlen() -> Result<()> {
+    use candle_fused_attn::{attention_varlen, Varlen};
+    let Some(dev) = cuda_device("gpu_varlen_huge_max_seqlen") else { return Ok(()) };
+    let cu_q = Tensor::new(&[0u32, 1, 6], &dev)?;
+    let cu_k = Tensor::new(&[0u32, 40, 57], &dev)?;
+    for (d, dtype) in [(1usize, DType::F32), (8, DType::F16), (64, DType::BF16), (72, DType::F32)] {
+        let q = Tensor::randn(0f32, 1., (6, 4, d), &dev)?.to_dtype(dtype)?;
+        let k = Tensor::randn(0f32, 1., (57, 2, d), &dev)?.to_dtype(dtype)?;
+        let v = Tensor::randn(0f32, 1., (57, 2, d), &dev)?.to_dtype(dtype)?;
+        let p = AttnParams::new(0.5).causal(true).window(Some(7), None);
+        let exact = Varlen::new(&cu_q, &cu_k, 5, 40);
+        for (mq, mk) in [(i32::MAX as usize, 40), (5, i32::MAX as usize), (i32::MAX as usize, i32::MAX as usize)] {
+            let huge = Varlen::new(&cu_q, &cu_k, mq, mk);
+            for kernels in [CudaKernels::Auto, CudaKernels::Sm80] {
+                let want = with_cuda_kernels(kernels, || attention_varlen(&q, &k, &v, &exact, &p))?;
+                let got = with_cuda_kernels(kernels, || attention_varlen(&q, &k, &v, &huge, &p))?;
+                dev.synchronize()?;
+                let (got, want) = (to_f64_vec(&got)?, to_f64_vec(&want)?);
+                let differ = got.iter().zip(&want).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+                assert_eq!(differ, 0, "{differ} outputs differ: d {d} {dtype:?} {kernels:?} max_seqlen ({mq}, {mk})");
+            }
+        }
+        let cpu = attention_varlen(
+            &q.to_device(&Device::Cpu)?,
+            &k.to_device(&Device::Cpu)?,
+            &v.to_device(&Device::Cpu)?,
+            &Varlen::new(&cu_q.to_device(&Device::Cpu)?, &cu_k.to_device(&Device::Cpu)?, 5, 40),
+            &p,
+        )?;
+        let gpu = attention_varlen(&q, &k, &v, &exact, &p)?;
+        let worst = to_f64_vec(&gpu)?.iter().zip(to_f64_vec(&cpu)?).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let tol = if dtype == DType::F32 { 1e-5 } else { 2e-2 };
+        assert!(worst <= tol, "d {d} {dtype:?}: GPU and CPU differ by {worst}");
+    }
+    Ok(())
+}

@@ -69,6 +69,11 @@ pub(super) fn forward<T: KernelDtype>(
     // kernel), handed out in index order: under a right-bounded mask the last pairs' tiles go
     // heaviest first across those pairs (`heuristics::lightest_last_pairs`), in rounds of the
     // blocks the GPU holds at once.
+    // The kernels find a block's rows in i32 (kernels/common/grid.cuh `query_block`: the
+    // query blocks as (seq_q + rows - 1) / rows): a seq_q within one tile of i32::MAX would
+    // wrap there to negative rows, read before q and write before the output (session 40's
+    // audit; the packed path reached it through max_seqlen = i32::MAX before a1e91ba).
+    to_i32(p.seq_q + inst.block_rows as usize, "seq_q plus one query tile")?;
     let query_blocks = p.seq_q.div_ceil(inst.block_rows as usize);
     let grid_x = to_i32(p.batch * p.heads * query_blocks, "batch · heads · query blocks")? as u32;
     let tail_pairs = if lightest_last_on() {

@@ -534,6 +534,11 @@ pub(super) fn forward<T: KernelDtype>(
     let alibi_storage = alibi.map(|t| t.storage_and_layout());
     let alibi_ptr = alibi_storage.as_ref().map(|(s, l)| alibi_slopes_ptr(s, l, &stream)).transpose()?;
 
+    // The kernels find a block's rows in i32 (kernels/common/grid.cuh `query_block`: the
+    // query blocks as (seq_q + rows - 1) / rows): a seq_q within one tile of i32::MAX would
+    // wrap there to negative rows, read before q and write before the output (session 40's
+    // audit; the packed path reached it through max_seqlen = i32::MAX before a1e91ba).
+    to_i32(p.seq_q + inst.block_rows as usize, "seq_q plus one query tile")?;
     let query_blocks = p.seq_q.div_ceil(inst.block_rows as usize);
     let tiles = p.batch * p.heads * query_blocks;
     let sms = heuristics::device_facts(dev)?.sms as usize;
