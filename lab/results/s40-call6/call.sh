@@ -20,3 +20,8 @@ archived body
 #   line 1440 at 99065c4), then the process hung until the time limit. Which case is not known
 #   (no trace was on). OPEN DEFECT: rerun with PANIC_HUNT_TRACE=1 (the last call's label in
 #   /tmp/panic_hunt_current) and under compute-sanitizer memcheck.
+# After the calls, a read-only audit (a helper agent) replayed the hunt's draws on the CPU and
+# named the likely case: packed seed 500010 (f32, d 1, paged, max_seqlen_q = i32::MAX) on the
+# sm_80 f32 kernel, where kernels/common/grid.cuh's query-block count wrapped in i32 (block 0
+# at row INT_MIN). Fixed on the host in a1e91ba and 8aea1bc; not yet confirmed on a GPU
+# (lab/results/s41-next/call.sh).
