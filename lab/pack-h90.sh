@@ -2,7 +2,9 @@
 # The lab's quick GPU pack: the GPU test binary and the bench binary only, sm_90 cubins only
 # (FUSED_ATTN_CUDA_ARCHS=90), fast fatbin compression, stripped, with the device scripts:
 # device-pack/h90.tar.xz (about 30 MB; carry it to the device tool). scripts/device-pack.sh
-# is the full pack (examples too, every arch).
+# is the full pack (examples too, every arch). PACK_HUNT=1: the panic hunt's test binary
+# (tests/panic_hunt.rs, for PANIC_HUNT_DEVICE=cuda; lab/results/s41-next/call.sh) instead of
+# the GPU tests and the bench, as bin/panic_hunt.
 #   lab/pack-h90.sh [TAG]   # TAG: the pack is device-pack/h90[-TAG].tar.xz
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"; cd "$ROOT"
@@ -10,11 +12,13 @@ export FUSED_ATTN_CACHE="${FUSED_ATTN_CACHE:-$HOME/.cache/candle-fused-attn}"
 eval "$(scripts/cuda-toolkit.sh)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$FUSED_ATTN_CACHE/target-cuda}"
 export FUSED_ATTN_CUDA_ARCHS=90 FUSED_ATTN_FATBIN_COMPRESSION=fast
-art="$(nice cargo build --release --features cuda --test gpu --bench attention --message-format=json-render-diagnostics \
-  | jq -r 'select(.reason == "compiler-artifact" and .executable != null) | "\(.target.kind[0]) \(.executable)"')"
+targets=(--test gpu --bench attention)
+[ "${PACK_HUNT:-0}" = 1 ] && targets=(--test panic_hunt)
+art="$(nice cargo build --release --features cuda "${targets[@]}" --message-format=json-render-diagnostics \
+  | jq -r 'select(.reason == "compiler-artifact" and .executable != null) | "\(.target.kind[0]) \(.target.name) \(.executable)"')"
 S="$(mktemp -d)"; mkdir -p "$S/bin" "$S/scripts"
-while read -r kind exe; do
-  case "$kind" in test) strip -o "$S/bin/gpu" "$exe" ;; bench) strip -o "$S/bin/bench" "$exe" ;; esac
+while read -r kind name exe; do
+  case "$kind" in test) strip -o "$S/bin/$name" "$exe" ;; bench) strip -o "$S/bin/bench" "$exe" ;; esac
 done <<<"$art"
 cp scripts/device-run.sh scripts/torch_oracle.py scripts/bench_torch*.py "$S/scripts/"
 git rev-parse --short HEAD > "$S/COMMIT"; git status --short >> "$S/COMMIT"
