@@ -2460,7 +2460,10 @@ fn packed_valid(
 
 fn rand_packed(rng: &mut StdRng) -> Pk {
     let n = pick(rng, &[0usize, 1, 1, 2, 3, 4]);
-    let lq: Vec<usize> = (0..n).map(|_| pick(rng, &[0, 1, 1, 2, 5, 17, 40])).collect();
+    // Query lengths up to 200, so that on a GPU packed f16/bf16 cases also reach the prefill
+    // kernels (sm_80 and Hopper), not only the decode ones (session 40's audit: with 40 at most
+    // every such case ran the decode kernels).
+    let lq: Vec<usize> = (0..n).map(|_| pick(rng, &[0, 1, 1, 2, 5, 17, 40, 130, 200])).collect();
     let lk: Vec<usize> = (0..n).map(|_| pick(rng, &[0, 1, 3, 9, 40, 130])).collect();
     let hk = pick(rng, &[1, 1, 2, 3]);
     let hh = hk * pick(rng, &[1, 2, 4]);
