@@ -1,6 +1,6 @@
 # Prepared at the end of session 40 (plan item 0): name the input behind call 6's
 # CUDA_ERROR_ILLEGAL_ADDRESS. Pack: `PACK_HUNT=1 lab/pack-h90.sh s41ph` on main, renamed to
-# device-pack/h90-s41ph-9.tar.xz (built at the end of session 40 from the final commit;
+# device-pack/h90-s41ph-9.tar.xz (built at the end of session 40 from b5b1898, the hunt of f3fa5d9;
 # carry only device-pack, nothing else in it: the carry limit is 64 MiB with the tree).
 # 1. The CUDA hunt: on a GPU every hunted call is followed by a device synchronize, and a fault
 #    ends the process with "CUDA FAULT after <entry> | <case>" (exit 3); the trace file names
