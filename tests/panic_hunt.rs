@@ -2435,7 +2435,8 @@ fn packed_valid(
         let vals: Vec<i64> = if t.elem_count() == 0 {
             Vec::new()
         } else {
-            t.to_dtype(DType::I64).unwrap().flatten_all().unwrap().to_vec1().unwrap()
+            // On the host: candle 0.11's CUDA casts lack some integer pairs (i32 → i64).
+            t.to_device(&Device::Cpu).unwrap().to_dtype(DType::I64).unwrap().flatten_all().unwrap().to_vec1().unwrap()
         };
         for (b, &l) in lk.iter().enumerate() {
             let need = l.div_ceil(page);
@@ -2580,7 +2581,10 @@ fn rand_packed(rng: &mut StdRng) -> Pk {
     };
     let mut sq_t = seq_t(&cq, rng);
     if bad_dtype {
-        sq_t = sq_t.to_dtype(pick(rng, &[DType::F32, DType::I64, DType::U8])).unwrap();
+        // Cast on the host, then move: candle 0.11's CUDA casts lack i32 → f32/i64/u8 (a
+        // CUDA_ERROR_NOT_FOUND outside any hunted call in session 41's call 1).
+        let host = sq_t.to_device(&Device::Cpu).unwrap();
+        sq_t = to_dev(host.to_dtype(pick(rng, &[DType::F32, DType::I64, DType::U8])).unwrap()).unwrap();
     }
     let sk_t = if cq == ck && rng.random_bool(0.5) { sq_t.clone() } else { seq_t(&ck, rng) };
     let mut vl = Varlen::new(&sq_t, &sk_t, mq, mk);
