@@ -116,7 +116,7 @@ pub fn attention_backward(
     check_backward_inputs(&problem, q, out, grad_out, lse)?;
     if b * sq * h * d == 0 || problem.seq_k == 0 {
         // No dot products: every gradient is zero.
-        return Ok((q.zeros_like()?, k.zeros_like()?, v.zeros_like()?));
+        return Ok((crate::alloc::zeros_like(q)?, crate::alloc::zeros_like(k)?, crate::alloc::zeros_like(v)?));
     }
     let alibi = match &params.alibi_slopes {
         None => None,
@@ -292,7 +292,7 @@ pub fn attention_varlen_backward(
     check_backward_inputs(&problem, q, out, grad_out, lse)?;
     if packed.total_q() * problem.heads * problem.head_dim == 0 || packed.cu_k[packed.batch()] == 0 {
         // No dot products: every gradient is zero.
-        return Ok((q.zeros_like()?, k.zeros_like()?, v.zeros_like()?));
+        return Ok((crate::alloc::zeros_like(q)?, crate::alloc::zeros_like(k)?, crate::alloc::zeros_like(v)?));
     }
     let alibi = match &params.alibi_slopes {
         None => None,
@@ -347,7 +347,7 @@ fn run_packed(
         )
     }
     if packed.total_q() * problem.heads * problem.head_dim == 0 {
-        let out = Tensor::zeros(q.shape(), q.dtype(), q.device())?;
+        let out = crate::alloc::zeros_like(q)?;
         let lse = if want_lse {
             let mut rows = Vec::with_capacity(packed.batch());
             for b in 0..packed.batch() {
@@ -360,8 +360,8 @@ fn run_packed(
                 rows.push(lse_without_products(&seq, &sp, q.device())?.squeeze(0)?);
                 // (h, sq_b)
             }
-            Some(if rows.is_empty() {
-                Tensor::zeros((problem.heads, 0), candle_core::DType::F32, q.device())?
+            Some(if rows.iter().all(|r| r.elem_count() == 0) {
+                crate::alloc::zeros((problem.heads, packed.total_q()), candle_core::DType::F32, q.device())?
             } else {
                 Tensor::cat(&rows, 1)?
             })
@@ -380,7 +380,7 @@ fn run(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams, want_lse: bool) 
     if b * sq * h * d == 0 || problem.seq_k == 0 {
         // Nothing to compute, or no row sees a key: zeros by definition. These outputs do not
         // depend on q, k or v, so they carry no gradient graph.
-        let out = Tensor::zeros(q.shape(), q.dtype(), q.device())?;
+        let out = crate::alloc::zeros_like(q)?;
         let lse = if want_lse { Some(lse_without_products(&problem, params, q.device())?) } else { None };
         return Ok((out, lse));
     }
@@ -422,7 +422,7 @@ fn lse_without_products(p: &Problem, params: &AttnParams, dev: &candle_core::Dev
         _ => Vec::new(),
     };
     let slope = |bh: usize| slopes.get(bh).copied().unwrap_or(0.0);
-    let mut lse = crate::problem::try_vec(p.batch * p.heads * p.seq_q, f32::NEG_INFINITY, "the LSE")?;
+    let mut lse = crate::alloc::try_vec(p.batch * p.heads * p.seq_q, f32::NEG_INFINITY, "the LSE")?;
     for (bh, row) in lse.chunks_mut(p.seq_q.max(1)).enumerate().take(p.batch * p.heads) {
         for (i, x) in row.iter_mut().enumerate() {
             let (lo, hi) = p.key_range(i);
@@ -439,6 +439,9 @@ fn lse_without_products(p: &Problem, params: &AttnParams, dev: &candle_core::Dev
                 *x = (m + (lo..hi).map(|j| (s(j) - m).exp()).sum::<f64>().ln()) as f32;
             }
         }
+    }
+    if lse.is_empty() {
+        return crate::alloc::zeros((p.batch, p.heads, p.seq_q), candle_core::DType::F32, dev);
     }
     Tensor::from_vec(lse, (p.batch, p.heads, p.seq_q), dev)
 }

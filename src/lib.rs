@@ -68,6 +68,7 @@
 //! # Ok(()) }
 //! ```
 
+mod alloc;
 mod api;
 mod cpu;
 #[cfg(feature = "cuda")]

@@ -391,24 +391,6 @@ pub(crate) fn validate_dims(
     problem_from_params(p, (b, sq, sk, h, hk, d))
 }
 
-/// A vector of `n` copies of `fill`, or an error naming `what` when the allocation fails
-/// (where `vec!` would abort the process): the outputs and LSEs the CPU path allocates.
-pub(crate) fn try_vec<T: Clone>(n: usize, fill: T, what: &str) -> Result<Vec<T>> {
-    let mut v = try_capacity(n, what)?;
-    v.resize(n, fill);
-    Ok(v)
-}
-
-/// An empty vector with room for `n` elements, or an error naming `what` when the allocation
-/// fails.
-pub(crate) fn try_capacity<T>(n: usize, what: &str) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    if v.try_reserve_exact(n).is_err() {
-        bail!("fused-attn: cannot allocate {what}: {n} elements of {} bytes", std::mem::size_of::<T>())
-    }
-    Ok(v)
-}
-
 /// An error unless a tensor of these dims has an element count that fits `usize` and a size
 /// (at 8 bytes an element, the largest dtype the crate reads) that fits `isize`: a broadcast
 /// view can claim 2^64 elements of one stored value, whose count wraps to 0 in `usize`.

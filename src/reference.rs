@@ -35,7 +35,7 @@ pub fn attention_ref(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) ->
 fn reference(p: &Problem, q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams) -> Result<Tensor> {
     let in_dtype = q.dtype();
     if p.batch * p.seq_q * p.heads * p.head_dim == 0 || p.seq_k == 0 {
-        return Tensor::zeros(q.shape(), in_dtype, q.device());
+        return crate::alloc::zeros_like(q);
     }
     let probs = probs(p, q, k, params)?;
     let v = repeat_kv(&v.transpose(1, 2)?, p.group_size())?; // (b, h, sk, d)
@@ -68,8 +68,8 @@ pub fn attention_ref_varlen(
 ) -> Result<Tensor> {
     let parts = per_sequence(q, k, v, varlen, params, reference)?;
     let parts = parts.into_iter().map(|t| t.squeeze(0)).collect::<Result<Vec<_>>>()?;
-    if parts.is_empty() {
-        return Tensor::zeros(q.shape(), q.dtype(), q.device());
+    if parts.iter().all(|t| t.elem_count() == 0) {
+        return crate::alloc::zeros_like(q);
     }
     Tensor::cat(&parts, 0)
 }
@@ -87,8 +87,8 @@ pub fn attention_ref_varlen_lse(
     let parts = per_sequence(q, k, v, varlen, params, |p, q, k, _, params| lse(p, q, k, params))?;
     let parts = parts.into_iter().map(|t| t.squeeze(0)).collect::<Result<Vec<_>>>()?;
     let dtype = if q.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
-    if parts.is_empty() {
-        return Tensor::zeros((q.dim(1)?, 0), dtype, q.device());
+    if parts.iter().all(|t| t.elem_count() == 0) {
+        return crate::alloc::zeros((q.dim(1)?, q.dim(0)?), dtype, q.device());
     }
     Tensor::cat(&parts, 1)
 }
@@ -111,6 +111,11 @@ fn per_sequence(
         let p = problem.sequence(b);
         let qb = q.narrow(0, packed.cu_q[b], p.seq_q)?.unsqueeze(0)?;
         let (kb, vb) = match &packed.pages {
+            // No keys: empty views (a 0-row gather would allocate 0 bytes, which CUDA refuses).
+            Some(pg) if p.seq_k == 0 => {
+                let flat = |t: &Tensor| t.reshape((pg.num_blocks * pg.page_size, hk, d))?.narrow(0, 0, 0);
+                (flat(k)?, flat(v)?)
+            }
             None => (k.narrow(0, packed.cu_k[b], p.seq_k)?, v.narrow(0, packed.cu_k[b], p.seq_k)?),
             Some(pg) => {
                 let rows: Vec<u32> = (0..p.seq_k)
@@ -155,7 +160,7 @@ pub fn attention_ref_lse(q: &Tensor, k: &Tensor, v: &Tensor, params: &AttnParams
 fn lse(p: &Problem, q: &Tensor, k: &Tensor, params: &AttnParams) -> Result<Tensor> {
     let dtype = if q.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
     if p.batch * p.heads * p.seq_q == 0 || p.seq_k == 0 {
-        return Tensor::full(f64::NEG_INFINITY, (p.batch, p.heads, p.seq_q), q.device())?.to_dtype(dtype);
+        return crate::alloc::full(f64::NEG_INFINITY, (p.batch, p.heads, p.seq_q), dtype, q.device());
     }
     let (s, _) = scores(p, q, k, params)?;
     let m = s.max_keepdim(3)?;
@@ -170,7 +175,7 @@ fn probs(p: &Problem, q: &Tensor, k: &Tensor, params: &AttnParams) -> Result<Ten
     if p.batch * p.heads * p.seq_q == 0 || p.seq_k == 0 {
         // Nothing to normalize (candle's softmax takes no empty rows): every row sees no key.
         let dtype = if q.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
-        return Tensor::zeros((p.batch, p.heads, p.seq_q, p.seq_k), dtype, q.device());
+        return crate::alloc::zeros((p.batch, p.heads, p.seq_q, p.seq_k), dtype, q.device());
     }
     let tracked = q.track_op() || k.track_op();
     let (s, keep) = scores(p, q, k, params)?;

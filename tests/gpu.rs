@@ -2308,3 +2308,50 @@ fn gpu_varlen_huge_max_seqlen() -> Result<()> {
     }
     Ok(())
 }
+
+/// Zero-element inputs on CUDA through every entry and the references: each returns tensors
+/// of the right shapes (candle 0.11 cannot allocate 0 bytes there, so the crate's empty
+/// outputs are views of a one-element buffer; session 41's CUDA panic hunt found the
+/// references and `attention_backward` returning a driver error instead), and a problem whose
+/// LSE would outgrow the machine's memory is an error, not a process killed for memory.
+#[test]
+fn gpu_empty_inputs() -> Result<()> {
+    use candle_fused_attn::{attention_ref_varlen, attention_varlen, attention_varlen_with_lse, Varlen};
+    let Some(dev) = cuda_device("gpu_empty_inputs") else { return Ok(()) };
+    let empty = |dims: &[usize], dtype: DType| -> Result<Tensor> {
+        let n = dims.iter().product::<usize>();
+        assert_eq!(n, 0);
+        Tensor::zeros(1, dtype, &dev)?.narrow(0, 0, 0)?.reshape(dims)
+    };
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        let p = AttnParams::new(0.25).causal(true);
+        // No queries, then no batch: outputs and gradients of q's and k's shapes.
+        for (qd, kd) in [([2usize, 0, 4, 16], [2usize, 5, 2, 16]), ([0, 3, 4, 16], [0, 5, 2, 16])] {
+            let q = empty(&qd, dtype)?;
+            let k = if kd.iter().product::<usize>() == 0 {
+                empty(&kd, dtype)?
+            } else {
+                Tensor::randn(0f32, 1., &kd[..], &dev)?.to_dtype(dtype)?
+            };
+            let (o, lse) = attention_with_lse(&q, &k, &k, &p)?;
+            assert_eq!((o.dims(), lse.dims()), (&qd[..], &[qd[0], qd[2], qd[1]][..]));
+            let (dq, dk, dv) = attention_backward(&q, &k, &k, &o, &o, &lse, &p)?;
+            assert_eq!((dq.dims(), dk.dims(), dv.dims()), (&qd[..], &kd[..], &kd[..]));
+            assert_eq!(dk.to_dtype(DType::F32)?.abs()?.sum_all()?.to_scalar::<f32>()?, 0.0, "{dtype:?} {qd:?}");
+            assert_eq!(attention_ref(&q, &k, &k, &p)?.dims(), &qd[..]);
+            assert_eq!(candle_fused_attn::attention_ref_lse(&q, &k, &k, &p)?.dims(), &[qd[0], qd[2], qd[1]][..]);
+        }
+        // A packed batch of sequences without queries, one without keys too.
+        let (q, k) = (empty(&[0, 4, 16], dtype)?, Tensor::randn(0f32, 1., (7, 2, 16), &dev)?.to_dtype(dtype)?);
+        let vl = Varlen::new(&Tensor::new(&[0u32, 0, 0], &dev)?, &Tensor::new(&[0u32, 7, 7], &dev)?, 0, 7);
+        let (o, lse) = attention_varlen_with_lse(&q, &k, &k, &vl, &p)?;
+        assert_eq!((o.dims(), lse.dims()), (&[0, 4, 16][..], &[4, 0][..]));
+        assert_eq!(attention_varlen(&q, &k, &k, &vl, &p)?.dims(), &[0, 4, 16]);
+        assert_eq!(attention_ref_varlen(&q, &k, &k, &vl, &p)?.dims(), &[0, 4, 16]);
+    }
+    // head_dim 0 with (batch, heads) = 2^42: the LSE alone would be 16 TiB.
+    let q = empty(&[1 << 21, 1, 1 << 21, 0], DType::F32)?;
+    let e = attention_with_lse(&q, &q, &q, &AttnParams::new(0.25)).unwrap_err().to_string();
+    assert!(e.contains("the LSE") && e.contains("memory"), "{e}");
+    Ok(())
+}

@@ -299,7 +299,7 @@ pub(super) fn run<T: Element>(
         bail!("fused-attn internal: an output of {} elements for {rows} rows × {h} heads × {d}", out.len())
     }
     // Each row's natural-log log-sum-exp, when asked for; -inf for rows no item writes.
-    let mut lse = want_lse.then(|| crate::problem::try_vec(h * rows, f32::NEG_INFINITY, "the LSE")).transpose()?;
+    let mut lse = want_lse.then(|| crate::alloc::try_vec(h * rows, f32::NEG_INFINITY, "the LSE")).transpose()?;
     // The items write every row of a sequence with queries and keys (sequences own
     // disjoint rows): when those cover the output, it is not zeroed first (a serial
     // 512 KiB fill at (1,8,8,512,512,64) bf16, before the threads start).

@@ -295,7 +295,7 @@ pub(super) fn release_kv_buffers() -> usize {
 /// kernel refuses or has THP off, nothing changes. A caller that keeps its output buffer
 /// between calls (`attention_varlen_into`) pays none of these faults.
 pub(super) fn output_buffer<T: WithDType>(n: usize) -> candle_core::Result<Vec<T>> {
-    let mut v: Vec<T> = crate::problem::try_capacity(n, "the output")?;
+    let mut v: Vec<T> = crate::alloc::try_capacity(n, "the output")?;
     let bytes = n * size_of::<T>();
     advise_huge_pages(v.as_mut_ptr().cast(), bytes);
     prefault(v.as_mut_ptr().cast(), bytes);
