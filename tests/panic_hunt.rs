@@ -2909,7 +2909,7 @@ fn warm_up_device() {
             let vl = Varlen::new(&cu, &cu, 3, 3);
             let xs = x.squeeze(0)?;
             fa::attention_ref_varlen(&xs, &xs, &xs, &vl, &p)?;
-            xs.index_select(&cu, 0)?; // the paged reference's gather
+            xs.index_select(&Tensor::new(&[0u32, 2, 4], &dev)?, 0)?; // the paged reference's gather
             Ok(())
         };
         if let Err(e) = run() {
