@@ -43,6 +43,8 @@ use std::time::Instant;
 #[allow(dead_code)]
 #[path = "src/cuda/instances.rs"]
 mod instances;
+#[path = "src/limits.rs"]
+mod limits;
 #[allow(dead_code)]
 #[path = "src/cuda/params.rs"]
 mod params;
@@ -66,6 +68,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src/cuda/instances.rs");
     println!("cargo:rerun-if-changed=src/cuda/params.rs");
+    println!("cargo:rerun-if-changed=src/limits.rs");
     if env::var_os("CARGO_FEATURE_CUDA").is_none() {
         return;
     }
@@ -538,6 +541,13 @@ fn write_generated_cpp(dir: &Path) {
             .unwrap();
         }
     }
+
+    writeln!(
+        h,
+        "static_assert(kFattnPrescaleAboveLog2 == {:?}f, \"kFattnPrescaleAboveLog2 differs from src/limits.rs\");",
+        limits::PRESCALE_ABOVE_LOG2
+    )
+    .unwrap();
 
     h.push_str(
         "\n// Dynamic shared memory by head dim (index) of the instances whose bytes depend on it.\n\

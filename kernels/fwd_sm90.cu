@@ -795,8 +795,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     FATTN_LAB_PHASE(cw, 0, tid == 0);
     // A `_mods` instance also runs plain problems (small grids, src/cuda/prefill_sm90.rs): then
     // it takes the plain instances' arithmetic, so that a row's result does not depend on which
-    // instance ran it (block-uniform).
-    const bool mods_on = kMods && (p.softcap > 0.f || p.alibi_slopes != nullptr || !(p.scale > 0.f));
+    // instance ran it (block-uniform). Large scales take the scaled scores (params.cuh).
+    const bool mods_on = kMods && (p.softcap > 0.f || p.alibi_slopes != nullptr || !(p.scale > 0.f) ||
+                                   p.scale_log2 > kFattnPrescaleAboveLog2);
     const float exp_scale = mods_on ? 1.f : p.scale_log2;
 
     // Per tile: this warp's 16 rows and this thread's two of them (row0, row0 + 8); the

@@ -75,6 +75,7 @@ mod cpu;
 mod cuda;
 mod cuda_kernels;
 mod dropin;
+mod limits;
 mod op;
 mod packed;
 mod problem;

@@ -476,3 +476,42 @@ fn large_softcap_keeps_accuracy() -> Result<()> {
         Ok(())
     })
 }
+
+/// Softmax scales up to 1e30 on every CPU path and dtype: the forward stays within a few times
+/// the naive path's error against f64 (a one-hot softmax at the largest scales). The CUDA
+/// prefill needed a fix for this (tests/gpu.rs `gpu_large_scale`); the CPU scales each score
+/// before its row max and never did.
+#[test]
+fn large_scale_keeps_accuracy() -> Result<()> {
+    let dev = Device::Cpu;
+    let f64s = |t: &Tensor| t.to_dtype(DType::F64);
+    on_every_path("large_scale_keeps_accuracy", |path| {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let q = Tensor::randn(0f32, 1., (1, 37, 4, 64), &dev)?.to_dtype(dtype)?;
+            let k = Tensor::randn(0f32, 1., (1, 45, 2, 64), &dev)?.to_dtype(dtype)?;
+            let v = Tensor::randn(0f32, 1., (1, 45, 2, 64), &dev)?.to_dtype(dtype)?;
+            let err = |got: &Tensor, want: &[f64]| -> Result<f64> {
+                let g = got.to_dtype(DType::F64)?.flatten_all()?.to_vec1::<f64>()?;
+                Ok(g.iter()
+                    .zip(want)
+                    .map(|(a, b)| if (a - b).is_nan() { f64::INFINITY } else { (a - b).abs() })
+                    .fold(0.0, f64::max))
+            };
+            for scale in [1e3f32, 1e7, 1e9, 1e20, 1e30] {
+                for causal in [false, true] {
+                    let p = AttnParams::new(scale).causal(causal);
+                    let want =
+                        attention_ref(&f64s(&q)?, &f64s(&k)?, &f64s(&v)?, &p)?.flatten_all()?.to_vec1::<f64>()?;
+                    let naive = err(&attention_ref(&q, &k, &v, &p)?, &want)?;
+                    let fused = err(&attention(&q, &k, &v, &p)?, &want)?;
+                    let floor = if dtype == DType::F32 { 1e-6 } else { 1e-2 };
+                    assert!(
+                        fused <= 4.0 * naive + floor,
+                        "{path:?} {dtype:?} scale {scale:e} causal {causal}: fused error {fused:e}, naive {naive:e}"
+                    );
+                }
+            }
+        }
+        Ok(())
+    })
+}

@@ -2361,3 +2361,73 @@ fn gpu_empty_inputs() -> Result<()> {
     assert!(e.contains("the LSE") && e.contains("memory"), "{e}");
     Ok(())
 }
+
+/// Large softmax scales on both kernel generations, every dtype, dense and packed, against the
+/// f64 reference (a one-hot softmax at the largest; the CPU path is right at every scale, as
+/// `large_scale_keeps_accuracy` in tests/cpu.rs checks). Session 41's CUDA panic hunt found NaN
+/// outputs at scale 1e30, and lab_scale_range found the 16-bit prefill wrong from scale 1e7
+/// (f16) and 1e8 (bf16): NaN and rows of zeros, from the plain kernels' exp2 fold (params.cuh,
+/// `kFattnPrescaleAboveLog2`). Forward only: the backward recomputes P from the rounded LSE,
+/// so its gradients at such scales are outside f32's reach on every device (README).
+#[test]
+fn gpu_large_scale() -> Result<()> {
+    use candle_fused_attn::{attention_varlen, Varlen};
+    let Some(dev) = cuda_device("gpu_large_scale") else { return Ok(()) };
+    let cpu = Device::Cpu;
+    let mut checked = 0;
+    for &(sq, h, hkv, sk, d) in
+        &[(130usize, 4usize, 2usize, 200usize, 64usize), (70, 2, 2, 90, 128), (33, 2, 1, 40, 512)]
+    {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            let q = Tensor::randn(0f32, 1., (1, sq, h, d), &cpu)?.to_dtype(dtype)?;
+            let k = Tensor::randn(0f32, 1., (1, sk, hkv, d), &cpu)?.to_dtype(dtype)?;
+            let v = Tensor::randn(0f32, 1., (1, sk, hkv, d), &cpu)?.to_dtype(dtype)?;
+            let (qg, kg, vg) = (q.to_device(&dev)?, k.to_device(&dev)?, v.to_device(&dev)?);
+            for scale in [0.1f32, 1e3, 1e6, 1e7, 1e8, 1e9, 1e12, 1e20, 1e30] {
+                for causal in [false, true] {
+                    let p = AttnParams::new(scale).causal(causal);
+                    let f64s = |t: &Tensor| t.to_dtype(DType::F64);
+                    let want = to_f64_vec(&attention_ref(&f64s(&q)?, &f64s(&k)?, &f64s(&v)?, &p)?)?;
+                    let err = |got: &[f64]| {
+                        got.iter()
+                            .zip(&want)
+                            .map(|(a, b)| if (a - b).is_nan() { f64::INFINITY } else { (a - b).abs() })
+                            .fold(0.0, f64::max)
+                    };
+                    // The naive path in the same dtype (f32 probabilities) bounds the rounding,
+                    // with a floor of about one output ulp at |o| ~ 4.
+                    let naive = err(&to_f64_vec(&attention_ref(&q, &k, &v, &p)?)?);
+                    let floor = match dtype {
+                        DType::F32 => 1e-5,
+                        DType::F16 => 4e-3,
+                        _ => 3e-2,
+                    };
+                    let tol = 4.0 * naive + floor;
+                    let cu_q = Tensor::new(&[0u32, sq as u32], &dev)?;
+                    let cu_k = Tensor::new(&[0u32, sk as u32], &dev)?;
+                    let vl = Varlen::new(&cu_q, &cu_k, sq, sk);
+                    for kernels in [CudaKernels::Auto, CudaKernels::Sm80] {
+                        let dense = with_cuda_kernels(kernels, || attention(&qg, &kg, &vg, &p))?;
+                        let packed = with_cuda_kernels(kernels, || {
+                            attention_varlen(&qg.squeeze(0)?, &kg.squeeze(0)?, &vg.squeeze(0)?, &vl, &p)
+                        })?;
+                        for (what, got) in [("dense", dense), ("packed", packed)] {
+                            let got = to_f64_vec(&got)?;
+                            let worst = err(&got);
+                            let zero_rows = got.chunks(d).filter(|r| r.iter().all(|x| *x == 0.0)).count();
+                            assert!(
+                                worst <= tol && zero_rows == 0,
+                                "{what} {kernels:?} {dtype:?} d {d} scale {scale:e} causal {causal}: \
+                                 error {worst:e} against f64 (NaN counts as inf; naive {naive:e}, \
+                                 allowed {tol:e}), {zero_rows} zero rows"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!("gpu_large_scale: {checked} outputs right at scales 0.1-1e30");
+    Ok(())
+}

@@ -12,6 +12,15 @@
 
 #include <stdint.h>
 
+// Above this `scale_log2` (softmax_scale · log2 e) the prefill scales each score before its
+// row max (the `_mods` arithmetic) instead of folding the scale into exp2's FMA. The fold
+// subtracts the rounded product max·scale from the exact products, so the row's largest
+// probability is 2^δ with |δ| up to half an ulp of the scaled max: at scaled scores of 2^28
+// and more that overflows the f16 P tile (2^31: f32) or underflows to a row of zeros
+// (lab/results/s41-call6). Below it that needs |q·k| ≥ 2^24. src/limits.rs
+// (PRESCALE_ABOVE_LOG2) holds the same number; build.rs asserts it here.
+constexpr float kFattnPrescaleAboveLog2 = 16.f;
+
 struct FattnParams {
     // ---- every kernel -------------------------------------------------------------------
     const void* q;

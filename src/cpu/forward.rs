@@ -13,6 +13,8 @@ use candle_core::{bail, Result};
 use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 use std::f32::consts::LOG2_E;
+
+use crate::limits::PRESCALE_ABOVE_LOG2;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -1459,7 +1461,7 @@ unsafe fn softmax_step<T: Element, const KIND: u8, const SLD: usize, const PLD: 
         // keys `a..b` alone and the masked probabilities are zeros, which is what `2^-inf`
         // gives them on the masked path.
         #[cfg(target_arch = "x86_64")]
-        if KIND >= AVX512_BF16 && round_p && bare && s_scale > 0.0 {
+        if KIND >= AVX512_BF16 && round_p && bare && s_scale > 0.0 && s_scale <= PRESCALE_ABOVE_LOG2 {
             let (a, b) = if full {
                 (0, jb)
             } else {
@@ -1482,7 +1484,9 @@ unsafe fn softmax_step<T: Element, const KIND: u8, const SLD: usize, const PLD: 
             sc.corr[r] = corr;
             continue;
         }
-        let fused_scale = s_scale != 1.0 && plain && KIND >= AVX512;
+        // Large scales multiply the scores first (crate::limits): the fold into the exponent's
+        // multiply-add is exact only while scaled scores stay small.
+        let fused_scale = s_scale != 1.0 && plain && KIND >= AVX512 && s_scale <= PRESCALE_ABOVE_LOG2;
         if s_scale != 1.0 && !fused_scale {
             srow.iter_mut().for_each(|x| *x *= s_scale);
         }

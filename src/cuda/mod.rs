@@ -304,6 +304,17 @@ pub(super) fn dev_qkv<'a, T: CudaDType + DeviceRepr + 'a>(
     }
 }
 
+/// Whether a prefill (either generation) takes its `_mods` instance: a softcap or ALiBi, a
+/// scale ≤ 0 (the plain kernels fold the scale into exp2 after the row max, which needs it
+/// positive), or a scale above [`crate::limits::PRESCALE_ABOVE_LOG2`] (the fold is exact only
+/// while scaled scores stay far below 2^28; `_mods` scales each score first).
+pub(super) fn prefill_needs_mods(p: &Problem) -> bool {
+    p.softcap > 0.0
+        || p.has_alibi
+        || p.scale <= 0.0
+        || p.scale * std::f32::consts::LOG2_E > crate::limits::PRESCALE_ABOVE_LOG2
+}
+
 /// Rows of q (and of the output): `batch · seq_q` dense, `total_q` packed.
 pub(super) fn query_rows(p: &Problem) -> usize {
     p.packed().map_or(p.batch * p.seq_q, |pk| pk.total_q())

@@ -19,11 +19,10 @@ use super::{
 };
 use crate::problem::Problem;
 
-/// The prefill instance for `p` in `T`. `_mods` instances apply softcap/ALiBi; the plain ones
-/// fold the scale into exp2 after the row max, which needs a positive scale, so a scale <= 0
-/// takes `_mods` too (the f32 kernel serves both).
+/// The prefill instance for `p` in `T`: `_mods` ([`super::prefill_needs_mods`]) for
+/// softcap/ALiBi, scales ≤ 0 and large scales (the f32 kernel serves both).
 fn instance<T: KernelDtype>(p: &Problem) -> Result<&'static Instance> {
-    let mods = p.softcap > 0.0 || p.has_alibi || p.scale <= 0.0;
+    let mods = super::prefill_needs_mods(p);
     heuristics::instance(KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods }, Arch::Sm80)
 }
 

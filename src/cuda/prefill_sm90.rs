@@ -123,7 +123,7 @@ fn instance<T: KernelDtype>(p: &Problem, dev: &candle_core::CudaDevice) -> Resul
     if !super::has_code(SOURCES.iter().position(|s| s.arch == Arch::Sm90a)) {
         return Ok(None);
     }
-    let mods = p.softcap > 0.0 || p.has_alibi || p.scale <= 0.0;
+    let mods = super::prefill_needs_mods(p);
     let key = KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods };
     let Ok(mut inst) = heuristics::instance(key, Arch::Sm90a) else { return Ok(None) };
     // The smaller query tile of the `mods` instance (see the module docs); it computes the
