@@ -5,7 +5,9 @@
 //! largest difference from the CPU's answer on the same inputs, and NaN gradients.
 //!   cargo run --release --features cuda --example lab_scale_range
 use candle_core::{DType, Device, Result, Tensor};
-use candle_fused_attn::{attention, attention_backward, attention_with_lse, with_cuda_kernels, AttnParams, CudaKernels};
+use candle_fused_attn::{
+    attention, attention_backward, attention_with_lse, with_cuda_kernels, AttnParams, CudaKernels,
+};
 
 fn stats(got: &Tensor, want: &Tensor, d: usize) -> Result<(usize, usize, f64)> {
     let g = got.to_dtype(DType::F64)?.flatten_all()?.to_vec1::<f64>()?;
