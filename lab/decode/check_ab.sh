@@ -13,6 +13,8 @@
 #   envab PACK FILTER ROUNDS VAR "label=value ..."  # one pack's bench rows under values of VAR,
 #                              # alternating ("unset" unsets it); medians to $R/envab_medians.txt
 #   gpu_all PACK [SECONDS]     # the pack's whole GPU test binary (oracle skipped), then the oracle
+#   cuda_hunt PACK [SECONDS]   # the panic hunt with every input on the GPU (PACK_HUNT=1 pack; N=
+#                              # seeds, default 1500), its summary; on a CUDA FAULT, memcheck up to that seed
 #   gpu_tests PACK "TOOLS" TEST...  # those tests of the pack's GPU binary, then each
 #                              # compute-sanitizer tool of TOOLS on gpu_sanitizer_subset
 #   torch_both TAG             # torch's prefill and decode tables (cuDNN, FA2) into $R/torchTAG
@@ -178,4 +180,19 @@ gpu_tests() {
      timeout 150 compute-sanitizer --tool "$tool" bin/gpu gpu_sanitizer_subset --exact --nocapture > "$R/san_$tool.log" 2>&1
      echo "$tool rc=$?"; grep -E "SUMMARY|test result" "$R/san_$tool.log" | tail -2
    done)
+}
+cuda_hunt() {  # PACK [SECONDS]: tests/panic_hunt.rs on CUDA (a synchronize after every call)
+  unpack "$1" || return 1
+  (cd "/tmp/$1" && head -1 COMMIT
+   PANIC_HUNT_TRACE=1 PANIC_HUNT_DEVICE=cuda PANIC_HUNT_SKIP_CATALOGS=1 PANIC_HUNT_N=${N:-1500} \
+     timeout "${2:-150}" bin/panic_hunt panic_hunt --nocapture --test-threads=1 > "$R/hunt.log" 2>&1
+   echo "hunt rc=$?"; cp /tmp/panic_hunt_current "$R/" 2>/dev/null && echo "last call: $(cut -c1-300 /tmp/panic_hunt_current)"
+   grep -v "<unknown>" "$R/hunt.log" | grep -nE "CUDA FAULT|PANICS|SUSPICIOUS|INTERNAL|ERRORS ON|SLOW|test result|total calls|panic outside" | cut -c1-300 | head -20
+   seed=$(grep -oE "CUDA FAULT after .*seed [0-9]+" "$R/hunt.log" | grep -oE "[0-9]+$" | head -1)
+   if [ -n "$seed" ]; then
+     n=$(( seed >= 500000 ? seed - 500000 + 1 : seed - 1000 + 1 ))
+     PANIC_HUNT_DEVICE=cuda PANIC_HUNT_SKIP_CATALOGS=1 PANIC_HUNT_N=$n timeout 120 \
+       compute-sanitizer --tool memcheck --show-backtrace no bin/panic_hunt panic_hunt --nocapture --test-threads=1 > "$R/memcheck.log" 2>&1
+     echo "memcheck rc=$?"; grep -E "Invalid|at fattn|ERROR SUMMARY" "$R/memcheck.log" | sort | uniq -c | head
+   fi)
 }

@@ -7,16 +7,10 @@
 #    the running call if it hangs instead (a1e91ba may already have removed the cause: the
 #    packed problem's seq_q/seq_k are the longest lengths since then).
 # 2. If it names a case: that case's seed alone (PANIC_HUNT_N from the seed) under memcheck.
+# (The hunt's commands, as run, now live in check_ab.sh's cuda_hunt.)
 . lab/decode/check_ab.sh
 body() {
   gpu_info
-  unpack s41ph
-  cd /tmp/s41ph && head -3 COMMIT
-  PANIC_HUNT_TRACE=1 PANIC_HUNT_DEVICE=cuda PANIC_HUNT_SKIP_CATALOGS=1 PANIC_HUNT_N=${N:-1500} \
-    timeout 300 bin/panic_hunt panic_hunt --nocapture --test-threads=1 > "$R/hunt.log" 2>&1
-  echo "hunt rc=$?"
-  cp /tmp/panic_hunt_current "$R/" 2>/dev/null && echo "last call: $(cat /tmp/panic_hunt_current)"
-  grep -v "<unknown>" "$R/hunt.log" | grep -nE "CUDA FAULT|outside|after |PANICS|SUSPICIOUS|INTERNAL|test result|total calls" | head -20
-  cd "$L"
+  cuda_hunt s41ph 300
 }
 archived body
