@@ -347,19 +347,30 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 
     auto load_kv = [&](int nb, int stage) {
         uint16_t* sK = sKV + stage * Cfg::kKVStageElems;
-        if (!kPacked || table == nullptr) {
+        if constexpr (!kPacked) {
+            // Dense: exactly the code the dense entries have always had (their SASS unchanged).
             load_tile<Cfg, BN>(sK, kg, p.k_seq_stride, nb * BN, len_k(), p.head_dim, vec_in, tid);
             load_tile<Cfg, BN>(sK + BN * D, vg, p.v_seq_stride, nb * BN, len_k(), p.head_dim, vec_in, tid);
-        } else if (p.page_block_size % BN == 0) {
-            // The block's keys lie in one page: its rows are consecutive there.
-            const int n0 = nb * BN;
-            const int page = n0 / p.page_block_size;
-            const int64_t blk = table[page];
-            const int off = n0 - page * p.page_block_size;
-            load_tile<Cfg, BN>(sK, kg + blk * p.k_batch_stride + off * p.k_seq_stride, p.k_seq_stride, 0,
-                               msk.len_k - n0, p.head_dim, vec_in, tid);
-            load_tile<Cfg, BN>(sK + BN * D, vg + blk * p.v_batch_stride + off * p.v_seq_stride, p.v_seq_stride, 0,
-                               msk.len_k - n0, p.head_dim, vec_in, tid);
+        } else if (table == nullptr || p.page_block_size % BN == 0) {
+            // Unpaged, or a page-aligned block (its keys lie in one page, consecutive rows
+            // there): one copy from a base row. (Two copies of the unrolled tile loads, one per
+            // case, had cost each `_varlen` entry about 700 SASS instructions.)
+            const uint16_t* kb = kg;
+            const uint16_t* vb = vg;
+            int row0 = nb * BN;
+            int row_end = len_k();
+            if (table != nullptr) {
+                const int n0 = nb * BN;
+                const int page = n0 / p.page_block_size;
+                const int64_t blk = table[page];
+                const int off = n0 - page * p.page_block_size;
+                kb = kg + blk * p.k_batch_stride + off * p.k_seq_stride;
+                vb = vg + blk * p.v_batch_stride + off * p.v_seq_stride;
+                row0 = 0;
+                row_end = msk.len_k - n0;
+            }
+            load_tile<Cfg, BN>(sK, kb, p.k_seq_stride, row0, row_end, p.head_dim, vec_in, tid);
+            load_tile<Cfg, BN>(sK + BN * D, vb, p.v_seq_stride, row0, row_end, p.head_dim, vec_in, tid);
         } else {
             load_tile_paged<Cfg, BN>(sK, p, kg, p.k_batch_stride, p.k_seq_stride, table, nb * BN, msk.len_k, vec_in,
                                      tid);

@@ -61,12 +61,28 @@ __device__ __forceinline__ SeqMask packed_mask(const FattnParams& p, int b, int 
     return SeqMask{len_q, len_k, p.mm_ranges == nullptr ? nullptr : p.mm_ranges + 2 * b * p.max_mm_ranges};
 }
 
+// The union of a row's window range r with the sequence's multimodal prefix ranges that hold
+// its diag, out of line, for the sm_80 kernels: once per kernel instead of once per call site.
+// Inlined, every row's mask carried its own copy of the loop (about 1 100 of the 7 728 SASS
+// instructions of fattn_fwd_bf16_d128_varlen, and its spills); the call runs only for
+// sequences that have ranges. The Hopper kernels (compute_90a) keep the loop inline, as it was.
+__device__ __noinline__ KeyRange add_ranges_call(const int32_t* ranges, int n, int diag, KeyRange r) {
+    for (int i = 0; i < n; ++i) {
+        const int s = ranges[2 * i], e = ranges[2 * i + 1];
+        if (s <= diag && diag < e) {
+            r.lo = min(r.lo, s);
+            r.hi = max(r.hi, e);
+        }
+    }
+    return r;
+}
 __device__ __forceinline__ KeyRange key_range(const FattnParams& p, const SeqMask& m, int row) {
     const int diag = m.diag(row);
     KeyRange r;
     r.lo = p.window_left < 0 ? 0 : max(0, diag - p.window_left);
     r.hi = p.window_right < 0 ? m.len_k : min(m.len_k, diag + p.window_right + 1);
     if (m.ranges != nullptr) {
+#if __CUDA_ARCH__ >= 900
         for (int i = 0; i < p.max_mm_ranges; ++i) {
             const int s = m.ranges[2 * i], e = m.ranges[2 * i + 1];
             if (s <= diag && diag < e) {
@@ -74,6 +90,9 @@ __device__ __forceinline__ KeyRange key_range(const FattnParams& p, const SeqMas
                 r.hi = max(r.hi, e);
             }
         }
+#else
+        r = add_ranges_call(m.ranges, p.max_mm_ranges, diag, r);
+#endif
     }
     return r;
 }
