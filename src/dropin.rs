@@ -424,7 +424,10 @@ impl CustomOp3 for FlashAttn {
         use candle_core::backend::BackendStorage;
         let op = self.op([q.dtype(), k.dtype(), v.dtype()], ql, kl, vl)?;
         if op.problem.seq_k == 0 || ql.shape().elem_count() == 0 {
-            let zeros = candle_core::backend::BackendDevice::zeros_impl(q.device(), ql.shape(), q.dtype())?;
+            // At least one element: candle 0.11 cannot allocate 0 bytes on CUDA (a storage
+            // larger than the shape is what a narrowed view has too).
+            let n = ql.shape().elem_count().max(1);
+            let zeros = candle_core::backend::BackendDevice::zeros_impl(q.device(), &Shape::from(n), q.dtype())?;
             return Ok((zeros, ql.shape().clone()));
         }
         op.cuda_fwd(q, ql, k, kl, v, vl)
@@ -449,9 +452,9 @@ impl CustomOp3 for FlashAttn {
 fn zeros_cpu(dtype: candle_core::DType, n: usize) -> Result<CpuStorage> {
     use candle_core::DType;
     Ok(match dtype {
-        DType::F32 => CpuStorage::F32(vec![0.0; n]),
-        DType::F16 => CpuStorage::F16(vec![half::f16::ZERO; n]),
-        DType::BF16 => CpuStorage::BF16(vec![half::bf16::ZERO; n]),
+        DType::F32 => CpuStorage::F32(crate::alloc::try_vec(n, 0.0, "the output")?),
+        DType::F16 => CpuStorage::F16(crate::alloc::try_vec(n, half::f16::ZERO, "the output")?),
+        DType::BF16 => CpuStorage::BF16(crate::alloc::try_vec(n, half::bf16::ZERO, "the output")?),
         dt => candle_core::bail!("fused-attn: unsupported dtype {dt:?}; supported: f32, f16, bf16"),
     })
 }

@@ -2346,6 +2346,14 @@ fn gpu_empty_inputs() -> Result<()> {
             assert_eq!(attention_ref(&q, &k, &k, &p).context(at("attention_ref"))?.dims(), &qd[..]);
             let lse_ref = candle_fused_attn::attention_ref_lse(&q, &k, &k, &p).context(at("attention_ref_lse"))?;
             assert_eq!(lse_ref.dims(), &[qd[0], qd[2], qd[1]][..]);
+            let op = candle_fused_attn::FlashAttn {
+                softmax_scale: 0.25,
+                alibi_slopes: None,
+                window_size_left: None,
+                window_size_right: Some(0),
+                softcap: None,
+            };
+            assert_eq!(q.apply_op3(&k, &k, op).context(at("FlashAttn"))?.dims(), &qd[..]);
         }
         // A packed batch of sequences without queries, one without keys too.
         let (q, k) = (empty(&[0, 4, 16], dtype)?, Tensor::randn(0f32, 1., (7, 2, 16), &dev)?.to_dtype(dtype)?);
