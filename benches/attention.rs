@@ -393,7 +393,10 @@ fn bench_varlen(c: &mut Criterion) {
 /// reads them back (a device-to-host copy per call: on candle's default device it waits for
 /// everything queued on the stream); the paged decode's `devidx_ownstream` rows run the
 /// devidx row on a device of its own stream (`Device::new_cuda_with_stream`), where the read
-/// runs on a side stream that waits only for the indices' writer (src/cuda/indices.rs).
+/// runs on a side stream that waits only for the indices' writer (src/cuda/indices.rs). On
+/// candle's default device, repeated index values are guessed (src/cuda/speculation.rs), which
+/// the `devidx` rows (the same values every call) always do; `devidx_steps32` changes them
+/// every 32 calls, as a 32-layer model's decode steps do.
 #[cfg(feature = "cuda")]
 fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()> {
     let dtype = DType::BF16;
@@ -512,6 +515,28 @@ fn bench_cuda_varlen(c: &mut Criterion, dev: &Device) -> candle_core::Result<()>
                 let paged = || attention_varlen(qr, kr, vr, &vl, &params);
                 group.bench_function(format!("paged{page}_{idx}_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
                     bb.iter_custom(|iters| rep_times(run_dev, iters, &paged).expect("timed reps"))
+                });
+            }
+            // GPU indices on candle's default device as a model's decode steps pass them: the
+            // same values for 32 calls (the layers of one step), then new ones (another shuffle),
+            // so that the call guessing the last values (src/cuda/speculation.rs) is wrong once
+            // and reads once per 32 calls.
+            {
+                let other: Vec<u32> = (0..blocks).map(|i| ((i * 40503usize + 17) % blocks) as u32).collect();
+                let (cu_q, cu_k) = (Tensor::new(cu_q.as_slice(), dev)?, Tensor::new(cu_k.as_slice(), dev)?);
+                let vls = [
+                    Varlen::new(&cu_q, &cu_k, 1, sk)
+                        .paged(&Tensor::from_vec(table.clone(), (b, sk / page), dev)?, page),
+                    Varlen::new(&cu_q, &cu_k, 1, sk).paged(&Tensor::from_vec(other, (b, sk / page), dev)?, page),
+                ];
+                let call = std::cell::Cell::new(0usize);
+                let steps = || {
+                    let i = call.get();
+                    call.set(i + 1);
+                    attention_varlen(&qv, &kpg, &vpg, &vls[(i / 32) % 2], &params)
+                };
+                group.bench_function(format!("paged{page}_devidx_steps32_b{b}_h32_kv8_q1_k{sk}_d128"), |bb| {
+                    bb.iter_custom(|iters| rep_times(dev, iters, &steps).expect("timed reps"))
                 });
             }
             // The same pool with the pages in order (block j of sequence i is i · pages + j):

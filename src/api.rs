@@ -339,7 +339,22 @@ fn run_packed(
     params: &AttnParams,
     want_lse: bool,
 ) -> Result<(Tensor, Option<Tensor>)> {
-    let problem = validate_packed(q, k, v, varlen, params, crate::op::read_indices(q, varlen)?)?;
+    // Only fresh tensors come out: the call may run on guessed GPU index values (op.rs).
+    crate::op::with_indices(q, varlen, true, |pre| {
+        let problem = validate_packed(q, k, v, varlen, params, pre)?;
+        run_validated(q, k, v, problem, params, want_lse)
+    })
+}
+
+/// [`run_packed`] on a validated problem.
+fn run_validated(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    problem: Problem,
+    params: &AttnParams,
+    want_lse: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
     let packed = problem.packed().cloned().expect("validate_packed returns a packed problem");
     if packed.pages.is_some() && (q.track_op() || k.track_op() || v.track_op()) {
         bail!(

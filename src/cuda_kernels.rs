@@ -168,6 +168,25 @@ pub fn take_last_side_index_reads() -> Option<usize> {
     LAST_SIDE_INDEX_READS.with(|c| c.take())
 }
 
+thread_local! {
+    static LAST_INDEX_GUESS: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// Records whether the packed call this thread just made ran on guessed index values that
+/// proved right (`true`) or wrong (`false`, run again on the values read); src/cuda/speculation.rs.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn record_index_guess(right: bool) {
+    LAST_INDEX_GUESS.with(|c| c.set(Some(right)));
+}
+
+/// Whether the last packed call of this thread ran on guessed GPU index values, and forgets it:
+/// `Some(true)` when the guess was right (its launch was the answer), `Some(false)` when it was
+/// wrong (dropped, run again on the values read), `None` when no call guessed since the last
+/// take. The tests use it to prove that both ways ran (src/cuda/speculation.rs).
+pub fn take_last_index_guess() -> Option<bool> {
+    LAST_INDEX_GUESS.with(|c| c.take())
+}
+
 /// Lab only (examples/lab_stamps.rs, a build with `NVCC_FLAGS=-DFATTN_LAB_STAMPS=K`): the bytes
 /// of the `__device__` variable `name` of kernel file `file` on `device`.
 #[doc(hidden)]

@@ -1632,6 +1632,122 @@ fn device_indices_wait_for_their_writer(dev: &Device, kind: &str, side_reads: us
     Ok(())
 }
 
+/// Guessed GPU index values on candle's default device (src/cuda/speculation.rs): after a call
+/// whose values repeated its predecessor's, or after a wrong guess, a packed call launches on
+/// the guess before it reads its indices. Checked here, against the same call with host
+/// indices, bit for bit: the first calls read and do not guess; a repeat guesses right; new
+/// values (fresh tensors, and the same tensor written in place by `slice_set`) are guessed
+/// wrong and run again on the values read, and the next call guesses those; after two wrong
+/// guesses in a row calls read until values repeat; values that fail validation return the
+/// error naming them, not the guess's result; every index write queued behind milliseconds of
+/// GPU work.
+#[test]
+fn gpu_device_indices_guess() -> Result<()> {
+    use candle_fused_attn::{attention_varlen, take_last_index_guess, Varlen};
+    use rand::{rngs::StdRng, seq::SliceRandom, Rng, SeedableRng};
+    let name = "gpu_device_indices_guess";
+    let Some(dev) = cuda_device(name) else { return Ok(()) };
+    if own_stream_devices() {
+        println!("SKIPPED: {name}: a device of its own stream reads indices on a side stream and never guesses");
+        return Ok(());
+    }
+    let seed = fresh_seed(name);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (h, hkv, d, page, batch, max_blocks) = (8, 2, 64, 16, 4, 40);
+    let num_blocks = batch * max_blocks + 5;
+    let q = Tensor::randn(0f32, 1.0, (batch, h, d), &dev)?.to_dtype(DType::BF16)?;
+    let k = Tensor::randn(0f32, 1.0, (num_blocks, page, hkv, d), &dev)?.to_dtype(DType::BF16)?;
+    let v = Tensor::randn(0f32, 1.0, (num_blocks, page, hkv, d), &dev)?.to_dtype(DType::BF16)?;
+    let params = AttnParams::new(0.125).causal(true);
+    let max_k = max_blocks * page;
+    // A case: per-sequence key counts and a shuffled block table of the pool.
+    let case = |rng: &mut StdRng| -> (Vec<u32>, Vec<u32>) {
+        let mut pool: Vec<u32> = (0..num_blocks as u32).collect();
+        pool.shuffle(rng);
+        // At least two blocks each: the bad table below breaks sequence 1's second block.
+        let lens: Vec<u32> = (0..batch).map(|_| rng.random_range(2 * page as u32 + 1..=max_k as u32)).collect();
+        let cu_k = std::iter::once(0)
+            .chain(lens.iter().scan(0u32, |s, &l| {
+                *s += l;
+                Some(*s)
+            }))
+            .collect();
+        (cu_k, pool[..batch * max_blocks].to_vec())
+    };
+    let cu_q: Vec<u32> = (0..=batch as u32).collect();
+    let square = Tensor::randn(0f32, 1.0 / 64.0, (2048, 2048), &dev)?;
+    let on = |vals: &[u32], shape: &[usize], d: &Device| Tensor::from_vec(vals.to_vec(), shape, d);
+    let run = |cu_k: &Tensor, table: &Tensor, cq: &Tensor| -> Result<Vec<f32>> {
+        let vl = Varlen::new(cq, cu_k, 1, max_k).paged(table, page);
+        attention_varlen(&q, &k, &v, &vl, &params)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()
+    };
+    let want = |cu_k: &[u32], table: &[u32]| -> Result<Vec<f32>> {
+        let c = Device::Cpu;
+        run(&on(cu_k, &[batch + 1], &c)?, &on(table, &[batch, max_blocks], &c)?, &on(&cu_q, &[batch + 1], &c)?)
+    };
+    // The index tensors written on the GPU behind busy work (a matmul chain on the stream).
+    let late = |vals: &[u32], shape: &[usize]| -> Result<Tensor> {
+        let busy = square.matmul(&square)?.matmul(&square)?;
+        let as_f32: Vec<f32> = vals.iter().map(|&x| x as f32).collect();
+        let t = Tensor::from_vec(as_f32, shape, &dev)?.to_dtype(DType::U32)?;
+        drop(busy);
+        Ok(t)
+    };
+    let same = |a: &[f32], b: &[f32]| a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+    let (cu_a, table_a) = case(&mut rng);
+    let (cu_b, table_b) = case(&mut rng);
+    let want_a = want(&cu_a, &table_a)?;
+    let want_b = want(&cu_b, &table_b)?;
+    let _ = take_last_index_guess();
+    // (values, expected guess outcome, expected output)
+    type Step<'a> = (&'a [u32], &'a [u32], Option<bool>, &'a [f32], &'a str);
+    let steps: [Step; 11] = [
+        (&cu_a, &table_a, None, &want_a, "first call: read"),
+        (&cu_a, &table_a, None, &want_a, "first repeat: read"),
+        (&cu_a, &table_a, Some(true), &want_a, "second repeat: guessed right"),
+        (&cu_a, &table_a, Some(true), &want_a, "third repeat: guessed right"),
+        (&cu_b, &table_b, Some(false), &want_b, "new values: guessed wrong, run again"),
+        (&cu_b, &table_b, Some(true), &want_b, "after a wrong guess: the values read, right"),
+        (&cu_a, &table_a, Some(false), &want_a, "new values: wrong"),
+        (&cu_b, &table_b, Some(false), &want_b, "new values again: wrong, the second in a row"),
+        (&cu_a, &table_a, None, &want_a, "after two wrong guesses: read"),
+        (&cu_a, &table_a, None, &want_a, "a repeat: read"),
+        (&cu_a, &table_a, Some(true), &want_a, "after a repeat: guessed right"),
+    ];
+    for (i, (cu_k, table, guess, expect, what)) in steps.iter().enumerate() {
+        let got = run(&late(cu_k, &[batch + 1])?, &late(table, &[batch, max_blocks])?, &late(&cu_q, &[batch + 1])?)?;
+        assert_eq!(take_last_index_guess(), *guess, "step {i} ({what}), seed {seed}");
+        assert_eq!(same(&got, expect), 0, "step {i} ({what}): outputs differ from host indices, seed {seed}");
+    }
+    // One tensor written in place between calls: the guess (its old values) is wrong.
+    let (cu_c, table_c) = case(&mut rng);
+    let want_c = want(&cu_b, &table_c)?;
+    let (cu_t, cq_t) = (late(&cu_b, &[batch + 1])?, late(&cu_q, &[batch + 1])?);
+    let table_t = late(&table_b, &[batch, max_blocks])?;
+    let got = run(&cu_t, &table_t, &cq_t)?;
+    assert_eq!(take_last_index_guess(), Some(false), "values b after a: guessed wrong, seed {seed}");
+    assert_eq!(same(&got, &want_b), 0, "values b: outputs differ, seed {seed}");
+    let _ = (run(&cu_t, &table_t, &cq_t)?, take_last_index_guess());
+    table_t.slice_set(&late(&table_c, &[batch, max_blocks])?, 0, 0)?;
+    let got = run(&cu_t, &table_t, &cq_t)?;
+    assert_eq!(take_last_index_guess(), Some(false), "a table written in place: guessed wrong, seed {seed}");
+    assert_eq!(same(&got, &want_c), 0, "a table written in place: outputs differ, seed {seed}");
+    let _ = cu_c;
+    // Bad values after right guesses: the error, naming them.
+    let got = run(&cu_t, &table_t, &cq_t)?;
+    assert_eq!(take_last_index_guess(), Some(true), "after the in-place write: guessed right, seed {seed}");
+    assert_eq!(same(&got, &want_c), 0, "after the in-place write: outputs differ, seed {seed}");
+    let mut bad = table_c.clone();
+    bad[max_blocks + 1] = num_blocks as u32 + 3;
+    let err = run(&cu_t, &late(&bad, &[batch, max_blocks])?, &cq_t)
+        .expect_err("an out-of-range block after right guesses must fail")
+        .to_string();
+    assert_eq!(take_last_index_guess(), Some(false), "bad values after right guesses, seed {seed}");
+    assert!(err.contains(&format!("block_table[1, 1] = {}", num_blocks + 3)), "the error names the entry: {err}");
+    println!("{name}: 11 steps, an in-place write and a bad table, each as expected, bit-identical to host indices (seed {seed})");
+    Ok(())
+}
+
 /// `attention_varlen_into` on CUDA writes `attention_varlen`'s bits into the caller's buffer,
 /// and nothing outside it: random packed and paged cases (prefill and decode paths, every
 /// dtype, both kernel generations), `out` a view of a NaN-filled buffer at an aligned offset

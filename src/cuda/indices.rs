@@ -36,21 +36,63 @@
 
 use std::sync::{Arc, Mutex};
 
-use candle_core::cuda_backend::cudarc::driver::{result, sys, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
+use candle_core::cuda_backend::cudarc::driver::{
+    result, sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice,
+};
 use candle_core::cuda_backend::{CudaDType, DeviceId};
-use candle_core::{DType, Result, Storage, Tensor};
+use candle_core::{DType, Result, Storage, StorageRef, Tensor};
 
 /// A device's page-locked staging buffer (grown to the largest call's indices, kept between
-/// calls) and its side stream, made at the first side read.
+/// calls), its side stream, made at the first side read, and the event that marks a
+/// speculative read's copies done (see [`Staged::finish_polling`]).
+///
+/// A call takes the staging buffer and the event out for the time of its read and puts them
+/// back after (the larger buffer wins): a second thread reading on the same device meanwhile
+/// makes its own.
 struct Reader {
     side: Option<Arc<CudaStream>>,
     staging: Option<PinnedHostSlice<u8>>,
+    event: Option<CudaEvent>,
+    /// A speculative read's copy stream and the event that forks it off candle's stream.
+    copier: Option<(CopyStream, CudaEvent)>,
+}
+
+/// A stream of the driver API that cudarc does not know of: making one through cudarc would
+/// switch its context into multi-stream mode (events on every op of the user's program). Only
+/// index copies run on it, ordered after candle's stream by an event, and waited for by the
+/// host before their buffers can be reused.
+struct CopyStream {
+    ctx: Arc<CudaContext>,
+    raw: sys::CUstream,
+}
+
+// SAFETY: a CUDA stream handle may be used from any thread once its context is bound there
+// (every use binds it); the handle is only used under the device reader's lock or by the one
+// call that took it out of the reader.
+unsafe impl Send for CopyStream {}
+
+impl CopyStream {
+    fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        ctx.bind_to_thread().map_err(|e| err("binding the context", e))?;
+        let raw =
+            result::stream::create(result::stream::StreamKind::NonBlocking).map_err(|e| err("a copy stream", e))?;
+        Ok(Self { ctx: ctx.clone(), raw })
+    }
+}
+
+impl Drop for CopyStream {
+    fn drop(&mut self) {
+        // SAFETY: `raw` was made by `cuStreamCreate` in `ctx` and is destroyed once, here; work
+        // still queued on it completes first (the driver's contract for `cuStreamDestroy`).
+        let _ = self.ctx.bind_to_thread().map(|_| unsafe { result::stream::destroy(self.raw) });
+    }
 }
 
 /// The readers of the devices that have read indices, created at their first read: at most
 /// [`KEPT_READERS`], the oldest dropped first (a program that makes a new candle `Device` per
-/// request does not keep a stream per request). Each has a lock of its own, so that a thread
-/// waiting for one GPU's copies does not hold up another GPU's calls.
+/// request does not keep a stream per request). Each has a lock of its own, held only while a
+/// call takes or returns its parts, so that a thread waiting for one GPU's copies holds up no
+/// other call.
 static READERS: Mutex<Vec<(DeviceId, Arc<Mutex<Reader>>)>> = Mutex::new(Vec::new());
 
 /// How many devices' readers [`READERS`] keeps.
@@ -63,13 +105,79 @@ pub(crate) struct Read {
     pub side: bool,
 }
 
+/// A tensor's copy: its index in the call's list, its element range, its byte offset in the
+/// staging buffer and its dtype.
+type Job = (usize, usize, usize, usize, DType);
+
+/// A call's index copies, queued into page-locked staging and not yet waited for. Holds each
+/// copied tensor's storage guard, so that no buffer is freed while its copy reads it. Dropped
+/// unfinished (an error, a panic in the caller), it still waits for its copies before the
+/// staging buffer is reused or freed.
+pub(crate) struct Staged<'a> {
+    reader: Arc<Mutex<Reader>>,
+    staging: Option<PinnedHostSlice<u8>>,
+    /// Recorded after the copies when the caller asked for it ([`stage_all_on_stream`]).
+    event: Option<CudaEvent>,
+    /// The copy stream, taken from the reader, when the copies run on it.
+    copier: Option<(CopyStream, CudaEvent)>,
+    /// The stream the copies run on: `stream`'s, or the copy stream's.
+    copy_on: sys::CUstream,
+    base: *mut u8,
+    jobs: Vec<Job>,
+    held: Vec<StorageRef<'a>>,
+    /// The device address of the last non-empty copy's first element (the probe's source).
+    probe: Option<sys::CUdeviceptr>,
+    stream: Arc<CudaStream>,
+    side: bool,
+    /// How many tensors the caller passed.
+    len: usize,
+}
+
+fn err(what: &str, e: impl std::fmt::Debug) -> candle_core::Error {
+    candle_core::Error::Msg(format!("fused-attn: reading index tensors ({what}): {e:?}"))
+}
+
 /// The values of each of `ts` as i64, for those read here: u32, i32 or i64 tensors that are one
 /// contiguous run of a buffer on the GPU of the first of them. `None` for the others, which the
 /// caller reads on candle's stream.
 pub(crate) fn read_many(ts: &[&Tensor]) -> Result<Read> {
-    let mut values: Vec<Option<Vec<i64>>> = vec![None; ts.len()];
-    // Each qualifying tensor's element range, dtype and byte offset in the staging buffer.
-    let mut jobs = Vec::new();
+    match stage(ts, true, None)? {
+        None => Ok(Read { values: vec![None; ts.len()], side: false }),
+        Some(mut staged) => {
+            staged.wait_probe()?;
+            Ok(staged.values())
+        }
+    }
+}
+
+/// Whether `t` lives on a CUDA device whose cudarc context records no events (single-stream
+/// mode: candle's default `Device::new_cuda`), where [`read_many`] drains candle's stream.
+pub(crate) fn drains(t: &Tensor) -> bool {
+    match &*t.storage_and_layout().0 {
+        Storage::Cuda(cs) => !cs.device.cuda_stream().context().is_managing_stream_synchronization(),
+        _ => false,
+    }
+}
+
+/// Queues the copies of every one of `ts` on candle's stream and records an event after them,
+/// without waiting: for a speculative read (src/op.rs `with_indices`), whose caller queues its
+/// kernels behind the copies before it waits ([`Staged::finish_polling`]). `None` unless every
+/// tensor can be read here (u32/i32/i64, one contiguous run, on the first one's GPU) and that
+/// device drains ([`drains`]).
+pub(crate) fn stage_all_on_stream<'a>(ts: &[&'a Tensor], fork: bool) -> Result<Option<Staged<'a>>> {
+    match stage(ts, false, Some(fork))? {
+        Some(s) if s.jobs.len() == ts.len() && !s.side => Ok(Some(s)),
+        _ => Ok(None), // dropped: waits for what it queued
+    }
+}
+
+/// Queues the copies of those of `ts` that can be read here; `allow_side`: on the side stream
+/// where the device's context orders streams by events; `mark`: records an event after the
+/// copies, and `Some(true)` runs them on the device's copy stream, forked off candle's stream
+/// (they then wait for everything queued there so far, and the work queued after them there
+/// does not wait for them).
+fn stage<'a>(ts: &[&'a Tensor], allow_side: bool, mark: Option<bool>) -> Result<Option<Staged<'a>>> {
+    let mut jobs: Vec<Job> = Vec::new();
     let mut bytes = 0usize;
     let mut device: Option<candle_core::CudaDevice> = None;
     for (i, t) in ts.iter().enumerate() {
@@ -89,9 +197,9 @@ pub(crate) fn read_many(ts: &[&Tensor]) -> Result<Read> {
         bytes = at + (end - start) * size;
         jobs.push((i, start, end, at, t.dtype()));
     }
-    let Some(device) = device else { return Ok(Read { values, side: false }) };
-    let err = |what: &str, e| candle_core::Error::Msg(format!("fused-attn: reading index tensors ({what}): {e:?}"));
-    let side = device.cuda_stream().context().is_managing_stream_synchronization();
+    let Some(device) = device else { return Ok(None) };
+    let ctx = device.cuda_stream().context().clone();
+    let side = allow_side && ctx.is_managing_stream_synchronization();
 
     let reader = {
         let mut readers = READERS.lock().unwrap_or_else(|e| e.into_inner());
@@ -101,90 +209,204 @@ pub(crate) fn read_many(ts: &[&Tensor]) -> Result<Read> {
                 if readers.len() >= KEPT_READERS {
                     readers.remove(0);
                 }
-                let r = Arc::new(Mutex::new(Reader { side: None, staging: None }));
+                let r = Arc::new(Mutex::new(Reader { side: None, staging: None, event: None, copier: None }));
                 readers.push((device.id(), r.clone()));
                 r
             }
         }
     };
-    let mut reader = reader.lock().unwrap_or_else(|e| e.into_inner());
-    let stream = if side {
-        if reader.side.is_none() {
-            reader.side = Some(device.cuda_stream().context().new_stream().map_err(|e| err("a side stream", e))?);
-        }
-        reader.side.clone().expect("made above")
-    } else {
-        device.cuda_stream()
+    let (stream, staging, event, copier) = {
+        let mut r = reader.lock().unwrap_or_else(|e| e.into_inner());
+        let stream = if side {
+            if r.side.is_none() {
+                r.side = Some(ctx.new_stream().map_err(|e| err("a side stream", e))?);
+            }
+            r.side.clone().expect("made above")
+        } else {
+            device.cuda_stream()
+        };
+        let copier = if mark == Some(true) { r.copier.take() } else { None };
+        (stream, r.staging.take(), if mark.is_some() { r.event.take() } else { None }, copier)
     };
-    if reader.staging.as_ref().is_none_or(|s| s.len() < bytes) {
-        let cap = bytes.next_power_of_two().max(4096);
-        // SAFETY: page-locked host memory of `cap` bytes, cached (no write-combining: the host
-        // reads it); its contents are written by the copies below before they are read.
-        let s = unsafe { device.cuda_stream().context().alloc_pinned_with_flags::<u8>(cap, 0) }
-            .map_err(|e| err("page-locked staging", e))?;
-        reader.staging = Some(s);
-    }
-    let staging = reader.staging.as_mut().expect("staging allocated above");
+    let mut staging = match staging {
+        Some(s) if s.len() >= bytes => s,
+        _ => {
+            let cap = bytes.next_power_of_two().max(4096);
+            // SAFETY: page-locked host memory of `cap` bytes, cached (no write-combining: the
+            // host reads it); its contents are written by the copies below before they are read.
+            unsafe { ctx.alloc_pinned_with_flags::<u8>(cap, 0) }.map_err(|e| err("page-locked staging", e))?
+        }
+    };
     let base = staging.as_mut_ptr().map_err(|e| err("page-locked staging", e))?;
-
-    // Every copy queued, then one wait. Each tensor's storage guard is held from its copy's
-    // queuing to the wait, so that its buffer cannot be freed while the copy reads it.
-    let mut held = Vec::with_capacity(jobs.len());
-    // The device address of each non-empty copy's first element.
-    let mut probes = Vec::with_capacity(jobs.len());
-    for &(i, start, end, at, dtype) in &jobs {
+    let mut staged = Staged {
+        reader,
+        staging: Some(staging),
+        event: None,
+        copier: None,
+        copy_on: stream.cu_stream(),
+        base,
+        jobs: Vec::with_capacity(jobs.len()),
+        held: Vec::with_capacity(jobs.len()),
+        probe: None,
+        stream,
+        side,
+        len: ts.len(),
+    };
+    // On an error below, `staged` is dropped: it waits for the copies queued so far.
+    if mark == Some(true) {
+        let (copier, fork) = match copier {
+            Some(c) => c,
+            None => (CopyStream::new(&ctx)?, ctx.new_event(None).map_err(|e| err("an event", e))?),
+        };
+        fork.record(&staged.stream).map_err(|e| err("recording an event", e))?;
+        // SAFETY: both handles are live in the context bound by `record` above; the copy
+        // stream waits for everything queued on candle's stream before the event.
+        unsafe {
+            result::stream::wait_event(copier.raw, fork.cu_event(), sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
+        }
+        .map_err(|e| err("forking the copy stream", e))?;
+        staged.copy_on = copier.raw;
+        staged.copier = Some((copier, fork));
+    }
+    for (i, start, end, at, dtype) in jobs {
         let (storage, _) = ts[i].storage_and_layout();
         let Storage::Cuda(cs) = &*storage else { unreachable!("checked above") };
         let src = match dtype {
-            DType::U32 => queue_copy(cs.as_cuda_slice::<u32>()?, start, end, base, at, &stream)?,
-            DType::I32 => queue_copy(cs.as_cuda_slice::<i32>()?, start, end, base, at, &stream)?,
-            _ => queue_copy(cs.as_cuda_slice::<i64>()?, start, end, base, at, &stream)?,
+            DType::U32 => queue_copy(cs.as_cuda_slice::<u32>()?, start, end, base, at, &staged.stream, staged.copy_on)?,
+            DType::I32 => queue_copy(cs.as_cuda_slice::<i32>()?, start, end, base, at, &staged.stream, staged.copy_on)?,
+            _ => queue_copy(cs.as_cuda_slice::<i64>()?, start, end, base, at, &staged.stream, staged.copy_on)?,
         };
-        probes.extend((end > start).then_some(src));
-        held.push(storage);
+        if end > start {
+            staged.probe = Some(src);
+        }
+        staged.held.push(storage);
+        staged.jobs.push((i, start, end, at, dtype));
     }
-    // The wait: one more copy, of a tensor's first element into pageable memory, which the
-    // driver returns from only once it has completed, so after every copy queued before it on
-    // the stream. Not `cuStreamSynchronize`: that is also where the CUDA driver hands the
-    // stream-ordered pool's free memory back to the system (release threshold 0, its default),
-    // so the call's output allocation right after it mapped fresh memory again; with the
-    // drain exposing it, the varlen bench's GPU-index row took 12.7 ms against 10.5 with this
-    // wait (H200, examples/lab_index_read --varlen, lab/results/s38-call6). candle's own
-    // device-to-host reads wait the same way.
-    if let Some(&src) = probes.last() {
-        let mut probe = [0u8; 4];
-        // SAFETY: `src` is the device address of at least 4 bytes (a u32/i32/i64 element) of a
-        // buffer whose storage guard `held` keeps alive until after this returns; `probe` is
-        // 4 writable bytes; the stream is of the buffer's context.
-        unsafe { result::memcpy_dtoh_async(&mut probe[..], src, stream.cu_stream()) }
-            .map_err(|e| err("the copies' wait", e))?;
+    if mark.is_some() {
+        let event = match event {
+            Some(e) => e,
+            None => ctx.new_event(None).map_err(|e| err("an event", e))?,
+        };
+        // SAFETY: the event and the stream are live handles of the device's context, bound
+        // to this thread by the calls above.
+        unsafe { result::event::record(event.cu_event(), staged.copy_on) }.map_err(|e| err("recording an event", e))?;
+        staged.event = Some(event);
     }
-    drop(held);
-    for &(i, start, end, at, dtype) in &jobs {
-        let n = end - start;
-        // SAFETY: the copy into `base + at` of `n` elements of `dtype` (8-byte aligned offsets
-        // in a page-aligned buffer of at least `bytes`) has completed: the stream was
-        // waited for above (the probe copy), and nothing else writes the staging buffer while this device's
-        // reader is locked.
-        values[i] = Some(unsafe {
-            match dtype {
-                DType::U32 => {
-                    std::slice::from_raw_parts(base.add(at) as *const u32, n).iter().map(|&x| x as i64).collect()
-                }
-                DType::I32 => {
-                    std::slice::from_raw_parts(base.add(at) as *const i32, n).iter().map(|&x| x as i64).collect()
-                }
-                _ => std::slice::from_raw_parts(base.add(at) as *const i64, n).to_vec(),
+    Ok(Some(staged))
+}
+
+impl Staged<'_> {
+    /// Waits for the copies with one more copy, of a tensor's first element into pageable
+    /// memory, which the driver returns from only once it has completed, so after every copy
+    /// queued before it on the stream. Not `cuStreamSynchronize`: that is also where the CUDA
+    /// driver hands the stream-ordered pool's free memory back to the system (release
+    /// threshold 0, its default), so the call's output allocation right after it mapped fresh
+    /// memory again; with the drain exposing it, the varlen bench's GPU-index row took 12.7 ms
+    /// against 10.5 with this wait (H200, examples/lab_index_read --varlen,
+    /// lab/results/s38-call6). candle's own device-to-host reads wait the same way.
+    fn wait_probe(&mut self) -> Result<()> {
+        if let Some(src) = self.probe {
+            let mut probe = [0u8; 4];
+            // SAFETY: `src` is the device address of at least 4 bytes (a u32/i32/i64 element)
+            // of a buffer whose storage guard `self.held` keeps alive until after this returns;
+            // `probe` is 4 writable bytes; the copies' stream is of the buffer's context.
+            let waited = unsafe { result::memcpy_dtoh_async(&mut probe[..], src, self.copy_on) };
+            if let Err(e) = waited {
+                // The copies may still be running: the staging buffer is never handed back
+                // nor freed.
+                std::mem::forget(self.staging.take());
+                return Err(err("the copies' wait", e));
             }
-        });
+        }
+        Ok(())
     }
-    Ok(Read { values, side })
+
+    /// Waits for the copies by polling the event recorded after them, so that the work queued
+    /// behind them (the caller's speculative kernels) keeps the GPU busy meanwhile: the host
+    /// spins, then yields. Not `cuEventSynchronize`, a synchronize like `cuStreamSynchronize`
+    /// for the stream-ordered pool (see [`Self::wait_probe`]).
+    pub(crate) fn finish_polling(mut self) -> Result<Read> {
+        let Some(event) = self.event.as_ref() else {
+            self.wait_probe()?;
+            return Ok(self.values());
+        };
+        let mut spins = 0u32;
+        loop {
+            match event.try_is_complete() {
+                Ok(true) => break,
+                Ok(false) => {
+                    spins = spins.saturating_add(1);
+                    if spins < 4096 {
+                        std::hint::spin_loop()
+                    } else {
+                        std::thread::yield_now()
+                    }
+                }
+                Err(e) => {
+                    std::mem::forget(self.staging.take());
+                    return Err(err("the copies' event", e));
+                }
+            }
+        }
+        Ok(self.values())
+    }
+
+    /// The copied values (the caller waited for the copies), one entry per tensor passed; the
+    /// staging buffer and the event handed back to the device's reader.
+    fn values(mut self) -> Read {
+        let mut values: Vec<Option<Vec<i64>>> = vec![None; self.len];
+        for &(i, start, end, at, dtype) in &self.jobs {
+            let n = end - start;
+            // SAFETY: the copy into `base + at` of `n` elements of `dtype` (8-byte aligned
+            // offsets in a page-aligned buffer of at least the jobs' bytes) has completed (the
+            // callers waited for it), and no one else uses this staging buffer: it was taken
+            // out of the device's reader for this call.
+            values[i] = Some(unsafe {
+                let p = self.base.add(at);
+                match dtype {
+                    DType::U32 => std::slice::from_raw_parts(p as *const u32, n).iter().map(|&x| x as i64).collect(),
+                    DType::I32 => std::slice::from_raw_parts(p as *const i32, n).iter().map(|&x| x as i64).collect(),
+                    _ => std::slice::from_raw_parts(p as *const i64, n).to_vec(),
+                }
+            });
+        }
+        self.held.clear();
+        self.give_back();
+        Read { values, side: self.side }
+    }
+
+    /// Hands the staging buffer (the larger one is kept) and the event back to the device's
+    /// reader. Only once the copies into the buffer have completed.
+    fn give_back(&mut self) {
+        let mut r = self.reader.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = self.staging.take() {
+            if r.staging.as_ref().is_none_or(|old| old.len() < s.len()) {
+                r.staging = Some(s);
+            }
+        }
+        if let Some(e) = self.event.take() {
+            r.event = Some(e);
+        }
+        if let Some(c) = self.copier.take() {
+            r.copier = Some(c);
+        }
+    }
+}
+
+impl Drop for Staged<'_> {
+    /// Unfinished: waits for the copies before the staging buffer can be reused or freed.
+    fn drop(&mut self) {
+        if self.staging.is_some() && self.wait_probe().is_ok() {
+            self.give_back();
+        }
+    }
 }
 
 /// Queues the copy of elements `start..end` of `slice` into the staging buffer at byte `at` on
-/// `stream`, after the slice's last write (in multi-stream mode, cudarc's write event; on the
-/// slice's own stream, stream order), and records its read there. Returns the device address
-/// of element `start`.
+/// `copy_on`: `stream`'s own handle, after the slice's last write (in multi-stream mode,
+/// cudarc's write event; on the slice's own stream, stream order), with its read recorded
+/// there; or the copy stream, forked off `stream` (single-stream mode, where cudarc records no
+/// events) by the caller. Returns the device address of element `start`.
 fn queue_copy<T: CudaDType>(
     slice: &CudaSlice<T>,
     start: usize,
@@ -192,6 +414,7 @@ fn queue_copy<T: CudaDType>(
     base: *mut u8,
     at: usize,
     stream: &Arc<CudaStream>,
+    copy_on: sys::CUstream,
 ) -> Result<sys::CUdeviceptr> {
     if start > end || end > slice.len() {
         candle_core::bail!(
@@ -206,10 +429,10 @@ fn queue_copy<T: CudaDType>(
     // SAFETY: `base + at` holds `end - start` elements of `T` within the staging buffer (sized
     // and aligned by the caller), which no one else touches until the caller's wait; `src` is
     // the device address of that many elements of a live buffer (its storage guard is held by
-    // the caller until the wait); the stream is of the buffer's context.
+    // the caller until the wait); `copy_on` is a stream of the buffer's context.
     unsafe {
         let dst = std::slice::from_raw_parts_mut(base.add(at) as *mut T, end - start);
-        result::memcpy_dtoh_async(dst, src, stream.cu_stream())
+        result::memcpy_dtoh_async(dst, src, copy_on)
     }
     .map_err(|e| candle_core::Error::Msg(format!("fused-attn: queuing an index tensor's copy: {e:?}")))?;
     Ok(src)

@@ -42,6 +42,7 @@ mod params;
 mod pdl;
 mod prefill;
 mod prefill_sm90;
+pub(crate) mod speculation;
 mod tma;
 mod workspace;
 
