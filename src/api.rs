@@ -172,7 +172,9 @@ pub fn attention_varlen(q: &Tensor, k: &Tensor, v: &Tensor, varlen: &Varlen, par
 /// `out`; and on inputs that track gradients (`out` is written in place, which carries no
 /// gradient graph: use [`attention_varlen`] for training). On CUDA the kernels store straight
 /// into `out` (when it starts 16-byte aligned; otherwise through one device-to-device copy),
-/// for servers that keep static output buffers.
+/// for servers that keep static output buffers. On an error `out`'s contents are unspecified:
+/// with GPU index tensors on candle's default device the call may have launched on the last
+/// call's index values before it found its own invalid (see the README's index tensors).
 ///
 /// ```
 /// use candle_core::{DType, Device, Tensor};
@@ -197,13 +199,29 @@ pub fn attention_varlen_into(
     varlen: &Varlen,
     params: &AttnParams,
 ) -> Result<()> {
-    let problem = validate_packed(q, k, v, varlen, params, crate::op::read_indices(q, varlen)?)?;
     if q.track_op() || k.track_op() || v.track_op() {
         bail!(
             "fused-attn: attention_varlen_into writes out in place, which carries no gradient graph, but q, k or v tracks gradients; use attention_varlen for training (or detach the inputs)"
         )
     }
     check_into_output(out, q, k, v)?;
+    // May run on guessed GPU index values (op.rs): a wrong guess is written into out, then
+    // overwritten by the run on the values read (or left there when those fail validation).
+    crate::op::with_indices(q, varlen, true, |pre| {
+        let problem = validate_packed(q, k, v, varlen, params, pre)?;
+        into_validated(out, q, k, v, problem, params)
+    })
+}
+
+/// [`attention_varlen_into`] on a validated problem, `out` checked.
+fn into_validated(
+    out: &Tensor,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    problem: Problem,
+    params: &AttnParams,
+) -> Result<()> {
     let packed = problem.packed().cloned().expect("validate_packed returns a packed problem");
     if packed.total_q() * problem.heads * problem.head_dim == 0 {
         return Ok(()); // out has no elements

@@ -201,8 +201,9 @@ pub(crate) fn read_indices(q: &Tensor, vl: &Varlen) -> Result<Prefetched> {
 /// Runs `run` on the values of `vl`'s index tensors: those on q's GPU read by the back end
 /// ([`read_indices`]), the others left to `run`'s checks.
 ///
-/// `may_guess`: the caller's `run` only returns fresh tensors (it writes nothing the caller
-/// sees), so it may run on guessed values. On a device that drains to read indices (candle's
+/// `may_guess`: the caller's `run` may run twice, its first result dropped (it returns fresh
+/// tensors, or writes a caller's buffer that the second run overwrites whole), so it may run
+/// on guessed values. On a device that drains to read indices (candle's
 /// default CUDA device, every index tensor on it) where the last calls' values make a guess
 /// (src/cuda/speculation.rs: they repeated, or the last guess was wrong), the
 /// copies of the indices are queued, `run` runs on the guessed values (validation and launch),

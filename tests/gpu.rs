@@ -1744,7 +1744,29 @@ fn gpu_device_indices_guess() -> Result<()> {
         .to_string();
     assert_eq!(take_last_index_guess(), Some(false), "bad values after right guesses, seed {seed}");
     assert!(err.contains(&format!("block_table[1, 1] = {}", num_blocks + 3)), "the error names the entry: {err}");
-    println!("{name}: 11 steps, an in-place write and a bad table, each as expected, bit-identical to host indices (seed {seed})");
+    // attention_varlen_into guesses too: a wrong guess's result is overwritten in out.
+    let out = Tensor::zeros((batch, h, d), DType::BF16, &dev)?;
+    let into = |cu_k: &[u32], table: &[u32]| -> Result<Vec<f32>> {
+        let vl = Varlen::new(&late(&cu_q, &[batch + 1])?, &late(cu_k, &[batch + 1])?, 1, max_k)
+            .paged(&late(table, &[batch, max_blocks])?, page);
+        candle_fused_attn::attention_varlen_into(&out, &q, &k, &v, &vl, &params)?;
+        out.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()
+    };
+    let _ = take_last_index_guess();
+    let into_steps: [Step; 5] = [
+        // The bad table's values are the kept ones (a wrong guess): guessed, and wrong.
+        (&cu_a, &table_a, Some(false), &want_a, "into: after the bad table, guessed wrong"),
+        (&cu_a, &table_a, None, &want_a, "into: two wrong guesses in a row, read"),
+        (&cu_a, &table_a, Some(true), &want_a, "into: guessed right"),
+        (&cu_b, &table_b, Some(false), &want_b, "into: guessed wrong, overwritten"),
+        (&cu_b, &table_b, Some(true), &want_b, "into: the values read, right"),
+    ];
+    for (i, (cu_k, table, guess, expect, what)) in into_steps.iter().enumerate() {
+        let got = into(cu_k, table)?;
+        assert_eq!(take_last_index_guess(), *guess, "into step {i} ({what}), seed {seed}");
+        assert_eq!(same(&got, expect), 0, "into step {i} ({what}): outputs differ from host indices, seed {seed}");
+    }
+    println!("{name}: 11 steps, an in-place write, a bad table and 5 steps into a caller's out, each as expected, bit-identical to host indices (seed {seed})");
     Ok(())
 }
 
