@@ -302,7 +302,25 @@ pub fn attention_varlen_backward(
     varlen: &Varlen,
     params: &AttnParams,
 ) -> Result<(Tensor, Tensor, Tensor)> {
-    let problem = validate_packed(q, k, v, varlen, params, crate::op::read_indices(q, varlen)?)?;
+    // Only fresh tensors come out: the call may run on guessed GPU index values (op.rs).
+    crate::op::with_indices(q, varlen, true, |pre| {
+        let problem = validate_packed(q, k, v, varlen, params, pre)?;
+        backward_validated(q, k, v, out, grad_out, lse, problem, params)
+    })
+}
+
+/// [`attention_varlen_backward`] on a validated problem.
+#[allow(clippy::too_many_arguments)]
+fn backward_validated(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    out: &Tensor,
+    grad_out: &Tensor,
+    lse: &Tensor,
+    problem: Problem,
+    params: &AttnParams,
+) -> Result<(Tensor, Tensor, Tensor)> {
     let packed = problem.packed().cloned().expect("validate_packed returns a packed problem");
     if packed.pages.is_some() {
         bail!("fused-attn: attention over a paged KV cache has no backward; pass k and v packed")

@@ -1639,8 +1639,9 @@ fn device_indices_wait_for_their_writer(dev: &Device, kind: &str, side_reads: us
 /// values (fresh tensors, and the same tensor written in place by `slice_set`) are guessed
 /// wrong and run again on the values read, and the next call guesses those; after two wrong
 /// guesses in a row calls read until values repeat; values that fail validation return the
-/// error naming them, not the guess's result; every index write queued behind milliseconds of
-/// GPU work.
+/// error naming them, not the guess's result; `attention_varlen_into` and
+/// `attention_varlen_backward` guess the same way; every index write queued behind
+/// milliseconds of GPU work.
 #[test]
 fn gpu_device_indices_guess() -> Result<()> {
     use candle_fused_attn::{attention_varlen, take_last_index_guess, Varlen};
@@ -1766,7 +1767,60 @@ fn gpu_device_indices_guess() -> Result<()> {
         assert_eq!(take_last_index_guess(), *guess, "into step {i} ({what}), seed {seed}");
         assert_eq!(same(&got, expect), 0, "into step {i} ({what}): outputs differ from host indices, seed {seed}");
     }
-    println!("{name}: 11 steps, an in-place write, a bad table and 5 steps into a caller's out, each as expected, bit-identical to host indices (seed {seed})");
+    // attention_varlen_backward guesses too (unpaged packed K/V, f32). Its gradients sum with
+    // atomics, so two runs differ in rounding: compared within 1e-4 of the largest gradient
+    // (wrong sequence boundaries change them by their own size).
+    let lens_x = [5u32, 37, 64, 1];
+    let lens_y = [37u32, 5, 1, 64];
+    let total = lens_x.iter().sum::<u32>() as usize;
+    let cu_of = |lens: &[u32]| -> Vec<u32> {
+        std::iter::once(0)
+            .chain(lens.iter().scan(0u32, |s, &l| {
+                *s += l;
+                Some(*s)
+            }))
+            .collect()
+    };
+    let qb = Tensor::randn(0f32, 1.0, (total, h, d), &dev)?;
+    let kb = Tensor::randn(0f32, 1.0, (total, hkv, d), &dev)?;
+    let vb = Tensor::randn(0f32, 1.0, (total, hkv, d), &dev)?;
+    let g = Tensor::randn(0f32, 1.0, (total, h, d), &dev)?;
+    let pb = AttnParams::new(0.125).causal(true);
+    let grads = |cu: &Tensor, out: &Tensor, lse: &Tensor| -> Result<Vec<Vec<f32>>> {
+        let vl = Varlen::new(cu, cu, 64, 64);
+        let (dq, dk, dv) = candle_fused_attn::attention_varlen_backward(&qb, &kb, &vb, out, &g, lse, &vl, &pb)?;
+        [dq, dk, dv].iter().map(|t| t.flatten_all()?.to_vec1::<f32>()).collect()
+    };
+    let mut wants = Vec::new();
+    for lens in [&lens_x, &lens_y] {
+        let cu = on(&cu_of(lens), &[batch + 1], &Device::Cpu)?;
+        let (out, lse) =
+            candle_fused_attn::attention_varlen_with_lse(&qb, &kb, &vb, &Varlen::new(&cu, &cu, 64, 64), &pb)?;
+        let want = grads(&cu, &out, &lse)?;
+        wants.push((out, lse, want));
+    }
+    let close = |got: &[Vec<f32>], want: &[Vec<f32>]| -> bool {
+        got.iter().zip(want).all(|(a, b)| {
+            let big = b.iter().fold(0f32, |m, x| m.max(x.abs()));
+            a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-4 * big + 1e-6)
+        })
+    };
+    let _ = take_last_index_guess();
+    let bwd_steps: [(usize, Option<bool>, &str); 5] = [
+        (0, None, "backward: a new signature, read"),
+        (0, None, "backward: a repeat, read"),
+        (0, Some(true), "backward: guessed right"),
+        (1, Some(false), "backward: new boundaries, guessed wrong"),
+        (1, Some(true), "backward: the values read, right"),
+    ];
+    for (i, (which, guess, what)) in bwd_steps.iter().enumerate() {
+        let lens = if *which == 0 { &lens_x } else { &lens_y };
+        let (out, lse, want) = &wants[*which];
+        let got = grads(&late(&cu_of(lens), &[batch + 1])?, out, lse)?;
+        assert_eq!(take_last_index_guess(), *guess, "backward step {i} ({what}), seed {seed}");
+        assert!(close(&got, want), "backward step {i} ({what}): gradients differ from host indices, seed {seed}");
+    }
+    println!("{name}: 11 steps, an in-place write, a bad table, 5 steps into a caller's out and 5 backward steps, each as expected, matching host indices (seed {seed})");
     Ok(())
 }
 
