@@ -205,12 +205,23 @@ pub fn attention_varlen_into(
         )
     }
     check_into_output(out, q, k, v)?;
-    // May run on guessed GPU index values (op.rs): a wrong guess is written into out, then
-    // overwritten by the run on the values read (or left there when those fail validation).
-    crate::op::with_indices(q, varlen, true, |pre| {
-        let problem = validate_packed(q, k, v, varlen, params, pre)?;
-        into_validated(out, q, k, v, problem, params)
-    })
+    // A wrong guess is written into out, then overwritten by the run on the values read (or
+    // left there when those fail validation).
+    on_packed(q, k, v, varlen, params, |problem| into_validated(out, q, k, v, problem, params))
+}
+
+/// Validates a packed call and runs `then` on its problem, on index values read or guessed
+/// (src/op.rs `with_indices`): `then` may run twice, its first result dropped, so it returns
+/// fresh tensors or writes a caller's buffer whole.
+fn on_packed<T>(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    varlen: &Varlen,
+    params: &AttnParams,
+    then: impl Fn(Problem) -> Result<T>,
+) -> Result<T> {
+    crate::op::with_indices(q, varlen, true, |pre| then(validate_packed(q, k, v, varlen, params, pre)?))
 }
 
 /// [`attention_varlen_into`] on a validated problem, `out` checked.
@@ -302,40 +313,23 @@ pub fn attention_varlen_backward(
     varlen: &Varlen,
     params: &AttnParams,
 ) -> Result<(Tensor, Tensor, Tensor)> {
-    // Only fresh tensors come out: the call may run on guessed GPU index values (op.rs).
-    crate::op::with_indices(q, varlen, true, |pre| {
-        let problem = validate_packed(q, k, v, varlen, params, pre)?;
-        backward_validated(q, k, v, out, grad_out, lse, problem, params)
+    on_packed(q, k, v, varlen, params, |problem| {
+        let packed = problem.packed().cloned().expect("validate_packed returns a packed problem");
+        if packed.pages.is_some() {
+            bail!("fused-attn: attention over a paged KV cache has no backward; pass k and v packed")
+        }
+        check_backward_inputs(&problem, q, out, grad_out, lse)?;
+        if packed.total_q() * problem.heads * problem.head_dim == 0 || packed.cu_k[packed.batch()] == 0 {
+            // No dot products: every gradient is zero.
+            return Ok((crate::alloc::zeros_like(q)?, crate::alloc::zeros_like(k)?, crate::alloc::zeros_like(v)?));
+        }
+        let alibi = match &params.alibi_slopes {
+            None => None,
+            Some(s) => Some(s.broadcast_as((problem.batch, problem.heads))?.contiguous()?),
+        };
+        let (q, k, v) = (head_dim_contiguous(q)?, head_dim_contiguous(k)?, head_dim_contiguous(v)?);
+        crate::op::backward(&problem, alibi.as_ref(), &q, &k, &v, out, grad_out, lse)
     })
-}
-
-/// [`attention_varlen_backward`] on a validated problem.
-#[allow(clippy::too_many_arguments)]
-fn backward_validated(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    out: &Tensor,
-    grad_out: &Tensor,
-    lse: &Tensor,
-    problem: Problem,
-    params: &AttnParams,
-) -> Result<(Tensor, Tensor, Tensor)> {
-    let packed = problem.packed().cloned().expect("validate_packed returns a packed problem");
-    if packed.pages.is_some() {
-        bail!("fused-attn: attention over a paged KV cache has no backward; pass k and v packed")
-    }
-    check_backward_inputs(&problem, q, out, grad_out, lse)?;
-    if packed.total_q() * problem.heads * problem.head_dim == 0 || packed.cu_k[packed.batch()] == 0 {
-        // No dot products: every gradient is zero.
-        return Ok((crate::alloc::zeros_like(q)?, crate::alloc::zeros_like(k)?, crate::alloc::zeros_like(v)?));
-    }
-    let alibi = match &params.alibi_slopes {
-        None => None,
-        Some(s) => Some(s.broadcast_as((problem.batch, problem.heads))?.contiguous()?),
-    };
-    let (q, k, v) = (head_dim_contiguous(q)?, head_dim_contiguous(k)?, head_dim_contiguous(v)?);
-    crate::op::backward(&problem, alibi.as_ref(), &q, &k, &v, out, grad_out, lse)
 }
 
 /// The checks both backward entries make on the forward's output, its gradient and the LSE
@@ -375,11 +369,7 @@ fn run_packed(
     params: &AttnParams,
     want_lse: bool,
 ) -> Result<(Tensor, Option<Tensor>)> {
-    // Only fresh tensors come out: the call may run on guessed GPU index values (op.rs).
-    crate::op::with_indices(q, varlen, true, |pre| {
-        let problem = validate_packed(q, k, v, varlen, params, pre)?;
-        run_validated(q, k, v, problem, params, want_lse)
-    })
+    on_packed(q, k, v, varlen, params, |problem| run_validated(q, k, v, problem, params, want_lse))
 }
 
 /// [`run_packed`] on a validated problem.
