@@ -43,6 +43,12 @@ struct Last {
     device: DeviceId,
     signature: Signature,
     values: Vec<Vec<i64>>,
+    policy: Policy,
+}
+
+/// One device's guessing state: the policy above.
+#[derive(Default, Clone, Copy, Debug)]
+struct Policy {
     /// Consecutive calls whose values equalled the kept ones.
     repeats: u32,
     /// Whether the last call guessed wrong (its values read are the kept ones).
@@ -54,6 +60,28 @@ struct Last {
 /// Wrong guesses in a row after which calls read until values repeat.
 const MAX_MISSES: u32 = 2;
 
+impl Policy {
+    /// Whether the next call guesses the kept values.
+    fn guesses(&self) -> bool {
+        (self.repeats >= 1 || self.after_miss) && self.misses < MAX_MISSES
+    }
+
+    /// A call's values read: `equal` to the kept ones, after a guess or not.
+    fn observe(&mut self, equal: bool, guessed: bool) {
+        if equal {
+            self.repeats = self.repeats.saturating_add(1);
+            self.after_miss = false;
+            self.misses = 0;
+        } else {
+            self.repeats = 0;
+            self.after_miss = guessed;
+            if guessed {
+                self.misses = self.misses.saturating_add(1);
+            }
+        }
+    }
+}
+
 /// One entry per device, at most [`KEPT`] (the oldest dropped first).
 static LAST: Mutex<Vec<Last>> = Mutex::new(Vec::new());
 const KEPT: usize = 8;
@@ -63,8 +91,7 @@ const KEPT: usize = 8;
 pub(crate) fn guess(device: DeviceId, signature: &Signature) -> Option<Vec<Vec<i64>>> {
     let last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     let l = last.iter().find(|l| l.device == device)?;
-    let guesses = (l.repeats >= 1 || l.after_miss) && l.misses < MAX_MISSES;
-    (l.signature == *signature && guesses).then(|| l.values.clone())
+    (l.signature == *signature && l.policy.guesses()).then(|| l.values.clone())
 }
 
 /// Records the values a call on `device` read, and whether it had guessed; returns whether
@@ -72,25 +99,72 @@ pub(crate) fn guess(device: DeviceId, signature: &Signature) -> Option<Vec<Vec<i
 pub(crate) fn observe(device: DeviceId, signature: &Signature, values: &[Vec<i64>], guessed: bool) -> bool {
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(l) = last.iter_mut().find(|l| l.device == device) {
-        if l.signature == *signature && l.values == values {
-            l.repeats = l.repeats.saturating_add(1);
-            l.after_miss = false;
-            l.misses = 0;
-            return true;
+        let equal = l.signature == *signature && l.values == values;
+        l.policy.observe(equal, guessed);
+        if !equal {
+            l.signature = signature.clone();
+            l.values = values.to_vec();
         }
-        l.signature = signature.clone();
-        l.values = values.to_vec();
-        l.repeats = 0;
-        l.after_miss = guessed;
-        if guessed {
-            l.misses = l.misses.saturating_add(1);
-        }
-        return false;
+        return equal;
     }
     if last.len() >= KEPT {
         last.remove(0);
     }
-    let values = values.to_vec();
-    last.push(Last { device, signature: signature.clone(), values, repeats: 0, after_miss: false, misses: 0 });
+    last.push(Last { device, signature: signature.clone(), values: values.to_vec(), policy: Policy::default() });
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Policy;
+
+    /// Runs the policy over a sequence of call values; returns (reads, right guesses, wrong
+    /// guesses).
+    fn run(calls: &[u32]) -> (usize, usize, usize) {
+        let (mut policy, mut last, mut counts) = (Policy::default(), None, (0, 0, 0));
+        for &x in calls {
+            let guessed = last.is_some() && policy.guesses();
+            let equal = last == Some(x);
+            match (guessed, equal) {
+                (false, _) => counts.0 += 1,
+                (true, true) => counts.1 += 1,
+                (true, false) => counts.2 += 1,
+            }
+            if last.is_some() {
+                policy.observe(equal, guessed);
+            }
+            last = Some(x);
+        }
+        counts
+    }
+
+    #[test]
+    fn decode_steps_cost_one_wrong_guess_each() {
+        // 5 decode steps of a 32-layer model: the values change at each step's first layer.
+        let calls: Vec<u32> = (0..5).flat_map(|step| std::iter::repeat_n(step, 32)).collect();
+        // The first two calls read (no values kept, then no repeat yet); every later step's
+        // first layer guesses wrong, every other call guesses right.
+        assert_eq!(run(&calls), (2, 160 - 2 - 4, 4));
+    }
+
+    #[test]
+    fn values_that_change_every_call_stop_guessing() {
+        // Alternating values never repeat: no call guesses.
+        let alternating: Vec<u32> = (0..100).map(|i| i % 2).collect();
+        assert_eq!(run(&alternating), (100, 0, 0));
+        // After a run, all-new values: two wrong guesses, then reads.
+        let calls: Vec<u32> = [0, 0, 0].into_iter().chain(1..50).collect();
+        let (reads, right, wrong) = run(&calls);
+        assert_eq!((right, wrong), (1, 2), "reads {reads}");
+    }
+
+    #[test]
+    fn wrong_guesses_stay_bounded_by_repeats() {
+        // Pairs (A A B B C C ...): each pair's first call guesses wrong, its second right; a
+        // wrong guess never happens twice without a repeat between.
+        let calls: Vec<u32> = (0..50).flat_map(|v| [v, v]).collect();
+        let (reads, right, wrong) = run(&calls);
+        assert_eq!(reads + right + wrong, 100);
+        assert!(wrong <= right + 1, "{wrong} wrong against {right} right");
+    }
 }
