@@ -221,7 +221,7 @@ fn on_packed<T>(
     params: &AttnParams,
     then: impl Fn(Problem) -> Result<T>,
 ) -> Result<T> {
-    crate::op::with_indices(q, varlen, true, |pre| then(validate_packed(q, k, v, varlen, params, pre)?))
+    crate::op::with_indices(q, varlen, |pre| then(validate_packed(q, k, v, varlen, params, pre)?))
 }
 
 /// [`attention_varlen_into`] on a validated problem, `out` checked.

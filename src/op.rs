@@ -201,37 +201,28 @@ pub(crate) fn read_indices(q: &Tensor, vl: &Varlen) -> Result<Prefetched> {
 /// Runs `run` on the values of `vl`'s index tensors: those on q's GPU read by the back end
 /// ([`read_indices`]), the others left to `run`'s checks.
 ///
-/// `may_guess`: the caller's `run` may run twice, its first result dropped (it returns fresh
-/// tensors, or writes a caller's buffer that the second run overwrites whole), so it may run
-/// on guessed values. On a device that drains to read indices (candle's
-/// default CUDA device, every index tensor on it) where the last calls' values make a guess
-/// (src/cuda/speculation.rs: they repeated, or the last guess was wrong), the
-/// copies of the indices are queued, `run` runs on the guessed values (validation and launch),
-/// and only then does the host wait for the copies: equal values return that result, other
-/// values run `run` again on them (src/cuda/speculation.rs). `FUSED_ATTN_INDEX_GUESS=0` (read
-/// per call, for same-binary A/Bs) turns guessing off.
-pub(crate) fn with_indices<T>(
-    q: &Tensor,
-    vl: &Varlen,
-    may_guess: bool,
-    run: impl Fn(Prefetched) -> Result<T>,
-) -> Result<T> {
+/// `run` may run twice, its first result dropped (it returns fresh tensors, or writes a
+/// caller's buffer that the second run overwrites whole), so it may run on guessed values. On
+/// a device that drains to read indices (candle's default CUDA device, every index tensor on
+/// it) where the last calls' values make a guess (src/cuda/speculation.rs: they repeated, or
+/// the last guess was wrong), the copies of the indices are queued, `run` runs on the guessed
+/// values (validation and launch), and only then does the host wait for the copies: equal
+/// values return that result, other values run `run` again on them.
+/// `FUSED_ATTN_INDEX_GUESS=0` (read per call, for same-binary A/Bs) turns guessing off.
+pub(crate) fn with_indices<T>(q: &Tensor, vl: &Varlen, run: impl Fn(Prefetched) -> Result<T>) -> Result<T> {
     #[cfg(feature = "cuda")]
     if let candle_core::Device::Cuda(dev) = q.device() {
         let ts = vl.index_tensors();
-        if may_guess
-            && std::env::var("FUSED_ATTN_INDEX_GUESS").map_or(true, |v| v != "0")
+        if std::env::var("FUSED_ATTN_INDEX_GUESS").map_or(true, |v| v != "0")
             && std::env::var("FUSED_ATTN_INDEX_READ").map_or(true, |v| v != "stream")
             && ts.iter().all(|t| t.device().same_device(q.device()))
             && cuda::indices::drains(ts[0])
         {
             use cuda::speculation::{guess, observe, Signature};
-            let shared = vl.seqlens_k.id() == vl.seqlens_q.id();
-            let sig = Signature::new(&ts, shared);
+            let sig = Signature::new(&ts, vl.seqlens_k.id() == vl.seqlens_q.id());
             let with = |values: &[Vec<i64>]| {
                 Prefetched::new(ts.iter().zip(values).map(|(t, v)| (t.id(), v.clone())).collect())
             };
-            let all = |read: cuda::indices::Read| read.values.into_iter().collect::<Option<Vec<Vec<i64>>>>();
             if let Some(guessed) = guess(dev.id(), &sig) {
                 // The copies on a stream of their own, forked off candle's: they then run
                 // beside the guess's kernels, not ahead of them (`FUSED_ATTN_INDEX_GUESS=stream`:
@@ -241,7 +232,9 @@ pub(crate) fn with_indices<T>(
                     let first = run(with(&guessed));
                     let read = staged.finish_polling()?;
                     crate::cuda_kernels::record_side_index_reads(0);
-                    let Some(values) = all(read) else { bail!("fused-attn internal: an index tensor was not read") };
+                    let Some(values) = read.values.into_iter().collect::<Option<Vec<_>>>() else {
+                        bail!("fused-attn internal: an index tensor was not read")
+                    };
                     let right = observe(dev.id(), &sig, &values, true);
                     crate::cuda_kernels::record_index_guess(right);
                     if right {
@@ -251,19 +244,15 @@ pub(crate) fn with_indices<T>(
                     return run(with(&values));
                 }
             }
-            let read = cuda::indices::read_many(&ts)?;
-            crate::cuda_kernels::record_side_index_reads(0);
-            if read.values.iter().all(Option::is_some) {
-                let values = all(read).expect("all read");
+            let pre = read_indices(q, vl)?;
+            // Kept for the next call's guess when every tensor was read here (not another
+            // dtype or a strided view, which the checks read).
+            if let Some(values) = pre.values_of(&ts) {
                 observe(dev.id(), &sig, &values, false);
-                return run(with(&values));
             }
-            // Some left to the checks (another dtype, a strided view): no guessing.
-            let pre = ts.iter().zip(read.values).filter_map(|(t, v)| Some((t.id(), v?))).collect();
-            return run(Prefetched::new(pre));
+            return run(pre);
         }
     }
-    let _ = may_guess;
     run(read_indices(q, vl)?)
 }
 

@@ -108,6 +108,12 @@ impl Prefetched {
         Self(read)
     }
 
+    /// The values read for each of `ts`, in order, when every one was read.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn values_of(&self, ts: &[&Tensor]) -> Option<Vec<Vec<i64>>> {
+        ts.iter().map(|t| self.0.iter().find(|(id, _)| *id == t.id()).map(|(_, v)| v.clone())).collect()
+    }
+
     fn take(&mut self, t: &Tensor) -> Option<Vec<i64>> {
         let at = self.0.iter().position(|(id, _)| *id == t.id())?;
         Some(self.0.swap_remove(at).1)
