@@ -129,7 +129,7 @@ issue13_rows() {  # PACK CPUPACK: issue 13's GPU rows (2 rounds, torch's FA2 var
   unpack "$t"; unpack "$c"
   export FUSED_ATTN_BENCH_CUDA_ONLY=1
   for r in 1 2; do
-    (cd "/tmp/$t" && CRITERION_HOME=/tmp/vcrit-$r timeout 150 bin/bench 'cuda_(varlen|paged_decode)_bf16' --bench --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/vbench_$r.log" 2>&1)
+    (cd "/tmp/$t" && CRITERION_HOME=/tmp/vcrit-$r timeout 240 bin/bench 'cuda_(varlen|paged_decode)_bf16' --bench --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/vbench_$r.log" 2>&1)
     echo "vbench $r rc=$?"; medians /tmp/vcrit-$r | sed "s/^/round=$r /" | tee -a "$R/vmedians.txt"
   done
   (cd "/tmp/$t" && timeout 150 python3 scripts/bench_torch_varlen.py --out "$R" > "$R/torch_varlen.log" 2>&1); echo "torch varlen rc=$?"
