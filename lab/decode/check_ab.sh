@@ -125,6 +125,7 @@ table_runs() {  # PACK: torch run 1, the pack's cuda_fused_attn_bf16 rows, torch
   torch_both 2
 }
 issue13_rows() {  # PACK CPUPACK: issue 13's GPU rows (2 rounds, torch's FA2 varlen) and the host CPU cell
+  # (CPU_VARIANTS: bench_cpu --varlen's --only list, default packed,loop,packed_into)
   local t="$1" c="$2"
   unpack "$t"; unpack "$c"
   export FUSED_ATTN_BENCH_CUDA_ONLY=1
@@ -136,9 +137,9 @@ issue13_rows() {  # PACK CPUPACK: issue 13's GPU rows (2 rounds, torch's FA2 var
   tail -12 "$R/torch_varlen.log"
   lscpu > "$R/lscpu.txt"
   for run in f32_1 f16_1 f32_2; do
-    RAYON_NUM_THREADS=2 timeout 100 taskset -c 2,3 "/tmp/$c/bin/bench_cpu" --varlen --dtype ${run%_*} --reps 31 --only packed,loop,packed_into \
-      > "$R/cpu_$run.json" 2> "$R/cpu_$run.err"
-    echo "cpu $run rc=$?"; cut -c1-40,200-400 "$R/cpu_$run.json" | head -6
+    RAYON_NUM_THREADS=2 timeout 110 taskset -c 2,3 "/tmp/$c/bin/bench_cpu" --varlen --dtype ${run%_*} --reps 31 \
+      --only "${CPU_VARIANTS:-packed,loop,packed_into}" > "$R/cpu_$run.json" 2> "$R/cpu_$run.err"
+    echo "cpu $run rc=$?"; cut -c1-40,200-400 "$R/cpu_$run.json" | head -8
   done
 }
 table_call() {  # PACK: sessions 30-31's table calls (python3 lab/results/s28-call3/table.py r)
