@@ -17,6 +17,12 @@ for sq = 4 the bottom-right mask hides 6 of 8192 keys per row; torch's `is_causa
 top-left and would hide nearly all), and for sq > 1 also with
 `torch.nn.attention.bias.causal_lower_right`, where a backend accepts it.
 
+The flush (`--flush`, default from FUSED_ATTN_BENCH_FLUSH, else `torch`): `torch` is do_bench as
+it is (torch's `zero_` of 256 MiB of int32: a vectorized kernel, 16-byte stores); `candle` swaps
+do_bench's clear_cache for candle's `zero_set` kernel's pattern (4-byte stores, 1024-thread
+blocks, as a Triton kernel), which our bench used until session 44 (benches/common/do_bench.rs
+takes the same variable), so that each side can be timed after either flush in one call.
+
 Writes bench_torch.json (every measurement and refusal), bench_torch.md (a table) into --out.
 
     python3 scripts/bench_torch.py --out /tmp/bench [--rep-ms 200] [--only decode]
@@ -32,6 +38,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 import triton
+import triton.language as tl
 import triton.testing
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -60,6 +67,37 @@ DECODE = [
     (1, 32, 8, 4, 8192, 128, False),
 ]
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+
+
+@triton.jit
+def _candle_fill(ptr, n, BLOCK: tl.constexpr):
+    # candle's const_set_f32 over a contiguous buffer: thread i of block b stores element
+    # b * 1024 + i (one 4-byte store per thread).
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(ptr + offs, 0.0, mask=offs < n)
+
+
+FLUSHES = {"candle": 0}
+
+
+def use_flush(name):
+    """Makes do_bench flush the L2 the `name` way (module docs); checks that it took."""
+    if name == "torch":
+        return
+    drv = triton.runtime.driver.active
+
+    def clear_cache(cache):
+        flat = cache.view(torch.float32).view(-1)
+        n = flat.numel()
+        _candle_fill[(triton.cdiv(n, 1024),)](flat, n, BLOCK=1024, num_warps=32)
+        FLUSHES["candle"] += 1
+
+    drv.clear_cache = clear_cache
+    before = FLUSHES["candle"]
+    x = torch.zeros(16, device="cuda")
+    triton.testing.do_bench(lambda: x.add_(1), warmup=1, rep=1)
+    if FLUSHES["candle"] == before:
+        raise SystemExit("--flush candle: this triton's do_bench does not call driver.active.clear_cache")
 
 
 def attention_flops(b, h, sq, sk, d, causal):
@@ -155,7 +193,7 @@ def markdown(meta, results):
     lines = [
         f"PyTorch SDPA, bf16, on {meta['device']} ({meta['date']}); torch {meta['torch']}, "
         f"cuDNN {meta['cudnn']}, triton {meta['triton']}. Median of triton.testing.do_bench "
-        f"(L2 flushed before each rep), rep {meta['rep_ms']} ms.",
+        f"(L2 flushed before each rep, {meta.get('flush', 'torch')} flush), rep {meta['rep_ms']} ms.",
         "",
         "| kind | (B,H,Hkv,Sq,Sk,D) | mask | flash µs | flash TF/s | flash GB/s | cuDNN µs | cuDNN TF/s | cuDNN GB/s | notes |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -189,7 +227,11 @@ def main():
     ap.add_argument("--rep-ms", type=int, default=200, help="do_bench repetition time per measurement")
     ap.add_argument("--only", choices=["prefill", "decode"], default=None)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--flush", choices=["torch", "candle"], default=os.environ.get("FUSED_ATTN_BENCH_FLUSH", "torch"),
+                    help="the L2 flush before each rep (module docs)")
+    ap.add_argument("--rows", default=None, help="comma-separated indices into the prefill rows then the decode rows")
     args = ap.parse_args()
+    use_flush(args.flush)
     os.makedirs(args.out, exist_ok=True)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     gen = torch.Generator(device="cuda")
@@ -203,12 +245,16 @@ def main():
         "rep_ms": args.rep_ms,
         "seed": seed,
         "method": "triton.testing.do_bench median, L2 flushed per rep; FLOPs 4BHSqSkD (halved causal)",
+        "flush": args.flush,
     }
     print(f"bench_torch: {meta}", flush=True)
     results = []
     rows = [("prefill", r) for r in PREFILL] + [("decode", r) for r in DECODE]
-    for kind, row in rows:
+    keep = None if args.rows is None else {int(i) for i in args.rows.split(",")}
+    for idx, (kind, row) in enumerate(rows):
         if args.only and args.only != kind:
+            continue
+        if keep is not None and idx not in keep:
             continue
         for rec in run_row(row, kind, args.rep_ms, gen):
             results.append(rec)
