@@ -11,7 +11,7 @@
 //! session 44. Both write the same bytes; what the next kernel meets in the L2 and the DRAM
 //! queues is not the same (lab/README.md, session 44), so the peers and ours are timed after
 //! the same flush. `FUSED_ATTN_BENCH_FLUSH_SHAPE=THREADSxVECS` sets the torch flush's block
-//! size and 16-byte stores per thread (default 128x1). scripts/bench_torch.py `--flush`
+//! size and 16-byte stores per thread (default 128x2, what ncu shows torch 2.11 launching: 65 536 blocks of 128 threads, 524 288 warp stores). scripts/bench_torch.py `--flush`
 //! takes the same two names.
 
 use candle_core::cuda_backend::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
@@ -76,7 +76,7 @@ impl Flush {
         match kind.as_str() {
             "candle" => Ok(Self::Candle(buf)),
             "torch" => {
-                let shape = std::env::var("FUSED_ATTN_BENCH_FLUSH_SHAPE").unwrap_or_else(|_| "128x1".into());
+                let shape = std::env::var("FUSED_ATTN_BENCH_FLUSH_SHAPE").unwrap_or_else(|_| "128x2".into());
                 let parsed = shape.split_once('x').and_then(|(t, v)| Some((t.parse::<u32>().ok()?, v.parse::<u32>().ok()?)));
                 let (threads, vecs) = match parsed {
                     Some((t, v)) if (32..=1024).contains(&t) && t % 32 == 0 && (1..=64).contains(&v) => (t, v),
