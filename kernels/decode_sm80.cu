@@ -689,15 +689,12 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     cp_async_commit();
 
     T* my_ring = smem_kv + warp * Tr::kStages * 2 * Tr::kTileElems;
-    // Every stage of the ring is filled before the first wait, so that a warp with at most
-    // kStages tiles has all of them in flight from its start (one DRAM round trip, not two,
-    // on short splits; session 44). Groups: Q, then one per stage.
 #pragma unroll 1  // one copy of the tile-copy code here, one in the loop
-    for (int s = 0; s < Tr::kStages; ++s) {
+    for (int s = 0; s < Tr::kStages - 1; ++s) {
         if (s < my_tiles) issue_tile(my_ring + s * 2 * Tr::kTileElems, split_begin + (warp + s * kWarps) * kTileKeys);
         cp_async_commit();
     }
-    cp_async_wait<Tr::kStages>();  // the Q group, the oldest
+    cp_async_wait<Tr::kStages - 1>();  // the Q group, the oldest
     __syncthreads();
 
     // Per-thread row facts for rows g and g + 8.
@@ -744,11 +741,9 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     for (int n = 0; n < my_tiles; ++n) {
         // Tile n + stages - 1 goes into the stage of tile n - 1, issued before the wait for tile
         // n so that `stages` tiles are in flight while the warp waits (issued after it, one
-        // fewer: 1-4 % slower on the bench rows, lab/README.md). Tiles 0 .. stages - 1 came from
-        // the prologue, so the first refill is at n = 1; the groups after tile n's are then
-        // always stages - 1.
-        if (n > 0) {
-            __syncwarp();  // every lane is done with tile n - 1
+        // fewer: 1-4 % slower on the bench rows, lab/README.md).
+        __syncwarp();  // every lane is done with tile n - 1
+        {
             const int nn = n + Tr::kStages - 1;
             if (nn < my_tiles) {
                 issue_tile(my_ring + (nn % Tr::kStages) * 2 * Tr::kTileElems,
@@ -1114,24 +1109,6 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
     store_block_rows<float, D, kPacked>(p, merge_o, block_ml, bk.seq, b, kvh, row_group, split);
 }
 
-// The dense f16/bf16 entries: the instance's ring, or (p.decode_stages == 4, head dims up to
-// 128) a 4-stage one, which the host asks for when every warp's tiles fit it and the grid
-// has no more blocks than SMs (src/cuda/decode.rs `ring_stages`): a short split then issues
-// all its copies at once, at one block per SM.
-template <int D>
-constexpr int kRing4SmemBytes = (kRows * D + kWarps * 4 * 2 * kTileKeys * D) * 2;
-
-template <typename T, int D, bool kScoreMod>
-__device__ __forceinline__ void decode_entry_16(const FattnParams& p) {
-    if constexpr (D <= 128) {
-        if (p.decode_stages == 4) {
-            decode_block<T, D, kScoreMod, false, 4>(p);
-            return;
-        }
-    }
-    decode_block<T, D, kScoreMod, false>(p);
-}
-
 }  // namespace fattn_decode
 
 // ---- entry points ------------------------------------------------------------------------
@@ -1158,10 +1135,8 @@ __device__ __forceinline__ void decode_entry_16(const FattnParams& p) {
     FATTN_DECODE_CHECK_GEOMETRY(NAME, VARIANT, THREADS, ROWS, KEYS)                                             \
     static_assert(fattn_decode::Traits<D>::kSmemElems * 2 == SMEM,                                            \
                   #NAME ": smem bytes differ from src/cuda/instances.rs");                                    \
-    static_assert(D > 128 || fattn_decode::Traits<D, 4>::kSmemElems * 2 == fattn_decode::kRing4SmemBytes<D>,    \
-                  #NAME ": the 4-stage ring's smem differs from src/cuda/decode.rs");                         \
     extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {          \
-        fattn_decode::decode_entry_16<T, D, VARIANT == 1>(p);                                                   \
+        fattn_decode::decode_block<T, D, VARIANT == 1, false>(p);                                                  \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME##_varlen(const FattnParams p) { \
         fattn_decode::decode_block<T, D, VARIANT == 1, true>(p);                                                   \

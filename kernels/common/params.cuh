@@ -98,10 +98,7 @@ struct FattnParams {
     // backward: (batch, kv head, kv split, column split) groups, tiles their key blocks
     // (kernels/common/bwd_index.cuh `bwd_cta`).
     int32_t tail_groups;
-    // Decode, f16/bf16, head dim ≤ 128, dense entries: 4 runs the split kernel with a 4-stage
-    // ring (every tile of a split of ≤ 4 rounds in flight from the start); 0 the instance's
-    // stages (src/cuda/decode.rs `ring_stages`).
-    int32_t decode_stages;
+    int32_t pad_fwd_;
 };
 
 // The backward's parameters (kernels/bwd_sm80.cu): the forward's, whose fields keep their

@@ -165,15 +165,6 @@ pub(super) fn forward<T: KernelDtype>(
     if p.batch > 65535 || grid_y > 65535 {
         bail!("fused-attn decode: grid too large: batch {} and kv_heads · row groups {grid_y} must be ≤ 65535", p.batch)
     }
-    // Short splits on few blocks: a 4-stage ring, every tile in flight at once.
-    let (decode_stages, smem) = heuristics::ring_stages(
-        inst,
-        p.packed().is_none(),
-        &kernel.device,
-        num_splits * grid_y * p.batch,
-        keys_per_split,
-    );
-    kernel.check_smem(smem)?;
 
     // Several splits on Hopper: the merge is a launch of its own (see the module docs).
     let combine = match (num_splits > 1).then(|| combine_instance(dev, inst)).transpose()?.flatten() {
@@ -223,7 +214,6 @@ pub(super) fn forward<T: KernelDtype>(
             key_end: to_i32(key_end, "last visible key")?,
             keys_per_split: to_i32(keys_per_split, "keys per split")?,
             num_splits: to_i32(num_splits, "splits")?,
-            decode_stages,
             ..common_params(p, [&qt, &kt, &vt], o_ptr, alibi, elem)?
         });
         let cfg = LaunchConfig {

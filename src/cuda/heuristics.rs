@@ -18,8 +18,7 @@ use candle_core::cuda_backend::{CudaDevice, DeviceId, WrapErr};
 use candle_core::{bail, Result};
 
 use super::instances::{
-    bwd_large_smem, decode_ring4_smem, Arch, Dtype, Family, Instance, KernelKey, Smem, DECODE_BLOCK_ROWS,
-    DECODE_KEYS_PER_ROUND, INSTANCES,
+    bwd_large_smem, Arch, Dtype, Family, Instance, KernelKey, Smem, DECODE_BLOCK_ROWS, DECODE_KEYS_PER_ROUND, INSTANCES,
 };
 use super::{load_instance, Entry};
 use crate::problem::{Problem, MAX_HEAD_DIM};
@@ -155,44 +154,6 @@ pub(super) fn split_keys(
     let splits = forced_decode_splits().unwrap_or(splits).clamp(1, rounds);
     let keys_per_split = rounds.div_ceil(splits) * KEYS_PER_ROUND;
     (key_len.div_ceil(keys_per_split), keys_per_split)
-}
-
-/// Most 64-key rounds a split may have for the 4-stage ring: each warp's tiles (one per
-/// round) all fit its four stages.
-const RING4_MAX_ROUNDS: usize = 4;
-
-/// The split kernel's ring for a dense f16/bf16 decode launch of `blocks` blocks with
-/// `keys_per_split` keys a split: 4 stages (every tile of every warp in flight from the
-/// block's start, one DRAM round trip) when each warp has at most four tiles, the grid has no
-/// more blocks than SMs (the 4-stage ring holds one block per SM) and the device's opt-in
-/// shared memory holds it; else 0, the instance's own ring (3 stages up to D = 128). Returns
-/// (`decode_stages`, dynamic shared memory). `FUSED_ATTN_DECODE_STAGES=3` (read once) keeps the
-/// instance's ring everywhere, `=4` takes the 4-stage one wherever it fits: A/B switches.
-pub(super) fn ring_stages(
-    inst: &Instance,
-    dense: bool,
-    device: &DeviceInfo,
-    blocks: usize,
-    keys_per_split: usize,
-) -> (i32, u32) {
-    let own = max_smem_bytes(inst);
-    let ring4 = decode_ring4_smem(inst);
-    if !dense || ring4 == 0 || ring4 > device.smem_optin {
-        return (0, own);
-    }
-    let rule = blocks <= device.sms as usize && keys_per_split <= RING4_MAX_ROUNDS * KEYS_PER_ROUND;
-    match forced_decode_stages().unwrap_or(if rule { 4 } else { 3 }) {
-        4 => (4, ring4),
-        _ => (0, own),
-    }
-}
-
-/// `FUSED_ATTN_DECODE_STAGES` (3 or 4), when set.
-fn forced_decode_stages() -> Option<u32> {
-    static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *FORCED.get_or_init(|| {
-        std::env::var("FUSED_ATTN_DECODE_STAGES").ok().and_then(|v| v.trim().parse::<u32>().ok()).filter(|&n| n == 3 || n == 4)
-    })
 }
 
 /// `FUSED_ATTN_DECODE_SPLITS`, when set to a whole number (clamped to 1..=64).
@@ -367,12 +328,7 @@ pub(super) fn prepare_entry(dev: &CudaDevice, inst: &'static Instance, entry: En
             // Two threads may both get here for one function: they set the same value.
             let need = if entry.is_large() { bwd_large_smem(inst) } else { max_smem_bytes(inst) };
             let bytes = need.min(info.smem_optin);
-            // The dense 16-bit decode entries may also launch with their 4-stage ring
-            // (src/cuda/decode.rs `ring_stages`): the attribute allows it where the device
-            // does, while the occupancy below stays the instance's own.
-            let ring4 = if entry == Entry::Dense { decode_ring4_smem(inst) } else { 0 };
-            let attr = if ring4 <= info.smem_optin { bytes.max(ring4) } else { bytes };
-            func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, attr as i32)
+            func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32)
                 .w()?;
             let blocks_per_sm =
                 func.occupancy_max_active_blocks_per_multiprocessor(inst.threads, bytes as usize, None).w()?;

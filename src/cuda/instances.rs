@@ -405,19 +405,6 @@ macro_rules! decode {
     };
 }
 
-/// Dynamic shared memory of a dense f16/bf16 decode launch with the 4-stage ring
-/// (`decode_stages` 4, kernels/decode_sm80.cu `kRing4SmemBytes`, which asserts the same
-/// formula against its traits): head dims up to 128 (16·D + 4 warps·4 stages·2·16·D elements
-/// of 2 bytes); 0 for every other instance.
-pub const fn decode_ring4_smem(inst: &Instance) -> u32 {
-    match (inst.family, inst.dtype) {
-        (Family::Decode, Dtype::F16 | Dtype::BF16) if inst.head_dim <= 128 => {
-            (DECODE_BLOCK_ROWS * inst.head_dim + 4 * 4 * 2 * 16 * inst.head_dim) * 2
-        }
-        _ => 0,
-    }
-}
-
 /// The decode's combine launch (kernels/decode_sm90.cu): one per dtype and head dim of the
 /// decode instances, serving their plain and `_mod` splits; the decode's 128 threads and 16-row
 /// tiles, no keys, no dynamic shared memory.

@@ -133,9 +133,8 @@ ffi_struct! {
         /// split, column split) groups and their key blocks (kernels/common/bwd_index.cuh
         /// `bwd_cta`). `heuristics::lightest_last_pairs` / `lightest_last_groups`.
         tail_groups: i32 = 304,
-        /// Decode, f16/bf16, head dim ≤ 128, dense entries: 4 runs the split kernel with a
-        /// 4-stage ring (`decode::ring_stages`); 0 the instance's stages.
-        decode_stages: i32 = 308,
+        /// Explicit padding, so that every byte is initialized.
+        pad_fwd_: i32 = 308,
     }
 }
 
