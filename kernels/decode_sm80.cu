@@ -915,6 +915,236 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     store_block_rows<T, D, kPacked>(p, merge_o, block_ml, bk.seq, b, kvh, row_group, split);
 }
 
+// The swapped tile (session 44; `p.decode_variant` 1, dense plain f16/bf16 splits of at most 8
+// rows with per-warp partials): S = Q·Kᵀ computed as Sᵀ = K·Qᵀ, keys as the mma's 16 rows and
+// the tile's ≤ 8 (q head, query) rows as its 8 columns, and O as Oᵀ = Vᵀ·Pᵀ, head dims as rows.
+// The m16 Q tile of decode_block uses 4 of its 16 rows on a GQA 4:1 decode step; here 4 of 8
+// columns: half the mma (8 + 8 a 16-key tile at D = 128, against 16 + 16), half the exp2, half
+// the accumulator registers. Pᵀ goes from the Sᵀ accumulator to the B fragment by two
+// `movmatrix` transposes. Same ring, copies, masks and per-warp partial layout as decode_block,
+// so the combine launch is unchanged.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+    uint32_t y;
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+    return y;
+}
+
+template <typename T, int D>
+__device__ __forceinline__ void decode_block_swapab(const FattnParams& p) {
+    using Tr = Traits<D>;
+    using E = Elem<T>;
+    constexpr int kL = D / 8;        // head dims a lane owns in P·V: [g·kL, (g+1)·kL)
+    constexpr int kMT = D / 16;      // m16 tiles of Oᵀ
+    extern __shared__ __align__(kSmemAlign) unsigned char smem_raw[];
+    T* smem_q = reinterpret_cast<T*>(smem_raw);
+    T* smem_kv = smem_q + kRows * D;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int split = blockIdx.x;
+    const int kvh = blockIdx.y / p.row_groups, row_group = blockIdx.y % p.row_groups;
+    const int b = blockIdx.z;
+    const BlockKeys bk = block_keys<false>(p, b);
+    if (p.defer_combine != 2 || p.kv_group * p.seq_q - row_group * kRows > 8) __trap();  // the host's rule broken
+
+    const int split_begin = bk.key_begin + split * p.keys_per_split;
+    const int split_end = min(split_begin + p.keys_per_split, bk.key_end);
+    const int n_tiles = split_end > split_begin ? (split_end - split_begin + kTileKeys - 1) / kTileKeys : 0;
+    const int my_tiles = warp < n_tiles ? (n_tiles - warp + kWarps - 1) / kWarps : 0;
+
+    const T* q_base = static_cast<const T*>(p.q) + b * p.q_batch_stride;
+    const T* k_head = fattn::k_head_rows<T>(p, b, kvh);
+    const T* v_head = fattn::v_head_rows<T>(p, b, kvh);
+
+    // Q rows as decode_block stores them (rows past the tile's zero).
+    for (int idx = tid; idx < kRows * Tr::kChunks; idx += kThreads) {
+        const int row = idx / Tr::kChunks, chunk = idx % Tr::kChunks;
+        const int r = row_group * kRows + row;
+        int valid = 0;
+        const T* src = q_base;
+        if (bk.seq.has_row(p, r)) {
+            const int hg = r / p.seq_q, i = r % p.seq_q;
+            valid = min(max(p.head_dim - chunk * 8, 0), 8);
+            if (valid) src = q_base + i * p.q_seq_stride + (kvh * p.kv_group + hg) * p.q_head_stride + chunk * 8;
+        }
+        load_chunk(smem_q + Tr::offset(row, chunk), src, valid, p.vec_in);
+    }
+    cp_async_commit();
+
+    T* my_ring = smem_kv + warp * Tr::kStages * 2 * Tr::kTileElems;
+#pragma unroll 1
+    for (int s = 0; s < Tr::kStages - 1; ++s) {
+        if (s < my_tiles)
+            load_kv_tile<T, D>(p, k_head, v_head, my_ring + s * 2 * Tr::kTileElems,
+                               my_ring + s * 2 * Tr::kTileElems + Tr::kTileElems,
+                               split_begin + (warp + s * kWarps) * kTileKeys, split_end, lane);
+        cp_async_commit();
+    }
+    cp_async_wait<Tr::kStages - 1>();  // the Q group
+    __syncthreads();
+
+    // Row facts of this lane's two columns, rows 2t and 2t + 1 of the tile.
+    int row_lo[2], row_hi[2];
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+        const int r = row_group * kRows + 2 * t + c;
+        row_lo[c] = bk.key_begin;
+        row_hi[c] = bk.key_end;
+        if (bk.seq.has_row(p, r)) {
+            const fattn::KeyRange keys = fattn::key_range(p, bk.mask, r % p.seq_q);
+            row_lo[c] = keys.lo;
+            row_hi[c] = keys.hi;
+        }
+        row_hi[c] = min(row_hi[c], split_end);
+    }
+    const int common_lo = fattn::key_range(p, bk.mask, max(bk.seq.len_q - 1, 0)).lo;
+    const int common_hi = min(fattn::key_range(p, bk.mask, 0).hi, split_end);
+
+    // Qᵀ as B fragments: column g is row g of the tile (rows 8..15 are never needed).
+    uint4 q_frag[D / 32];
+#pragma unroll
+    for (int cc = 0; cc < D / 32; ++cc) q_frag[cc] = lds128(smem_q + Tr::offset(g, 4 * cc + t));
+
+    float acc[kMT][4];
+#pragma unroll
+    for (int j = 0; j < kMT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.f, 0.f};  // row_sum: this lane's keys only
+
+    for (int n = 0; n < my_tiles; ++n) {
+        __syncwarp();
+        {
+            const int nn = n + Tr::kStages - 1;
+            if (nn < my_tiles)
+                load_kv_tile<T, D>(p, k_head, v_head, my_ring + (nn % Tr::kStages) * 2 * Tr::kTileElems,
+                                   my_ring + (nn % Tr::kStages) * 2 * Tr::kTileElems + Tr::kTileElems,
+                                   split_begin + (warp + nn * kWarps) * kTileKeys, split_end, lane);
+            cp_async_commit();
+        }
+        cp_async_wait<Tr::kStages - 1>();
+        __syncwarp();
+        const T* sk = my_ring + (n % Tr::kStages) * 2 * Tr::kTileElems;
+        const T* sv = sk + Tr::kTileElems;
+        const int key0 = split_begin + (warp + n * kWarps) * kTileKeys;
+
+        // Sᵀ = K·Qᵀ: s[0], s[1] key g, columns 2t, 2t + 1; s[2], s[3] key g + 8.
+        float s[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int cc = 0; cc < D / 32; ++cc) {
+            const uint4 ka = lds128(sk + Tr::offset(g, 4 * cc + t));
+            const uint4 kb = lds128(sk + Tr::offset(g + 8, 4 * cc + t));
+            const uint32_t a_lo[4] = {ka.x, kb.x, ka.y, kb.y};
+            const uint32_t a_hi[4] = {ka.z, kb.z, ka.w, kb.w};
+            E::mma(s, a_lo, q_frag[cc].x, q_frag[cc].y);
+            E::mma(s, a_hi, q_frag[cc].z, q_frag[cc].w);
+        }
+        const bool needs_mask = key0 < common_lo || key0 + kTileKeys > common_hi;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int c = e & 1;
+            const int key = key0 + g + (e >> 1) * 8;
+            float x = s[e] * p.scale_log2;
+            if (needs_mask && (key < row_lo[c] || key >= row_hi[c])) x = kNegInf;
+            s[e] = x;
+        }
+        float alpha_c[2];
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            float mx = fmaxf(s[c], s[2 + c]);
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+            const float m_new = fmaxf(row_max[c], mx);
+            const float m_ref = max_ref(m_new);
+            const float alpha = exp2f(row_max[c] - m_ref);
+            row_max[c] = m_new;
+            s[c] = exp2f(s[c] - m_ref);
+            s[2 + c] = exp2f(s[2 + c] - m_ref);
+            row_sum[c] = row_sum[c] * alpha + (s[c] + s[2 + c]);
+            alpha_c[c] = alpha;
+        }
+        if (__any_sync(0xffffffffu, alpha_c[0] != 1.f || alpha_c[1] != 1.f)) {
+#pragma unroll
+            for (int j = 0; j < kMT; ++j) {
+                acc[j][0] *= alpha_c[0];
+                acc[j][1] *= alpha_c[1];
+                acc[j][2] *= alpha_c[0];
+                acc[j][3] *= alpha_c[1];
+            }
+        }
+        // Pᵀ as B: the 8×8 blocks (keys 0-7 | 8-15) × columns, transposed so that lane (g, t)
+        // holds column g's keys 2t, 2t + 1 (b0) and 2t + 8, 2t + 9 (b1).
+        const uint32_t pb0 = movmatrix_trans(E::pack(s[0], s[1]));
+        const uint32_t pb1 = movmatrix_trans(E::pack(s[2], s[3]));
+        // Oᵀ += Vᵀ·Pᵀ. Lane g owns dims g·kL + x; m-tile j's rows g and g + 8 are dims x = j and
+        // x = j + kL/2, each A register two keys of one dim (one byte permute).
+        uint32_t w[4][kL / 2];  // keys 2t, 2t+1, 2t+8, 2t+9: the lane's kL dims, 2 per word
+#pragma unroll
+        for (int u = 0; u < Tr::kVChunks; ++u) {
+            const int chunk = g * Tr::kVChunks + u;
+            const int krow[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const uint4 v = lds128(sv + Tr::offset(krow[k], chunk));
+                w[k][4 * u + 0] = v.x, w[k][4 * u + 1] = v.y, w[k][4 * u + 2] = v.z, w[k][4 * u + 3] = v.w;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < kMT; ++j) {
+            const int xa = j, xb = j + kL / 2;
+            const uint32_t sa = (xa & 1) ? 0x7632u : 0x5410u, sb = (xb & 1) ? 0x7632u : 0x5410u;
+            const uint32_t a[4] = {__byte_perm(w[0][xa / 2], w[1][xa / 2], sa), __byte_perm(w[0][xb / 2], w[1][xb / 2], sb),
+                                   __byte_perm(w[2][xa / 2], w[3][xa / 2], sa), __byte_perm(w[2][xb / 2], w[3][xb / 2], sb)};
+            E::mma(acc[j], a, pb0, pb1);
+        }
+    }
+
+    // Per-warp partials, as decode_block's defer_combine 2: (max, sum) and the accumulator of
+    // each of the lane's columns relative to its max.
+    cp_async_wait<0>();
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+        float l = row_sum[c];
+        l += __shfl_xor_sync(0xffffffffu, l, 4);
+        l += __shfl_xor_sync(0xffffffffu, l, 8);
+        l += __shfl_xor_sync(0xffffffffu, l, 16);
+        row_sum[c] = l;
+    }
+    const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+        const int r = row_group * kRows + 2 * t + c;
+        if (!bk.seq.has_row(p, r)) continue;
+        const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
+        const long long slot =
+            (long long)(split * kWarps + warp) * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
+        float* dst = p.partial_o + slot * D + g * kL;
+#pragma unroll
+        for (int x = 0; x < kL; x += 4) {
+            float4 v;
+            v.x = x + 0 < kL / 2 ? acc[x + 0][c] : acc[x + 0 - kL / 2][2 + c];
+            v.y = x + 1 < kL / 2 ? acc[x + 1][c] : acc[x + 1 - kL / 2][2 + c];
+            v.z = x + 2 < kL / 2 ? acc[x + 2][c] : acc[x + 2 - kL / 2][2 + c];
+            v.w = x + 3 < kL / 2 ? acc[x + 3][c] : acc[x + 3 - kL / 2][2 + c];
+            *reinterpret_cast<float4*>(dst + x) = v;
+        }
+        if (g == 0) reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(row_max[c], row_sum[c]);
+    }
+}
+
+// The dense f16/bf16 entries: decode_block, or the swapped tile where the host asks for it
+// (plain scores, head dims up to 128: src/cuda/heuristics.rs `decode_variant`).
+template <typename T, int D, bool kScoreMod>
+__device__ __forceinline__ void decode_entry_16(const FattnParams& p) {
+    if constexpr (!kScoreMod && D <= 128) {
+        if (p.decode_variant == 1) {
+            decode_block_swapab<T, D>(p);
+            return;
+        }
+    }
+    decode_block<T, D, kScoreMod, false>(p);
+}
+
+
 // f32: the same blocks, splits and merge on CUDA cores (no TF32, so the error stays at the
 // level of f32 matmul). Each warp stages its 16-key tile of K and V in shared memory (rows
 // padded by 4 floats against bank conflicts); lane (kk, rh) computes the scores of key kk for
@@ -1136,7 +1366,7 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
     static_assert(fattn_decode::Traits<D>::kSmemElems * 2 == SMEM,                                            \
                   #NAME ": smem bytes differ from src/cuda/instances.rs");                                    \
     extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {          \
-        fattn_decode::decode_block<T, D, VARIANT == 1, false>(p);                                                  \
+        fattn_decode::decode_entry_16<T, D, VARIANT == 1>(p);                                                   \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME##_varlen(const FattnParams p) { \
         fattn_decode::decode_block<T, D, VARIANT == 1, true>(p);                                                   \
