@@ -98,9 +98,7 @@ struct FattnParams {
     // backward: (batch, kv head, kv split, column split) groups, tiles their key blocks
     // (kernels/common/bwd_index.cuh `bwd_cta`).
     int32_t tail_groups;
-    // Decode, dense f16/bf16 plain entries: 1 runs the swapped tile (Sᵀ = K·Qᵀ) for splits of
-    // at most 8 rows with per-warp partials; 0 decode_block (src/cuda/heuristics.rs).
-    int32_t decode_variant;
+    int32_t pad_fwd_;
 };
 
 // The backward's parameters (kernels/bwd_sm80.cu): the forward's, whose fields keep their

@@ -244,7 +244,6 @@ pub(super) fn forward<T: KernelDtype>(
                     partial_o: partials,
                     partial_ml: partials + partial_acc_words as u64 * 4,
                     defer_combine: defer,
-                    decode_variant: heuristics::decode_variant(inst, p.packed().is_none(), defer),
                     ..params
                 };
                 launch_split(params)?;

@@ -156,21 +156,6 @@ pub(super) fn split_keys(
     (key_len.div_ceil(keys_per_split), keys_per_split)
 }
 
-/// The split kernel's tile (`FattnParams::decode_variant`): 1, the swapped tile (Sᵀ = K·Qᵀ,
-/// kernels/decode_sm80.cu `decode_block_swapab`), for a dense launch of the plain f16/bf16
-/// instances up to D = 128 whose splits store per-warp partials (`defer` 2: tiles of at most 8
-/// rows, the combine launch); else 0. `FUSED_ATTN_DECODE_SWAPAB=0` (read once) keeps the m16
-/// tile everywhere: an A/B switch.
-pub(super) fn decode_variant(inst: &Instance, dense: bool, defer: i32) -> i32 {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let off = *OFF.get_or_init(|| std::env::var("FUSED_ATTN_DECODE_SWAPAB").is_ok_and(|v| v.trim() == "0"));
-    let fits = inst.family == Family::Decode
-        && matches!(inst.dtype, Dtype::F16 | Dtype::BF16)
-        && inst.variant != super::instances::Variant::Mods
-        && inst.head_dim <= 128;
-    i32::from(!off && dense && defer == 2 && fits)
-}
-
 /// `FUSED_ATTN_DECODE_SPLITS`, when set to a whole number (clamped to 1..=64).
 fn forced_decode_splits() -> Option<usize> {
     static FORCED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();

@@ -133,10 +133,8 @@ ffi_struct! {
         /// split, column split) groups and their key blocks (kernels/common/bwd_index.cuh
         /// `bwd_cta`). `heuristics::lightest_last_pairs` / `lightest_last_groups`.
         tail_groups: i32 = 304,
-        /// Decode, dense f16/bf16 plain entries: 1 runs the swapped tile (Sᵀ = K·Qᵀ,
-        /// kernels/decode_sm80.cu `decode_block_swapab`) for splits of at most 8 rows with
-        /// per-warp partials; 0 the m16 tile (`heuristics::decode_variant`).
-        decode_variant: i32 = 308,
+        /// Explicit padding, so that every byte is initialized.
+        pad_fwd_: i32 = 308,
     }
 }
 
