@@ -166,6 +166,52 @@ using fattn::quad_max;
 using fattn::quad_sum;
 using fattn::smem_addr;
 
+#ifdef FATTN_LAB_DECODE_STAMPS
+// Lab build only (NVCC_FLAGS=-DFATTN_LAB_DECODE_STAMPS=K, examples/lab_decode_stamps.rs):
+// launch K of the process's dense decode split launches (counted by their blocks' arrivals;
+// launches on one stream do not overlap) stores, per block < kLabBlocks (linear block id),
+// its entry in absolute %globaltimer ns and its SM, and per warp the phases below in ns
+// after the block's entry. The combine launch (kernels/decode_sm90.cu) stores its own,
+// `g_lab_comb_*`, for its launch K. Plain global stores. Phases: 0 warp start, 1 Q landed
+// (after the block barrier), 2 + 2n tile n landed, 3 + 2n tile n done (n < 8), 18 partials
+// stored, 19 block end.
+constexpr int kLabBlocks = 132, kLabDecPhases = 20, kLabTiles = 8;
+__device__ unsigned long long g_lab_dec_entry[kLabBlocks];
+__device__ unsigned int g_lab_dec_smid[kLabBlocks];
+__device__ unsigned long long g_lab_dec[kLabBlocks * 4 * kLabDecPhases];
+__device__ unsigned int g_lab_dec_blocks;
+// The combine: per block < kLabBlocks, entry (absolute ns), then ns after it: 0 the wait for
+// the split grid released, 1 the block's stores done.
+__device__ unsigned long long g_lab_comb_entry[kLabBlocks];
+__device__ unsigned long long g_lab_comb[kLabBlocks * 2];
+__device__ unsigned int g_lab_comb_smid[kLabBlocks];
+__device__ unsigned int g_lab_comb_blocks;
+__device__ __forceinline__ unsigned long long lab_now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ unsigned lab_block_id() {
+    return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+__device__ __forceinline__ unsigned lab_grid_blocks() { return gridDim.x * gridDim.y * gridDim.z; }
+// The combine block's launch number and entry (set by combine_block, kernels/decode_sm90.cu).
+__shared__ unsigned lab_comb_launch;
+__shared__ unsigned long long lab_comb_t0;
+#define FATTN_LAB_COMB_PHASE(k)                                                                         \
+    do {                                                                                                \
+        if (lab_comb_launch == FATTN_LAB_DECODE_STAMPS && threadIdx.x == 0 && lab_block_id() < kLabBlocks) \
+            g_lab_comb[lab_block_id() * 2 + (k)] = lab_now() - lab_comb_t0;                             \
+    } while (0)
+#define FATTN_LAB_DEC_PHASE(k)                                                                      \
+    do {                                                                                            \
+        if (lab_launch == FATTN_LAB_DECODE_STAMPS && lane == 0 && lab_block_id() < kLabBlocks)      \
+            g_lab_dec[(lab_block_id() * 4 + warp) * kLabDecPhases + (k)] = lab_now() - lab_t0;      \
+    } while (0)
+#else
+#define FATTN_LAB_DEC_PHASE(k) ((void)0)
+#endif
+
 // Copies the 8 elements [src, src + 8) of which the first `valid` exist (the rest read as 0)
 // into 16 bytes of shared memory. `aligned` is block-uniform.
 template <typename T>
@@ -418,6 +464,9 @@ __device__ __forceinline__ void merge_split_partials(const FattnParams& p, const
             // completed and flushed its memory).
             asm volatile("griddepcontrol.wait;\n" ::: "memory");
             waited = true;
+#ifdef FATTN_LAB_DECODE_STAMPS
+            FATTN_LAB_COMB_PHASE(0);
+#endif
         }
         for (int s0 = sub; s0 < n; s0 += kBatch * lanes) {
             float2 ml[kBatch];
@@ -616,6 +665,22 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     const int kvh = blockIdx.y / p.row_groups, row_group = blockIdx.y % p.row_groups;
     const int b = blockIdx.z;
     const BlockKeys bk = block_keys<kPacked>(p, b);
+#ifdef FATTN_LAB_DECODE_STAMPS
+    __shared__ unsigned lab_launch;
+    __shared__ unsigned long long lab_t0;
+    if (tid == 0) {
+        lab_t0 = lab_now();
+        lab_launch = kPacked ? ~0u : atomicAdd(&g_lab_dec_blocks, 1u) / lab_grid_blocks();
+        if (lab_launch == FATTN_LAB_DECODE_STAMPS && lab_block_id() < kLabBlocks) {
+            g_lab_dec_entry[lab_block_id()] = lab_t0;
+            unsigned smid;
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+            g_lab_dec_smid[lab_block_id()] = smid;
+        }
+    }
+    __syncthreads();
+    FATTN_LAB_DEC_PHASE(0);
+#endif
 
     const int split_begin = bk.key_begin + split * p.keys_per_split;
     const int split_end = min(split_begin + p.keys_per_split, bk.key_end);
@@ -696,6 +761,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     }
     cp_async_wait<Tr::kStages - 1>();  // the Q group, the oldest
     __syncthreads();
+    FATTN_LAB_DEC_PHASE(1);
 
     // Per-thread row facts for rows g and g + 8.
     int row_lo[2], row_hi[2];
@@ -753,6 +819,9 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         }
         cp_async_wait<Tr::kStages - 1>();
         __syncwarp();  // tile n, copied by every lane, is visible to the warp
+#ifdef FATTN_LAB_DECODE_STAMPS
+        if (n < kLabTiles) FATTN_LAB_DEC_PHASE(2 + 2 * n);
+#endif
         const T* sk = my_ring + (n % Tr::kStages) * 2 * Tr::kTileElems;
         const T* sv = sk + Tr::kTileElems;
         const int key0 = split_begin + (warp + n * kWarps) * kTileKeys;
@@ -850,6 +919,14 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
                 E::mma(acc[8 * u + e], pa, b0, b1);
             }
         }
+#ifdef FATTN_LAB_DECODE_STAMPS
+        // The accumulators are ready when their mma has retired: read one so that the stamp
+        // waits for them.
+        if (n < kLabTiles) {
+            asm volatile("" ::"f"(acc[0][0]), "f"(acc[D / 8 - 1][3]));
+            FATTN_LAB_DEC_PHASE(3 + 2 * n);
+        }
+#endif
     }
 
     // Merge the 4 warps: each scales its accumulator to the block max and adds into smem.
@@ -882,6 +959,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
             }
             if (t == 0) reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(row_max[half], row_sum[half]);
         }
+        FATTN_LAB_DEC_PHASE(18);
         return;
     }
     cp_async_wait<0>();
@@ -913,6 +991,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     }
     __syncthreads();
     store_block_rows<T, D, kPacked>(p, merge_o, block_ml, bk.seq, b, kvh, row_group, split);
+    FATTN_LAB_DEC_PHASE(19);
 }
 
 // f32: the same blocks, splits and merge on CUDA cores (no TF32, so the error stays at the

@@ -63,6 +63,19 @@ __device__ __forceinline__ void combine_block(const FattnParams& p) {
     // The sequence's bounds come from the launch's index tensors, written before the split
     // kernel started: readable before the wait.
     const BlockSeq sq = block_keys<kPacked>(p, b).seq;
+#ifdef FATTN_LAB_DECODE_STAMPS
+    if (threadIdx.x == 0) {
+        lab_comb_t0 = lab_now();
+        lab_comb_launch = kPacked ? ~0u : atomicAdd(&g_lab_comb_blocks, 1u) / lab_grid_blocks();
+        if (lab_comb_launch == FATTN_LAB_DECODE_STAMPS && lab_block_id() < kLabBlocks) {
+            g_lab_comb_entry[lab_block_id()] = lab_comb_t0;
+            unsigned smid;
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+            g_lab_comb_smid[lab_block_id()] = smid;
+        }
+    }
+    __syncthreads();
+#endif
     // The wait for the split grid is inside, right before the first partial load, so that
     // the block's index and address arithmetic runs before the split kernel has ended. A
     // block with no round exits without waiting (it reads and writes nothing).
@@ -71,6 +84,10 @@ __device__ __forceinline__ void combine_block(const FattnParams& p) {
     } else {
         merge_split_partials<T, D, kPacked, 16, true>(p, sq, b, kvh, row_group, blockIdx.x, gridDim.x);
     }
+#ifdef FATTN_LAB_DECODE_STAMPS
+    __syncthreads();
+    FATTN_LAB_COMB_PHASE(1);
+#endif
 }
 
 }  // namespace fattn_decode

@@ -1,0 +1,102 @@
+//! Lab only: timer stamps of one dense decode launch (the split kernel and its combine), for a
+//! kernel build with `NVCC_FLAGS=-DFATTN_LAB_DECODE_STAMPS=K` (kernels/decode_sm80.cu stores
+//! them for the process's dense decode launch K, kernels/decode_sm90.cu for the combine's).
+//! Runs a bf16 decode step (sq = 1) K + 2 times on GPU 0, each after a 256 MiB L2 flush (as
+//! the bench), then prints, in ns after the first split block's entry:
+//! * `split BLOCK SM ENTRY W0… W3` per split block, each warp's phases `p0,p1,…` (ns after the
+//!   block's entry; 0: not reached): 0 warp start, 1 Q landed, 2 + 2n tile n landed, 3 + 2n
+//!   tile n done (n < 8), 18 partials stored, 19 block end (one-split launches);
+//! * `comb BLOCK SM ENTRY WAIT DONE` per combine block (WAIT and DONE in ns after its entry);
+//! * `#` summary lines: the spread of the split blocks' entries and partial stores, and of the
+//!   combine's entries, wait releases and ends.
+//!
+//! A build without the define has no `g_lab_dec*`: the read fails.
+//! ```text
+//! NVCC_FLAGS=-DFATTN_LAB_DECODE_STAMPS=5 cargo run --release --features cuda --example lab_decode_stamps -- 1 32 8 2048 128
+//! ```
+//! Arguments: batch, q heads, kv heads, keys, head dim. K must match the build's define
+//! (default 5; `LAB_STAMPS_LAUNCH`).
+
+use candle_core::{DType, Device, Result, Tensor};
+use candle_fused_attn::{attention, AttnParams};
+
+fn words64(bytes: &[u8]) -> Vec<u64> {
+    bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
+}
+
+fn words32(bytes: &[u8]) -> Vec<u32> {
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect()
+}
+
+/// min / median / max of `v`, or "-" when empty.
+fn spread(v: &mut [i64]) -> String {
+    if v.is_empty() {
+        return "-".into();
+    }
+    v.sort_unstable();
+    format!("{} / {} / {}", v[0], v[v.len() / 2], v[v.len() - 1])
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let num = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
+    let (b, h, hkv, sk, d) = (num(0, 1), num(1, 32), num(2, 8), num(3, 2048), num(4, 128));
+    let launch: usize = std::env::var("LAB_STAMPS_LAUNCH").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+    let dev = Device::new_cuda(0)?;
+    let q = Tensor::randn(0f32, 1., (b, 1, h, d), &dev)?.to_dtype(DType::BF16)?;
+    let k = Tensor::randn(0f32, 1., (b, sk, hkv, d), &dev)?.to_dtype(DType::BF16)?;
+    let v = Tensor::randn(0f32, 1., (b, sk, hkv, d), &dev)?.to_dtype(DType::BF16)?;
+    let flush = Tensor::zeros(64 << 20, DType::F32, &dev)?;
+    let params = AttnParams::new(1.0 / (d as f32).sqrt());
+    for _ in 0..launch + 2 {
+        flush.zero_set()?;
+        attention(&q, &k, &v, &params)?;
+    }
+    dev.synchronize()?;
+    let read = |file: &str, name: &str| candle_fused_attn::lab_read_global(&dev, file, name);
+    let entries = words64(&read("kernels/decode_sm80.cu", "g_lab_dec_entry")?);
+    let smids = words32(&read("kernels/decode_sm80.cu", "g_lab_dec_smid")?);
+    let phases = words64(&read("kernels/decode_sm80.cu", "g_lab_dec")?);
+    let c_entries = words64(&read("kernels/decode_sm90.cu", "g_lab_comb_entry")?);
+    let c_smids = words32(&read("kernels/decode_sm90.cu", "g_lab_comb_smid")?);
+    let c_phases = words64(&read("kernels/decode_sm90.cu", "g_lab_comb")?);
+    let Some(t0) = entries.iter().copied().filter(|&t| t > 0).min() else {
+        candle_core::bail!("no split block stamped launch {launch}: is the build's FATTN_LAB_DECODE_STAMPS {launch}?")
+    };
+    let rel = |t: u64| t as i64 - t0 as i64;
+    println!("# b {b} h {h} hkv {hkv} sk {sk} d {d} launch {launch}");
+    const PHASES: usize = 20;
+    let (mut split_entry, mut split_stored) = (Vec::new(), Vec::new());
+    for (blk, &e) in entries.iter().enumerate().filter(|(_, &e)| e > 0) {
+        let warps: Vec<String> = (0..4)
+            .map(|w| {
+                let ph = &phases[(blk * 4 + w) * PHASES..(blk * 4 + w + 1) * PHASES];
+                let end = ph[18].max(ph[19]);
+                if end > 0 {
+                    split_stored.push(rel(e) + end as i64);
+                }
+                ph.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(",")
+            })
+            .collect();
+        split_entry.push(rel(e));
+        println!("split {blk} {} {} {}", smids[blk], rel(e), warps.join(" "));
+    }
+    let (mut c_entry, mut c_wait, mut c_done) = (Vec::new(), Vec::new(), Vec::new());
+    for (blk, &e) in c_entries.iter().enumerate().filter(|(_, &e)| e > 0) {
+        let (w, dn) = (c_phases[blk * 2], c_phases[blk * 2 + 1]);
+        c_entry.push(rel(e));
+        if w > 0 {
+            c_wait.push(rel(e) + w as i64);
+        }
+        if dn > 0 {
+            c_done.push(rel(e) + dn as i64);
+        }
+        println!("comb {blk} {} {} {w} {dn}", c_smids[blk], rel(e));
+    }
+    println!("# split entries (ns, min / median / max): {}", spread(&mut split_entry));
+    println!("# split warps' partials stored: {}", spread(&mut split_stored));
+    println!("# combine entries: {}", spread(&mut c_entry));
+    println!("# combine waits released: {}", spread(&mut c_wait));
+    println!("# combine ends: {}", spread(&mut c_done));
+    Ok(())
+}
