@@ -77,7 +77,8 @@ impl Flush {
             "candle" => Ok(Self::Candle(buf)),
             "torch" => {
                 let shape = std::env::var("FUSED_ATTN_BENCH_FLUSH_SHAPE").unwrap_or_else(|_| "128x2".into());
-                let parsed = shape.split_once('x').and_then(|(t, v)| Some((t.parse::<u32>().ok()?, v.parse::<u32>().ok()?)));
+                let parsed =
+                    shape.split_once('x').and_then(|(t, v)| Some((t.parse::<u32>().ok()?, v.parse::<u32>().ok()?)));
                 let (threads, vecs) = match parsed {
                     Some((t, v)) if (32..=1024).contains(&t) && t % 32 == 0 && (1..=64).contains(&v) => (t, v),
                     _ => candle_core::bail!("FUSED_ATTN_BENCH_FLUSH_SHAPE={shape}: want THREADSxVECS, THREADS a multiple of 32 in 32..=1024, VECS in 1..=64"),
