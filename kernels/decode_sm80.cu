@@ -186,15 +186,22 @@ __device__ unsigned long long g_lab_comb_entry[kLabBlocks];
 __device__ unsigned long long g_lab_comb[kLabBlocks * 2];
 __device__ unsigned int g_lab_comb_smid[kLabBlocks];
 __device__ unsigned int g_lab_comb_blocks;
-__device__ __forceinline__ unsigned long long lab_now() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+using fattn::lab_now;
 __device__ __forceinline__ unsigned lab_block_id() {
     return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
 }
 __device__ __forceinline__ unsigned lab_grid_blocks() { return gridDim.x * gridDim.y * gridDim.z; }
+// Thread 0 at a block's entry (t0): its launch's number by the arrivals on `blocks`; for
+// launch K, blocks below kLabBlocks store their entry and SM.
+__device__ __forceinline__ unsigned lab_enter(unsigned* blocks, unsigned long long* entry, unsigned* smid,
+                                              unsigned long long t0) {
+    const unsigned launch = atomicAdd(blocks, 1u) / lab_grid_blocks();
+    if (launch == FATTN_LAB_DECODE_STAMPS && lab_block_id() < kLabBlocks) {
+        entry[lab_block_id()] = t0;
+        smid[lab_block_id()] = fattn::lab_smid();
+    }
+    return launch;
+}
 // The combine block's launch number and entry (set by combine_block, kernels/decode_sm90.cu).
 __shared__ unsigned lab_comb_launch;
 __shared__ unsigned long long lab_comb_t0;
@@ -670,13 +677,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     __shared__ unsigned long long lab_t0;
     if (tid == 0) {
         lab_t0 = lab_now();
-        lab_launch = kPacked ? ~0u : atomicAdd(&g_lab_dec_blocks, 1u) / lab_grid_blocks();
-        if (lab_launch == FATTN_LAB_DECODE_STAMPS && lab_block_id() < kLabBlocks) {
-            g_lab_dec_entry[lab_block_id()] = lab_t0;
-            unsigned smid;
-            asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-            g_lab_dec_smid[lab_block_id()] = smid;
-        }
+        lab_launch = kPacked ? ~0u : lab_enter(&g_lab_dec_blocks, g_lab_dec_entry, g_lab_dec_smid, lab_t0);
     }
     __syncthreads();
     FATTN_LAB_DEC_PHASE(0);

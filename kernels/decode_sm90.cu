@@ -66,13 +66,7 @@ __device__ __forceinline__ void combine_block(const FattnParams& p) {
 #ifdef FATTN_LAB_DECODE_STAMPS
     if (threadIdx.x == 0) {
         lab_comb_t0 = lab_now();
-        lab_comb_launch = kPacked ? ~0u : atomicAdd(&g_lab_comb_blocks, 1u) / lab_grid_blocks();
-        if (lab_comb_launch == FATTN_LAB_DECODE_STAMPS && lab_block_id() < kLabBlocks) {
-            g_lab_comb_entry[lab_block_id()] = lab_comb_t0;
-            unsigned smid;
-            asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-            g_lab_comb_smid[lab_block_id()] = smid;
-        }
+        lab_comb_launch = kPacked ? ~0u : lab_enter(&g_lab_comb_blocks, g_lab_comb_entry, g_lab_comb_smid, lab_comb_t0);
     }
     __syncthreads();
 #endif

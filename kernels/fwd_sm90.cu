@@ -227,11 +227,7 @@ __device__ unsigned long long g_lab_stamps[kLabCtas * 3 * kLabItems * 4];
 __device__ unsigned long long g_lab_entry[kLabCtas];
 __device__ unsigned int g_lab_smid[kLabCtas];
 __device__ unsigned int g_lab_ctas;
-__device__ __forceinline__ unsigned long long lab_now() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+using fattn::lab_now;
 // Phases of each CTA's first item (g_lab_phase[cta][role][phase], ns after the CTA's entry;
 // role 0-2 a consumer warpgroup's thread 0, 3 the producer's thread 0): where a short tile's
 // time goes (session 29; its "cold-cache loss" of the small rows under ncu's cache control
@@ -632,9 +628,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         lab_launch = atomicAdd(&g_lab_ctas, 1u) / gridDim.x;
         if (lab_launch == FATTN_LAB_STAMPS && blockIdx.x < kLabCtas) {
             g_lab_entry[blockIdx.x] = lab_t0;
-            unsigned smid;
-            asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-            g_lab_smid[blockIdx.x] = smid;
+            g_lab_smid[blockIdx.x] = fattn::lab_smid();
         }
     }
 #endif

@@ -110,4 +110,19 @@ struct BF16 {
     }
 };
 
+// ---- lab timer stamps -------------------------------------------------------------------
+
+// %globaltimer in ns and %smid, for the lab builds' stamps (kernels/fwd_sm90.cu
+// FATTN_LAB_STAMPS, kernels/decode_sm80.cu FATTN_LAB_DECODE_STAMPS); no default build calls them.
+__device__ __forceinline__ unsigned long long lab_now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ unsigned lab_smid() {
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    return id;
+}
+
 }  // namespace fattn

@@ -10,6 +10,10 @@
 #   paged_ab OLD NEW [ROUNDS]  # bench_ab of issue 13's paged-decode rows (contiguous, packed, pages 16/256)
 #   torch_decode               # scripts/bench_torch.py --only decode
 #   kernel_durations PACK ROW...  # ncu's per-kernel durations (median) of cuda_paged_decode_bf16 rows
+#   run_cfg LABEL PACK FILTER ROUND [VAR=VAL ...]  # the pack's bench rows under those variables,
+#                              # medians to $R/cfg_medians.txt as cfg=LABEL round=ROUND
+#   cfg_rounds ROUNDS "LABEL PACK FILTER [VAR=VAL ...]" ...  # run_cfg of each config, ROUNDS
+#                              # rounds, the order reversed on even rounds
 #   envab PACK FILTER ROUNDS VAR "label=value ..."  # one pack's bench rows under values of VAR,
 #                              # alternating ("unset" unsets it); medians to $R/envab_medians.txt
 #   gpu_all PACK [SECONDS]     # the pack's whole GPU test binary (oracle skipped), then the oracle
@@ -31,6 +35,9 @@
 CHECK_LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 L="${L:-$(dirname "$CHECK_LAB")}"; R="${R:-/tmp/r}"; mkdir -p "$R"
 export FUSED_ATTN_BENCH_CUDA_ONLY=1
+# Bench filters: issue 14's five decode rows; its (1,32,8,1,2048,128) row alone.
+DECODE_ROWS='cuda_fused_attn_bf16/b[0-9]+_h32_kv8_q[14]_k'
+ROW_2048='cuda_fused_attn_bf16/b1_h32_kv8_q1_k2048_d128$'
 . "$CHECK_LAB/medians.sh"
 unpack() { [ -d "/tmp/$1/bin" ] || { mkdir -p "/tmp/$1" && tar -xJf "$L/device-pack/h90-$1-9.tar.xz" -C "/tmp/$1"; }; }
 decode_tests() {
@@ -63,6 +70,25 @@ bench_ab() {
 decode_ab() { bench_ab 'cuda_fused_attn_bf16/b[0-9]+_h32_kv8_q[14]_k' "${3:-3}" "$1" "$2"; }
 paged_ab() {
   bench_ab 'cuda_paged_decode_bf16/(contiguous|paged(16|256)_hostidx|packed_hostidx)' "${3:-3}" "$1" "$2"
+}
+run_cfg() {  # LABEL PACK FILTER ROUND [VAR=VAL ...]
+  local label="$1" pack="$2" filter="$3" r="$4"; shift 4
+  unpack "$pack" || return 1
+  (cd "/tmp/$pack" && env "$@" CRITERION_HOME="/tmp/crit-$label-$r" timeout 120 bin/bench "$filter" --bench \
+    --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "/tmp/cfg_${label}_$r.log" 2>&1)
+  medians "/tmp/crit-$label-$r" | sed "s/^/cfg=$label round=$r /" | tee -a "$R/cfg_medians.txt"
+}
+cfg_rounds() {  # ROUNDS CONFIG...: each CONFIG "LABEL PACK FILTER [VAR=VAL ...]" (no spaces inside a field)
+  local rounds="$1"; shift
+  for r in $(seq "$rounds"); do
+    local order=("$@")
+    if (( r % 2 == 0 )); then mapfile -t order < <(printf '%s\n' "$@" | tac); fi
+    local c f
+    for c in "${order[@]}"; do
+      read -ra f <<<"$c"
+      run_cfg "${f[0]}" "${f[1]}" "${f[2]}" "$r" "${f[@]:3}"
+    done
+  done
 }
 gpu_info() {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$R/gpu0.txt"; cat "$R/gpu0.txt"

@@ -6,7 +6,6 @@
 # sm80: mma.sync prefill, in-kernel decode merge) against the default, pack s44a, 2 rounds.
 # Prediction: the small rows slower on sm80 (session 7's v1-v3 were faster than it at 2048).
 . lab/decode/check_ab.sh
-ROW='cuda_fused_attn_bf16/b1_h32_kv8_q1_k2048_d128$'
 SMALL='cuda_fused_attn_bf16/(b1_h8_kv8_q512_k512_d64|b1_h32_kv8_q1_k2048_d128$)'
 body() {
   gpu_info
@@ -14,7 +13,7 @@ body() {
   M=gpu__time_duration.sum,sm__cycles_active.avg,sm__cycles_active.max,launch__shared_mem_config_size,launch__grid_size,launch__occupancy_limit_shared_mem,dram__throughput.avg.pct_of_peak_sustained_elapsed
   for st in 3 4; do
     (cd /tmp/s44b && FUSED_ATTN_DECODE_STAGES=$st timeout 90 ncu --metrics $M -k regex:fattn_decode -s 20 -c 12 \
-      bin/bench "$ROW" --bench --warm-up-time 0.2 --measurement-time 0.3 --sample-size 10 --noplot > "$R/ncu_st$st.txt" 2>&1)
+      bin/bench "$ROW_2048" --bench --warm-up-time 0.2 --measurement-time 0.3 --sample-size 10 --noplot > "$R/ncu_st$st.txt" 2>&1)
     echo "ncu stages $st rc=$?"
     python3 - "$R/ncu_st$st.txt" $st <<'PY'
 import re, sys, collections, statistics

@@ -6,7 +6,7 @@
 body() {
   gpu_info
   gpu_tests s44d "memcheck racecheck" gpu_decode gpu_varlen_paged_decode
-  (cd /tmp/s44d && CRITERION_HOME=/tmp/crit-dec timeout 100 bin/bench 'cuda_fused_attn_bf16/b[0-9]+_h32_kv8_q[14]_k' --bench \
+  (cd /tmp/s44d && CRITERION_HOME=/tmp/crit-dec timeout 100 bin/bench "$DECODE_ROWS" --bench \
     --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/bench.log" 2>&1)
   medians /tmp/crit-dec | tee "$R/medians.txt"
   torch_decode
