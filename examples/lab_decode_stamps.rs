@@ -7,8 +7,8 @@
 //!   block's entry; 0: not reached): 0 warp start, 1 Q landed, 2 + 2n tile n landed, 3 + 2n
 //!   tile n done (n < 8), 18 partials stored, 19 block end (one-split launches);
 //! * `comb BLOCK SM ENTRY WAIT DONE` per combine block (WAIT and DONE in ns after its entry);
-//! * `#` summary lines: the spread of the split blocks' entries and partial stores, and of the
-//!   combine's entries, wait releases and ends.
+//! * `#` summary lines: each phase's spread over every stamped warp, the spread of the split
+//!   blocks' entries and partial stores, and of the combine's entries, wait releases and ends.
 //!
 //! A build without the define has no `g_lab_dec*`: the read fails.
 //! ```text
@@ -92,6 +92,18 @@ fn main() -> Result<()> {
             c_done.push(rel(e) + dn as i64);
         }
         println!("comb {blk} {} {} {w} {dn}", c_smids[blk], rel(e));
+    }
+    // Each phase over every stamped warp of every block: where a warp's time goes.
+    for k in 0..PHASES {
+        let mut at: Vec<i64> = (0..entries.len())
+            .filter(|&blk| entries[blk] > 0)
+            .flat_map(|blk| (0..4).map(move |w| (blk * 4 + w) * PHASES + k))
+            .map(|i| phases[i] as i64)
+            .filter(|&t| t > 0)
+            .collect();
+        if !at.is_empty() {
+            println!("# split phase {k:2} (ns after the block's entry): {}", spread(&mut at));
+        }
     }
     println!("# split entries (ns, min / median / max): {}", spread(&mut split_entry));
     println!("# split warps' partials stored: {}", spread(&mut split_stored));
