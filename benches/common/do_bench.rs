@@ -5,14 +5,15 @@
 //! does, gave the same decode medians on the H100; it is just not do_bench's method.)
 //!
 //! The flush (`FUSED_ATTN_BENCH_FLUSH`): do_bench zeroes 256 MiB of int32 with torch's
-//! `zero_`, a vectorized elementwise kernel (16-byte stores, 128-thread blocks: the default
-//! here, `torch`, does the same from the PTX below); `candle` is candle's `zero_set` (its
-//! `const_set_f32` kernel: 4-byte stores, 1024-thread blocks), which the bench used until
-//! session 44. Both write the same bytes; what the next kernel meets in the L2 and the DRAM
-//! queues is not the same (lab/README.md, session 44), so the peers and ours are timed after
-//! the same flush. `FUSED_ATTN_BENCH_FLUSH_SHAPE=THREADSxVECS` sets the torch flush's block
-//! size and 16-byte stores per thread (default 128x2, what ncu shows torch 2.11 launching: 65 536 blocks of 128 threads, 524 288 warp stores). scripts/bench_torch.py `--flush`
-//! takes the same two names.
+//! `zero_`, a vectorized elementwise kernel; the default here, `torch`, launches the same
+//! shape from the PTX below (16-byte stores, 128-thread blocks, 2 stores a thread: what ncu
+//! shows torch 2.11 launching, 65 536 blocks and 524 288 warp stores). `candle` is candle's
+//! `zero_set` (its `const_set_f32` kernel: 4-byte stores, 1 024-thread blocks), which the bench
+//! used until session 44. Both write the same bytes, and session 44 timed ours and cuDNN after
+//! each (lab/README.md): level within each row's spread on both sides. The default only makes
+//! the method the peers' own. `FUSED_ATTN_BENCH_FLUSH_SHAPE=THREADSxVECS` sets the torch
+//! flush's block size and stores a thread; scripts/bench_torch.py `--flush` takes the same two
+//! names.
 
 use candle_core::cuda_backend::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
 use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaStream, DriverError, LaunchConfig, PushKernelArg};
