@@ -902,8 +902,8 @@ fn gpu_sanitizer_subset() {
             (1, 2, 1, 200, 300, 64), // Hopper: small grids split over block pairs (f16/bf16),
             (1, 2, 1, 150, 200, 64), // three and two key blocks
             (1, 2, 1, 256, 256, 64), // causal: the top tile's one key block leaves rank 1 of its pair none
-            (1, 8, 2, 1, 4097, 128), // Hopper decode, 4-row tiles over 16 splits: the swapped tile (plain masks)
-            (1, 8, 1, 1, 1000, 64),  // the same at d64 with 8-row tiles, 4 splits
+            (1, 8, 2, 1, 4097, 128), // Hopper decode: 4-row tiles over 16 splits, per-warp partials
+            (1, 8, 1, 1, 1000, 64),  // the same at d64: 8-row tiles, 4 splits
         ];
         for shape in shapes {
             for mask in 0..4 {
