@@ -53,7 +53,10 @@ fn main() -> Result<()> {
         attention(&q, &k, &v, &params)?;
     }
     dev.synchronize()?;
-    let read = |file: &str, name: &str| candle_fused_attn::lab_read_global(&dev, file, name);
+    // The stamps live in kernels/decode_sm80.cu's namespace `fattn_decode`: C++-mangled names.
+    let read = |file: &str, name: &str| {
+        candle_fused_attn::lab_read_global(&dev, file, &format!("_ZN12fattn_decode{}{name}E", name.len()))
+    };
     let entries = words64(&read("kernels/decode_sm80.cu", "g_lab_dec_entry")?);
     let smids = words32(&read("kernels/decode_sm80.cu", "g_lab_dec_smid")?);
     let phases = words64(&read("kernels/decode_sm80.cu", "g_lab_dec")?);
