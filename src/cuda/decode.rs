@@ -192,7 +192,7 @@ pub(super) fn forward<T: KernelDtype>(
     let defer = match (&combine, T::DTYPE) {
         (None, _) => 0,
         (Some(_), Dtype::F32) => 1,
-        (Some(_), _) if tile_rows > heuristics::PER_WARP_PARTIALS_MAX_ROWS => 1,
+        (Some(_), _) if tile_rows > heuristics::PER_WARP_PARTIALS_MAX_ROWS || heuristics::forced_block_partials() => 1,
         (Some(_), _) => 2,
     };
     let n_partials = num_splits * if defer == 2 { DECODE_WARPS } else { 1 };

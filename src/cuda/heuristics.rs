@@ -118,6 +118,14 @@ const MAX_PARTIAL_ROWS: usize = 256;
 /// cut sits between the two.
 pub(super) const PER_WARP_PARTIALS_MAX_ROWS: usize = 8;
 
+/// `FUSED_ATTN_DECODE_PARTIALS=block` (read once): every split launch with the combine stores
+/// one partial per block (its four warps merged first), whatever the tile's rows; a diagnostic
+/// switch for A/B runs of [`PER_WARP_PARTIALS_MAX_ROWS`] (any other value: the rule).
+pub(super) fn forced_block_partials() -> bool {
+    static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| std::env::var("FUSED_ATTN_DECODE_PARTIALS").is_ok_and(|v| v.trim() == "block"))
+}
+
 /// How many splits of the union key range, in whole 64-key rounds, for `pairs` tiles of `rows`
 /// query rows each, on `sms` SMs that each hold `blocks_per_sm` blocks. As many blocks as fit on
 /// the GPU at once (rounded down, so that a grid that already fills it is not split into a
