@@ -939,6 +939,20 @@ fn gpu_sanitizer_subset() {
     assert_eq!(failed, 0, "{failed} backward cases failed in the sanitizer subset");
 }
 
+/// A sweep's failing gradient case again, with its worst elements printed:
+/// `FUSED_ATTN_GRAD_CASE=<case seed> [FUSED_ATTN_GRAD_DTYPE=f16] cargo test --release --features
+/// cuda --test gpu gpu_grad_case -- --ignored --nocapture` (both backward routes: autograd
+/// through `attention`, and `attention_backward` on the forward's output and LSE).
+#[test]
+#[ignore = "a tool: FUSED_ATTN_GRAD_CASE=<case seed> reruns one gradient case"]
+fn gpu_grad_case() {
+    let Some(dev) = cuda_device("gpu_grad_case") else { return };
+    let (case, dtype) = common::grad::grad_case_from_env().expect("FUSED_ATTN_GRAD_CASE=<case seed>");
+    for explicit in [false, true] {
+        common::grad::print_grad_case(&case, &dev, dtype, explicit, 6).expect("grad case ran");
+    }
+}
+
 fn grad_sweep(test: &str, dtype: DType) {
     let Some(dev) = cuda_device(test) else { return };
     let seed = fresh_seed(test);

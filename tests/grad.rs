@@ -22,6 +22,19 @@ fn sweep(dtype: DType, seed: u64) -> Result<()> {
     Ok(())
 }
 
+/// A sweep's failing gradient case again on the CPU, with its worst elements printed:
+/// `FUSED_ATTN_GRAD_CASE=<case seed> [FUSED_ATTN_GRAD_DTYPE=f16] cargo test --release --test
+/// grad grad_case -- --ignored --nocapture`.
+#[test]
+#[ignore = "a tool: FUSED_ATTN_GRAD_CASE=<case seed> reruns one gradient case"]
+fn grad_case() -> Result<()> {
+    let (case, dtype) = common::grad::grad_case_from_env().expect("FUSED_ATTN_GRAD_CASE=<case seed>");
+    for explicit in [false, true] {
+        common::grad::print_grad_case(&case, &Device::Cpu, dtype, explicit, 6)?;
+    }
+    Ok(())
+}
+
 #[test]
 fn grad_sweep_f32() -> Result<()> {
     sweep(DType::F32, 11)

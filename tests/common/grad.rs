@@ -145,10 +145,36 @@ pub fn check_grad_case(case: &Case, dev: &Device, dtype: DType) -> Result<Vec<Gr
 /// on [`forward_with_lse`]'s output instead of autograd through `attention` (so that the
 /// backward is checked at head dims the CUDA forward does not run yet).
 pub fn check_grad_case_with(case: &Case, dev: &Device, dtype: DType, explicit: bool) -> Result<Vec<GradResult>> {
+    let run = grad_run(case, dev, dtype, explicit)?;
+    grad_results(&run)
+}
+
+/// One case's gradients: fused (on `dev`, in `dtype`), naive (the same) and the f64 oracle,
+/// each `[dq, dk, dv]`, and the floor of each.
+pub struct GradRun {
+    pub fused: [Tensor; 3],
+    pub naive: [Tensor; 3],
+    pub oracle: [Tensor; 3],
+    pub floors: [f64; 3],
+}
+
+/// Runs one case's fused and naive backward on `dev` in `dtype` and the f64 oracle; with
+/// `explicit`, as [`check_grad_case_with`].
+pub fn grad_run(case: &Case, dev: &Device, dtype: DType, explicit: bool) -> Result<GradRun> {
     let (q, k, v, params) = case.inputs(dev, dtype)?;
     let mut rng = StdRng::seed_from_u64(case.seed ^ 0x5eed_9bad);
     let (b, sq, h, d) = q.dims4()?;
-    let upstream = Tensor::from_vec(randn(&mut rng, b * sq * h * d), (b, sq, h, d), &Device::Cpu)?;
+    // The upstream gradient in `dtype`, as q, k and v: the op's output is in `dtype`, so both
+    // backward paths receive its gradient rounded to `dtype`, and the oracle takes the same
+    // values. (Drawn in f32 and given to the oracle unrounded, it moved the oracle away from
+    // both paths by that rounding, a shared error that the naive path's own errors could
+    // cancel where the fused path's added to it: session 45's CUDA bf16 sweep failed a case
+    // at d = 1, four heads on one kv head, fused dv 6.496e-3 against 6.330e-3 allowed, naive
+    // 2.431e-3; 2.8e-3 of the fused error was the upstream's rounding, and a CPU model of the
+    // kernel's arithmetic (P rounded to bf16 before Pᵀ dO) reproduced 6.495e-3.)
+    let upstream = Tensor::from_vec(randn(&mut rng, b * sq * h * d), (b, sq, h, d), &Device::Cpu)?
+        .to_dtype(dtype)?
+        .to_dtype(DType::F32)?;
 
     let fused_in = [
         Trainable::new(&q, case.layouts[0])?,
@@ -182,11 +208,16 @@ pub fn check_grad_case_with(case: &Case, dev: &Device, dtype: DType, explicit: b
     })?;
 
     let floors = grad_floor(dtype, &q64, &k64, &v64, &up64, &cpu_params, &oracle)?;
+    Ok(GradRun { fused, naive, oracle, floors })
+}
+
+/// dq, dk and dv of `run` measured against the oracle.
+pub fn grad_results(run: &GradRun) -> Result<Vec<GradResult>> {
     let mut results = Vec::new();
     for (i, name) in ["dq", "dk", "dv"].into_iter().enumerate() {
-        let o = to_f64_vec(&oracle[i])?;
-        let f = to_f64_vec(&fused[i])?;
-        let n = to_f64_vec(&naive[i])?;
+        let o = to_f64_vec(&run.oracle[i])?;
+        let f = to_f64_vec(&run.fused[i])?;
+        let n = to_f64_vec(&run.naive[i])?;
         let max_err =
             |x: &[f64]| x.iter().zip(&o).filter(|(_, o)| o.is_finite()).fold(0f64, |a, (x, o)| a.max((x - o).abs()));
         let poisoned = f.iter().zip(&o).filter(|(x, o)| o.is_finite() && !x.is_finite()).count();
@@ -196,7 +227,7 @@ pub fn check_grad_case_with(case: &Case, dev: &Device, dtype: DType, explicit: b
             name,
             fused_max_abs: max_err(&f),
             naive_max_abs: max_err(&n),
-            floor: floors[i],
+            floor: run.floors[i],
             fused_rel_l2: if norm > 0.0 { diff / norm } else { diff },
             poisoned,
         });
@@ -208,6 +239,53 @@ pub fn params_on_cpu(p: &AttnParams) -> Result<AttnParams> {
     let mut c = p.clone();
     c.alibi_slopes = p.alibi_slopes.as_ref().map(|s| s.to_device(&Device::Cpu)).transpose()?;
     Ok(c)
+}
+
+/// Prints one case's gradients against the oracle: per gradient its results and the `top`
+/// elements of largest fused error (flat index, oracle, fused, naive). A tool for a failing
+/// case of a sweep (`grad_case` tests, `FUSED_ATTN_GRAD_CASE`), not a check.
+pub fn print_grad_case(case: &Case, dev: &Device, dtype: DType, explicit: bool, top: usize) -> Result<()> {
+    let run = grad_run(case, dev, dtype, explicit)?;
+    println!("{case:?} {dtype:?} on {dev:?} (explicit backward: {explicit})");
+    for (i, r) in grad_results(&run)?.iter().enumerate() {
+        println!(
+            "  {}: fused {:.3e} allowed {:.3e} (naive {:.3e}, floor {:.3e}) passes {}",
+            r.name,
+            r.fused_max_abs,
+            r.allowed(),
+            r.naive_max_abs,
+            r.floor,
+            r.passes()
+        );
+        let [o, f, n] = [&run.oracle[i], &run.fused[i], &run.naive[i]].map(to_f64_vec);
+        let (o, f, n) = (o?, f?, n?);
+        let mut at: Vec<usize> = (0..o.len()).filter(|&j| o[j].is_finite()).collect();
+        at.sort_by(|&a, &b| (f[b] - o[b]).abs().total_cmp(&(f[a] - o[a]).abs()));
+        for &j in at.iter().take(top) {
+            println!(
+                "    [{j}] oracle {:+.6e} fused {:+.6e} ({:+.2e}) naive {:+.6e} ({:+.2e})",
+                o[j],
+                f[j],
+                f[j] - o[j],
+                n[j],
+                n[j] - o[j]
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The case named by `FUSED_ATTN_GRAD_CASE` (a case seed, as a sweep's failure prints it) in
+/// the dtype of `FUSED_ATTN_GRAD_DTYPE` (f32, f16, bf16; default bf16), drawn with the
+/// gradient sweeps' limits; `None` when unset.
+pub fn grad_case_from_env() -> Option<(Case, DType)> {
+    let seed = std::env::var("FUSED_ATTN_GRAD_CASE").ok()?.trim().parse::<u64>().ok()?;
+    let dtype = match std::env::var("FUSED_ATTN_GRAD_DTYPE").as_deref().map(str::trim) {
+        Ok("f32") => DType::F32,
+        Ok("f16") => DType::F16,
+        _ => DType::BF16,
+    };
+    Some((Case::random(seed, &grad_limits()), dtype))
 }
 
 /// The absolute error floor added to 2 × the naive error, per gradient, derived rather than

@@ -404,7 +404,10 @@ pub fn run_varlen_grad_sweep(dev: &Device, dtype: DType, n: usize, seed: u64) ->
         }
         let (q, k, v, vl, p) = case.inputs(dev, dtype)?;
         let mut rng = StdRng::seed_from_u64(case.seed ^ 0x9bad);
-        let up = Tensor::from_vec(randn(&mut rng, q.elem_count()), q.dims(), &Device::Cpu)?;
+        // The upstream in `dtype`, as both paths receive it (`super::grad::grad_run` says why).
+        let up = Tensor::from_vec(randn(&mut rng, q.elem_count()), q.dims(), &Device::Cpu)?
+            .to_dtype(dtype)?
+            .to_dtype(DType::F32)?;
         let grads = |q: &Tensor, k: &Tensor, v: &Tensor, up: &Tensor, fused: bool| -> Result<[Tensor; 3]> {
             let vars = [q, k, v].map(|t| Var::from_tensor(&t.contiguous()?));
             let [vq, vk, vv] = vars;
