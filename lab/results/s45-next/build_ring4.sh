@@ -12,7 +12,8 @@ trap 'git -C "$ROOT" worktree remove --force "$WT"' EXIT
 git -C "$WT" apply --3way "$ROOT/lab/results/s44-call2/ring4.diff"
 export FUSED_ATTN_CACHE="${FUSED_ATTN_CACHE:-$HOME/.cache/candle-fused-attn}"
 eval "$(scripts/cuda-toolkit.sh)"
-export CARGO_TARGET_DIR="$FUSED_ATTN_CACHE/target-cuda" FUSED_ATTN_CUDA_ARCHS=90 FUSED_ATTN_FATBIN_COMPRESSION=fast
+export CARGO_TARGET_DIR="$FUSED_ATTN_CACHE/target-cuda-wt" FUSED_ATTN_CUDA_ARCHS=90  # not target-cuda: a worktree build there taints main's next build (lab/README.md, session 45)
+export FUSED_ATTN_FATBIN_COMPRESSION=fast
 (cd "$WT" && NVCC_FLAGS=-DFATTN_LAB_DECODE_STAMPS=5 cargo build --release --features cuda --example lab_decode_stamps)
 S="$(mktemp -d)"; mkdir -p "$S/bin"
 strip -o "$S/bin/lab_decode_stamps" "$CARGO_TARGET_DIR/release/examples/lab_decode_stamps"
