@@ -9,6 +9,9 @@
 //! * `comb BLOCK SM ENTRY WAIT DONE` per combine block (WAIT and DONE in ns after its entry);
 //! * `#` summary lines: each phase's spread over every stamped warp, the spread of the split
 //!   blocks' entries and partial stores, and of the combine's entries, wait releases and ends.
+//! * `# call K between events`: the stamped call's time between CUDA events on candle's stream
+//!   (as the bench times it), the stamped window (first split entry to the last end) and the
+//!   difference: the launch and the grids' teardown.
 //!
 //! A build without the define has no `g_lab_dec*`: the read fails.
 //! ```text
@@ -48,11 +51,18 @@ fn main() -> Result<()> {
     let v = Tensor::randn(0f32, 1., (b, sk, hkv, d), &dev)?.to_dtype(DType::BF16)?;
     let flush = Tensor::zeros(64 << 20, DType::F32, &dev)?;
     let params = AttnParams::new(1.0 / (d as f32).sqrt());
+    // CUDA events around each call on candle's stream, as the bench times it: what the call
+    // costs beyond the stamped window (first split block's entry to the last combine block's
+    // end) is its launch and teardown.
+    let mut call_ms = Vec::new();
     for _ in 0..launch + 2 {
         flush.zero_set()?;
+        let start = record(&dev)?;
         attention(&q, &k, &v, &params)?;
+        call_ms.push((start, record(&dev)?));
     }
     dev.synchronize()?;
+    let call_ms: Vec<f64> = call_ms.into_iter().map(|(a, b)| elapsed_ms(a, b)).collect::<Result<_>>()?;
     // The stamps live in kernels/decode_sm80.cu's namespace `fattn_decode`: C++-mangled names.
     let read = |file: &str, name: &str| {
         candle_fused_attn::lab_read_global(&dev, file, &format!("_ZN12fattn_decode{}{name}E", name.len()))
@@ -112,6 +122,42 @@ fn main() -> Result<()> {
     println!("# split warps' partials stored: {}", spread(&mut split_stored));
     println!("# combine entries: {}", spread(&mut c_entry));
     println!("# combine waits released: {}", spread(&mut c_wait));
+    let window = c_done.iter().copied().max().unwrap_or(0).max(split_stored.iter().copied().max().unwrap_or(0));
     println!("# combine ends: {}", spread(&mut c_done));
+    println!(
+        "# call {launch} between events: {:.0} ns, the stamped window {window} ns, outside it {:.0} ns (calls: {})",
+        call_ms[launch] * 1e6,
+        call_ms[launch] * 1e6 - window as f64,
+        call_ms.iter().map(|ms| format!("{:.0}", ms * 1e6)).collect::<Vec<_>>().join(" ")
+    );
     Ok(())
+}
+
+#[cfg(feature = "cuda")]
+type Mark = candle_core::cuda_backend::cudarc::driver::CudaEvent;
+/// Without CUDA there is nothing to record (and `record` fails first).
+#[cfg(not(feature = "cuda"))]
+struct Mark;
+
+/// An event recorded on `dev`'s stream now.
+#[cfg(feature = "cuda")]
+fn record(dev: &Device) -> Result<Mark> {
+    use candle_core::cuda_backend::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
+    let Device::Cuda(cuda) = dev else { candle_core::bail!("lab_decode_stamps runs on a CUDA device") };
+    cuda.cuda_stream()
+        .record_event(Some(CU_EVENT_DEFAULT))
+        .map_err(|e| candle_core::Error::Msg(format!("CUDA event: {e:?}")))
+}
+#[cfg(not(feature = "cuda"))]
+fn record(_: &Device) -> Result<Mark> {
+    candle_core::bail!("lab_decode_stamps needs the `cuda` feature")
+}
+
+#[cfg(feature = "cuda")]
+fn elapsed_ms(start: Mark, end: Mark) -> Result<f64> {
+    start.elapsed_ms(&end).map(f64::from).map_err(|e| candle_core::Error::Msg(format!("CUDA event: {e:?}")))
+}
+#[cfg(not(feature = "cuda"))]
+fn elapsed_ms(_: Mark, _: Mark) -> Result<f64> {
+    Ok(0.0)
 }
