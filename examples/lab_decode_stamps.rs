@@ -11,7 +11,8 @@
 //!   blocks' entries and partial stores, and of the combine's entries, wait releases and ends.
 //! * `# call K between events`: the stamped call's time between CUDA events on candle's stream
 //!   (as the bench times it), the stamped window (first split entry to the last end) and the
-//!   difference: the launch and the grids' teardown.
+//!   difference: the launch and the grids' teardown; then the same timing's floor: events around
+//!   nothing, around one small candle op (an output allocated, one kernel) and around two.
 //!
 //! A build without the define has no `g_lab_dec*`: the read fails.
 //! ```text
@@ -63,6 +64,26 @@ fn main() -> Result<()> {
     }
     dev.synchronize()?;
     let call_ms: Vec<f64> = call_ms.into_iter().map(|(a, b)| elapsed_ms(a, b)).collect::<Result<_>>()?;
+    // The floor of that timing, the same way (flush, event, op, event; medians of 9): nothing,
+    // one candle op that allocates its output and launches one small kernel, and two of them.
+    let floor = |op: &dyn Fn() -> Result<()>| -> Result<f64> {
+        let mut marks = Vec::new();
+        for _ in 0..9 {
+            flush.zero_set()?;
+            let start = record(&dev)?;
+            op()?;
+            marks.push((start, record(&dev)?));
+        }
+        dev.synchronize()?;
+        let mut ms: Vec<f64> = marks.into_iter().map(|(a, b)| elapsed_ms(a, b)).collect::<Result<_>>()?;
+        ms.sort_by(f64::total_cmp);
+        Ok(ms[ms.len() / 2] * 1e6)
+    };
+    let floors = [
+        floor(&|| Ok(()))?,
+        floor(&|| q.affine(1.0, 0.0).map(|_| ()))?,
+        floor(&|| q.affine(1.0, 0.0)?.affine(1.0, 0.0).map(|_| ()))?,
+    ];
     // The stamps live in kernels/decode_sm80.cu's namespace `fattn_decode`: C++-mangled names.
     let read = |file: &str, name: &str| {
         candle_fused_attn::lab_read_global(&dev, file, &format!("_ZN12fattn_decode{}{name}E", name.len()))
@@ -129,6 +150,10 @@ fn main() -> Result<()> {
         call_ms[launch] * 1e6,
         call_ms[launch] * 1e6 - window as f64,
         call_ms.iter().map(|ms| format!("{:.0}", ms * 1e6)).collect::<Vec<_>>().join(" ")
+    );
+    println!(
+        "# events around nothing {:.0} ns, one small candle op (its output allocated, one kernel) {:.0} ns, two {:.0} ns",
+        floors[0], floors[1], floors[2]
     );
     Ok(())
 }
