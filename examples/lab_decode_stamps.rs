@@ -12,7 +12,8 @@
 //! * `# call K between events`: the stamped call's time between CUDA events on candle's stream
 //!   (as the bench times it), the stamped window (first split entry to the last end) and the
 //!   difference: the launch and the grids' teardown; then the same timing's floor: events around
-//!   nothing, around one small candle op (an output allocated, one kernel) and around two.
+//!   nothing, around one small kernel in place (`zero_set`, no allocation), around one small
+//!   candle op (an output allocated, one kernel) and around two.
 //!
 //! A build without the define has no `g_lab_dec*`: the read fails.
 //! ```text
@@ -79,8 +80,10 @@ fn main() -> Result<()> {
         ms.sort_by(f64::total_cmp);
         Ok(ms[ms.len() / 2] * 1e6)
     };
+    let small = Tensor::zeros(4096, DType::F32, &dev)?;
     let floors = [
         floor(&|| Ok(()))?,
+        floor(&|| small.zero_set())?,
         floor(&|| q.affine(1.0, 0.0).map(|_| ()))?,
         floor(&|| q.affine(1.0, 0.0)?.affine(1.0, 0.0).map(|_| ()))?,
     ];
@@ -152,8 +155,8 @@ fn main() -> Result<()> {
         call_ms.iter().map(|ms| format!("{:.0}", ms * 1e6)).collect::<Vec<_>>().join(" ")
     );
     println!(
-        "# events around nothing {:.0} ns, one small candle op (its output allocated, one kernel) {:.0} ns, two {:.0} ns",
-        floors[0], floors[1], floors[2]
+        "# events around nothing {:.0} ns, one small kernel in place (no allocation) {:.0} ns, one small candle op (its output allocated, one kernel) {:.0} ns, two {:.0} ns",
+        floors[0], floors[1], floors[2], floors[3]
     );
     Ok(())
 }
