@@ -13,8 +13,8 @@
 //!   (as the bench times it), the stamped window (first split entry to the last end) and the
 //!   difference: the launch and the grids' teardown; then the same timing's floor: events around
 //!   nothing, around one small kernel in place (`zero_set`, no allocation), around one small
-//!   candle op (an output allocated, one kernel; its output dropped after the end event, or
-//!   inside) and around two.
+//!   candle op (an output allocated, one kernel; its output dropped right after the end event,
+//!   inside, or kept to the end) and around two.
 //!
 //! A build without the define has no `g_lab_dec*`: the read fails.
 //! ```text
@@ -68,9 +68,10 @@ fn main() -> Result<()> {
     let call_ms: Vec<f64> = call_ms.into_iter().map(|(a, b)| elapsed_ms(a, b)).collect::<Result<_>>()?;
     // The floor of that timing, the same way (flush, event, op, event; medians of 9): nothing,
     // one candle op that allocates its output and launches one small kernel, and two of them.
-    // An op returns what it made, dropped only after the end event (as the bench drops a call's
-    // output), unless it drops it itself.
-    let floor = |op: &dyn Fn() -> Result<Option<Tensor>>| -> Result<f64> {
+    // An op returns what it made, dropped right after the end event (as the bench drops a
+    // call's output, so that the next rep's allocation can reuse it) or, with `keep`, only
+    // after every rep (each allocation then takes new memory), unless it drops it itself.
+    let floor_with = |keep: bool, op: &dyn Fn() -> Result<Option<Tensor>>| -> Result<f64> {
         let mut marks = Vec::new();
         let mut kept = Vec::new();
         for _ in 0..9 {
@@ -78,7 +79,9 @@ fn main() -> Result<()> {
             let start = record(&dev)?;
             let made = op()?;
             marks.push((start, record(&dev)?));
-            kept.push(made);
+            if keep {
+                kept.push(made);
+            }
         }
         dev.synchronize()?;
         let mut ms: Vec<f64> = marks.into_iter().map(|(a, b)| elapsed_ms(a, b)).collect::<Result<_>>()?;
@@ -86,12 +89,14 @@ fn main() -> Result<()> {
         Ok(ms[ms.len() / 2] * 1e6)
     };
     let small = Tensor::zeros(4096, DType::F32, &dev)?;
+    let floor = |op: &dyn Fn() -> Result<Option<Tensor>>| floor_with(false, op);
     let floors = [
         floor(&|| Ok(None))?,
         floor(&|| small.zero_set().map(|_| None))?,
         floor(&|| small.affine(1.0, 0.0).map(Some))?,
         floor(&|| small.affine(1.0, 0.0).map(|_| None))?,
         floor(&|| small.affine(1.0, 0.0)?.affine(1.0, 0.0).map(Some))?,
+        floor_with(true, &|| small.affine(1.0, 0.0).map(Some))?,
     ];
     // The stamps live in kernels/decode_sm80.cu's namespace `fattn_decode`: C++-mangled names.
     let read = |file: &str, name: &str| {
@@ -161,8 +166,8 @@ fn main() -> Result<()> {
         call_ms.iter().map(|ms| format!("{:.0}", ms * 1e6)).collect::<Vec<_>>().join(" ")
     );
     println!(
-        "# events around nothing {:.0} ns; one small kernel in place (no allocation) {:.0} ns; one small candle op (its output allocated, one kernel) {:.0} ns, its output also freed inside {:.0} ns; two ops {:.0} ns",
-        floors[0], floors[1], floors[2], floors[3], floors[4]
+        "# events around nothing {:.0} ns; one small kernel in place (no allocation) {:.0} ns; one small candle op (its output allocated, one kernel) {:.0} ns, its output also freed inside {:.0} ns, every output kept to the end {:.0} ns; two ops {:.0} ns",
+        floors[0], floors[1], floors[2], floors[3], floors[5], floors[4]
     );
     Ok(())
 }
