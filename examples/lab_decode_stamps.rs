@@ -14,7 +14,8 @@
 //!   difference: the launch and the grids' teardown; then the same timing's floor: events around
 //!   nothing, around one small kernel in place (`zero_set`, no allocation), around one small
 //!   candle op (an output allocated, one kernel; its output dropped right after the end event,
-//!   inside, or kept to the end) and around two.
+//!   inside, or kept to the end) and around two; with batch 1, the same call as one packed
+//!   sequence, allocating its output or written into one made beforehand.
 //!
 //! A build without the define has no `g_lab_dec*`: the read fails.
 //! ```text
@@ -24,7 +25,7 @@
 //! (default 5; `LAB_STAMPS_LAUNCH`).
 
 use candle_core::{DType, Device, Result, Tensor};
-use candle_fused_attn::{attention, AttnParams};
+use candle_fused_attn::{attention, attention_varlen, attention_varlen_into, AttnParams, Varlen};
 
 fn words64(bytes: &[u8]) -> Vec<u64> {
     bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
@@ -98,6 +99,20 @@ fn main() -> Result<()> {
         floor(&|| small.affine(1.0, 0.0)?.affine(1.0, 0.0).map(Some))?,
         floor_with(true, &|| small.affine(1.0, 0.0).map(Some))?,
     ];
+    // The same decode as one packed sequence (batch 1 only), allocating its output or written
+    // into one made beforehand: what the output's allocation costs this call.
+    let packed = if b == 1 {
+        let (q1, k1, v1) = (q.squeeze(0)?, k.squeeze(0)?, v.squeeze(0)?);
+        let cu = |n: u32| Tensor::new(&[0u32, n], &Device::Cpu);
+        let vl = Varlen::new(&cu(1)?, &cu(sk as u32)?, 1, sk);
+        let out = Tensor::zeros(q1.dims(), q1.dtype(), &dev)?;
+        Some([
+            floor(&|| attention_varlen(&q1, &k1, &v1, &vl, &params).map(Some))?,
+            floor(&|| attention_varlen_into(&out, &q1, &k1, &v1, &vl, &params).map(|_| None))?,
+        ])
+    } else {
+        None
+    };
     // The stamps live in kernels/decode_sm80.cu's namespace `fattn_decode`: C++-mangled names.
     let read = |file: &str, name: &str| {
         candle_fused_attn::lab_read_global(&dev, file, &format!("_ZN12fattn_decode{}{name}E", name.len()))
@@ -169,6 +184,9 @@ fn main() -> Result<()> {
         "# events around nothing {:.0} ns; one small kernel in place (no allocation) {:.0} ns; one small candle op (its output allocated, one kernel) {:.0} ns, its output also freed inside {:.0} ns, every output kept to the end {:.0} ns; two ops {:.0} ns",
         floors[0], floors[1], floors[2], floors[3], floors[5], floors[4]
     );
+    if let Some([alloc, into]) = packed {
+        println!("# the call as one packed sequence: its output allocated {alloc:.0} ns, into an output made beforehand {into:.0} ns");
+    }
     Ok(())
 }
 
