@@ -22,6 +22,10 @@ def main():
     ap.add_argument("--rep-ms", type=int, default=100)
     ap.add_argument("--stream", default="default", help="placement: run on default | created | per-thread")
     ap.add_argument("--placement", default="", help="decode lab .so: time it on K/V in torch, pool and cudaMalloc memory")
+    ap.add_argument("--ring", default="", help="decode lab .so: the (32,32,8,1,4096) row's read patterns (modes 3, 4) "
+                    "beside our decode kernel and cuDNN, in alternating rounds")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--only", default="", help="--ring: run only configs whose label contains this")
     args = ap.parse_args()
     lib = ctypes.CDLL(args.lib)
     lib.lab_stream.restype = ctypes.c_int
@@ -29,6 +33,8 @@ def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"device {torch.cuda.get_device_name()} ({sms} SMs) {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
 
+    if args.ring:
+        return ring(lib, args)
     if args.placement:
         st = {"default": None, "created": torch.cuda.Stream(), "per-thread": torch.cuda.ExternalStream(2)}[args.stream]
         print("stream", args.stream)
@@ -77,6 +83,64 @@ def main():
         print(f"BEST {name}: {best[0] * 1e3:.1f} us = {nbytes / (best[0] * 1e-3) / 1e9:.0f} GB/s ({best[1]} {best[2:]})")
         del buf
         torch.cuda.empty_cache()
+
+
+def ring(lib, args):
+    """The (32,32,8,1,4096,128) bf16 decode row: its K+V read in cp.async rings of several
+    shapes (stream_lab.cu read_ring), our decode kernel (decode lab) and cuDNN, each timed
+    with do_bench in alternating rounds. GB/s = K+V bytes over the median."""
+    import math
+    import sys
+    import os
+    sys.path.insert(0, os.path.dirname(__file__) + "/../decode")
+    sys.path.insert(0, os.path.dirname(__file__) + "/../../scripts")
+    from decode_lab import Lab
+    from bench_torch import BACKENDS, bench_one
+    lib.lab_ring.restype = ctypes.c_int
+    lib.lab_ring.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_int] * 8 + [ctypes.c_void_p]
+    lab = Lab(args.ring)
+    b, h, hkv, sk, d = 32, 32, 8, 4096, 128
+    q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(q)
+    nbytes = 2 * k.numel() * 2
+    scale = 1.0 / math.sqrt(d)
+    stream = torch.cuda.current_stream().cuda_stream
+    # (label, mode, hb, splits, threads, stages, delay)
+    configs = []
+    for stages in (2, 3, 4):
+        for delay in (0, 96):
+            configs.append((f"warp-ring hb1 s{stages} d{delay}", 3, 1, 1, 128, stages, delay))
+            configs.append((f"block-ring hb1 s{stages} d{delay}", 4, 1, 1, 128, stages, delay))
+    for hb, splits in ((2, 2), (4, 4)):
+        for delay in (0, 96):
+            configs.append((f"warp-ring hb{hb} x{splits} s3 d{delay}", 3, hb, splits, 128, 3, delay))
+    configs.append(("warp-ring hb8 x4 w8 s2 d0", 3, 8, 4, 256, 2, 0))
+    configs.append(("warp-ring hb1 x2 s3 d0", 3, 1, 2, 128, 3, 0))
+    if args.only:
+        configs = [c for c in configs if args.only in c[0]]
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    runs = {}
+    for rnd in range(args.rounds):
+        lab.run(q, k, v, out, scale, 0.0, -1, -1, None, 0)
+        ms = triton.testing.do_bench(lambda: lab.run(q, k, v, out, scale, 0.0, -1, -1, None, 0),
+                                     warmup=50, rep=args.rep_ms, return_mode="median")
+        runs.setdefault("ours (decode lab)", []).append(ms)
+        ms = bench_one(BACKENDS["cudnn"], qt, kt, vt, args.rep_ms, enable_gqa=True)
+        runs.setdefault("cudnn", []).append(ms)
+        for label, mode, hb, splits, threads, stages, delay in configs:
+            call = lambda: lib.lab_ring(mode, k.data_ptr(), v.data_ptr(), b, sk, hkv, hb, splits, threads, stages,
+                                        delay, stream)
+            rc = call()
+            if rc != 0:
+                print(f"  {label}: rc {rc}")
+                continue
+            ms = triton.testing.do_bench(call, warmup=20, rep=args.rep_ms, return_mode="median")
+            runs.setdefault(label, []).append(ms)
+        print(f"round {rnd + 1} done", flush=True)
+    for label, ms in runs.items():
+        print(f"{label:32s} " + "  ".join(f"{m * 1e3:7.1f} us {nbytes / (m * 1e-3) / 1e9:5.0f} GB/s" for m in ms))
 
 
 class Raw:
