@@ -248,6 +248,11 @@ __device__ __forceinline__ uint4 lds128(const void* p) { return *reinterpret_cas
 #ifndef FATTN_DECODE_L2_PREFETCH
 #define FATTN_DECODE_L2_PREFETCH 0
 #endif
+// Whether those copies allocate their L2 lines evict-first (common/ptx.cuh
+// cp_async_16_to_policy): 0, no, unless a lab build sets it (NVCC_FLAGS=-DFATTN_DECODE_L2_EVICT_FIRST=1).
+#ifndef FATTN_DECODE_L2_EVICT_FIRST
+#define FATTN_DECODE_L2_EVICT_FIRST 0
+#endif
 
 // One warp copies a 16-key tile of K and V (keys [key0, key0+16), zero past `key_limit`)
 // into its stage. The aligned case is one branch per tile and 16-byte cp.async copies,
@@ -274,11 +279,19 @@ __device__ __forceinline__ void load_kv_tile(const FattnParams& p, const T* k_he
         const int64_t v_step = static_cast<int64_t>(kR) * p.v_seq_stride;
         const int base = Tr::offset(r0, c);
         const uint32_t sk_addr = smem_addr(sk), sv_addr = smem_addr(sv);
+#if FATTN_DECODE_L2_EVICT_FIRST
+        const uint64_t policy = fattn::l2_evict_first_policy();
+#endif
 #pragma unroll
         for (int it = 0; it < kTileKeys / kR; ++it) {
             const int off = (base ^ (Tr::swizzle(it * kR) << 3)) + it * kR * D;
+#if FATTN_DECODE_L2_EVICT_FIRST
+            fattn::cp_async_16_to_policy(sk_addr + off * static_cast<int>(sizeof(T)), ks, policy);
+            fattn::cp_async_16_to_policy(sv_addr + off * static_cast<int>(sizeof(T)), vs, policy);
+#else
             cp_async_16_to_prefetch<FATTN_DECODE_L2_PREFETCH>(sk_addr + off * static_cast<int>(sizeof(T)), ks);
             cp_async_16_to_prefetch<FATTN_DECODE_L2_PREFETCH>(sv_addr + off * static_cast<int>(sizeof(T)), vs);
+#endif
             ks += k_step;
             vs += v_step;
         }

@@ -42,8 +42,11 @@ for t in "${targets[@]}"; do
       tar -cJf bin/lab.tar.xz -C bin lab
       ;;
     decode)
-      nvcc "${NVCC_COMMON[@]}" -shared -Xcompiler -fPIC -cudart static "${LIBS[@]}" -lcuda \
-        decode/decode_lab.cu -o "$ROOT/.decode-lab/libdecode_lab.so"
+      # LAB_DECODE_FLAGS (say -DFATTN_DECODE_L2_EVICT_FIRST=1) and LAB_DECODE_OUT (default
+      # libdecode_lab) build a variant library beside the plain one.
+      # shellcheck disable=SC2086
+      nvcc "${NVCC_COMMON[@]}" ${LAB_DECODE_FLAGS:-} -shared -Xcompiler -fPIC -cudart static "${LIBS[@]}" -lcuda \
+        decode/decode_lab.cu -o "$ROOT/.decode-lab/${LAB_DECODE_OUT:-libdecode_lab}.so"
       ;;
     stream)
       nvcc -O3 -shared -Xcompiler -fPIC -cudart static -gencode arch=compute_90a,code=sm_90a \

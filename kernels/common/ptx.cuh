@@ -38,6 +38,18 @@ __device__ __forceinline__ void cp_async_16_to_prefetch(uint32_t dst, const void
         asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
     }
 }
+// cp_async_16_to of all 16 bytes under an L2 eviction policy made by `l2_evict_first_policy`:
+// the line it allocates is the first the L2 evicts. A lab knob for streaming reads (the
+// decode's K/V tiles, kernels/decode_sm80.cu FATTN_DECODE_L2_EVICT_FIRST); every kernel
+// builds without it.
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    return policy;
+}
+__device__ __forceinline__ void cp_async_16_to_policy(uint32_t dst, const void* src, uint64_t policy) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "l"(policy));
+}
 // The same to a generic pointer into shared memory: all 16 bytes when `valid`, else zeros.
 __device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {
     cp_async_16_to(smem_addr(dst), src, valid ? 16 : 0);
