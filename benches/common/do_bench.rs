@@ -13,7 +13,8 @@
 //! each (lab/README.md): level within each row's spread on both sides. The default only makes
 //! the method the peers' own. `FUSED_ATTN_BENCH_FLUSH_SHAPE=THREADSxVECS` sets the torch
 //! flush's block size and stores a thread; scripts/bench_torch.py `--flush` takes the same two
-//! names.
+//! names. `FUSED_ATTN_BENCH_DROP=after` keeps each rep's output until its end event is queued
+//! (default `inside`: dropped before it, as do_bench drops its function's result).
 
 use candle_core::cuda_backend::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
 use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaStream, DriverError, LaunchConfig, PushKernelArg};
@@ -126,14 +127,24 @@ pub fn cuda_rep_ms(
 ) -> candle_core::Result<Vec<f64>> {
     use candle_core::backend::BackendDevice;
     let flush = Flush::new(dev)?;
+    let drop_after = match std::env::var("FUSED_ATTN_BENCH_DROP").as_deref() {
+        Err(_) | Ok("inside") => false,
+        Ok("after") => true,
+        Ok(other) => candle_core::bail!("FUSED_ATTN_BENCH_DROP={other}: want inside or after"),
+    };
     let stream = dev.cuda_stream();
     let event_err = |e: DriverError| candle_core::Error::Msg(format!("CUDA event: {e:?}"));
     let mut events = Vec::with_capacity(reps);
     for _ in 0..reps {
         flush.run()?;
         let start = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
-        std::hint::black_box(run()?);
+        let out = std::hint::black_box(run()?);
+        // Dropped inside the window by default, as do_bench drops what its function returns
+        // (a stream-ordered free here, `cuMemFreeAsync`; a host-only free in torch's caching
+        // allocator); `FUSED_ATTN_BENCH_DROP=after` holds it until the end event is queued.
+        let held = if drop_after { Some(out) } else { None };
         let end = stream.record_event(Some(CU_EVENT_DEFAULT)).map_err(event_err)?;
+        drop(held);
         events.push((start, end));
     }
     dev.synchronize()?;

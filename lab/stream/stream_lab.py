@@ -162,7 +162,7 @@ def placement(lib, args):
     import math
     import sys
     import os
-    sys.path.insert(0, os.path.dirname(__file__))
+    sys.path.insert(0, os.path.dirname(__file__) + "/../decode")
     from decode_lab import BENCH, Lab
     lab = Lab(args.placement)
     stream = torch.cuda.current_stream().cuda_stream
