@@ -91,7 +91,10 @@ cfg_rounds() {  # ROUNDS CONFIG...: each CONFIG "LABEL PACK FILTER [VAR=VAL ...]
   done
 }
 gpu_info() {
-  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$R/gpu0.txt"; cat "$R/gpu0.txt"
+  # Each call may start a different machine, and the H200s differ by more than some rows'
+  # margins (session 46): record what tells them apart.
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit,power.max_limit,vbios_version,pci.bus_id,uuid \
+    --format=csv > "$R/gpu0.txt"; cat "$R/gpu0.txt"
 }
 archived() {
   "$@" 2>&1 | tee "$R/call.log"
