@@ -98,6 +98,13 @@
 // rounds: (32,32,8,1,4096) 135.9 -> 134.9 µs, (8,32,8,1,8192) 78.7 both. Issue 14's table on
 // it (s39-call3, cuDNN time / ours, two torch runs): 8x8192 1.010 / 1.006, 32k 1.021 / 1.019,
 // 2048 0.970 / 0.993, 32x4096 0.989 / 0.988, Sq 4 8192 4.33 / 4.34.
+//
+// Session 46 (H200, lab/results/s46-call1..4): in ncu with clean caches this kernel, cuDNN's
+// and a pure read of the same bytes tie on (32,32,8,1,4096) (122-127 µs; 88.6-91% of DRAM
+// peak); under do_bench it stays 0.985-0.998 of cuDNN depending on the machine. Read shapes
+// (block-cooperative, 2-8 heads a block, 2-4 stages), K/V placement and the output's free
+// moved nothing; evict-first K/V copies (FATTN_DECODE_L2_EVICT_FIRST, a lab knob) cost that
+// row 4% and the 2048 row 4.5%, and took 7% off the 32k row.
 
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
