@@ -127,6 +127,40 @@ __global__ void read_bulk(const char* __restrict__ p, long long bytes, int chunk
 // (W·16 rows of one head when hb = 1) together and meet at a barrier per tile instead. Each
 // tile is consumed by a 16-byte shared read per lane and `delay` dependent FMAs (the tile's
 // compute, roughly).
+// One 16-byte row chunk of K and of V into shared memory (zeros, nothing read, when !ok).
+__device__ __forceinline__ void copy_kv_chunk(uint4* dk, uint4* dv, const uint4* k, const uint4* v, long long off,
+                                              bool ok) {
+    const int n = ok ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(dk)), "l"(k + (ok ? off : 0)), "r"(n));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(dv)), "l"(v + (ok ? off : 0)), "r"(n));
+}
+
+// A kStages-deep cp.async ring over `count` tiles: issue(t) copies tile t, the next copy goes
+// out before the wait for the current tile, and take(t) consumes tile t once it landed.
+template <int kStages, class Issue, class Take>
+__device__ __forceinline__ void run_ring(int count, Issue issue, Take take) {
+    for (int t = 0; t < kStages - 1; ++t) {
+        if (t < count) issue(t);
+        asm volatile("cp.async.commit_group;");
+    }
+    for (int t = 0; t < count; ++t) {
+        if (t + kStages - 1 < count) issue(t + kStages - 1);
+        asm volatile("cp.async.commit_group;");
+        asm volatile("cp.async.wait_group %0;" ::"n"(kStages - 1));
+        take(t);
+    }
+}
+
+// The decode rows' K/V pattern through a cp.async ring in shared memory, as
+// kernels/decode_sm80.cu reads it (mode 3): K and V are two (batch, rows, heads, 256 B)
+// tensors; grid (splits, heads / hb, batch); a block's W warps cover hb adjacent heads
+// (warp w on head w % hb), the warps of one head take its 16-row tiles in turn. Per warp a
+// ring of kStages 8 KB stages (16 rows of K and of V, lane = chunk lane % 16 of rows
+// lane / 16 + 2·it, K and V copies alternating, as load_kv_tile), the next tile issued before
+// the wait for the current one. `coop` != 0 (mode 4): the block's warps copy one block tile
+// (W·16 rows of one head when hb = 1) together and meet at a barrier per tile instead. Each
+// tile is consumed by a 16-byte shared read per lane and `delay` dependent FMAs (the tile's
+// compute, roughly).
 template <int kStages>
 __global__ void read_ring(const uint4* __restrict__ k, const uint4* __restrict__ v, int rows, int heads, int hb,
                           int delay, int coop, unsigned* out) {
@@ -137,6 +171,9 @@ __global__ void read_ring(const uint4* __restrict__ k, const uint4* __restrict__
     const long long batch_off = (long long)blockIdx.z * rows * heads * 16;
     unsigned acc = 0;
     float f = threadIdx.x;
+    auto work = [&]() {
+        for (int x = 0; x < delay; ++x) f = fmaf(f, 1.0001f, (float)(acc & 1));
+    };
     if (!coop) {
         const int head = blockIdx.y * hb + warp % hb, wph = warps / hb, slot = warp / hb;
         uint4* my = ring4 + warp * kStages * 512;  // 512 uint4 = 8 KB per stage
@@ -148,58 +185,32 @@ __global__ void read_ring(const uint4* __restrict__ k, const uint4* __restrict__
             for (int it = 0; it < 8; ++it) {
                 const int row = row0 + lane / 16 + 2 * it;
                 const long long off = batch_off + ((long long)row * heads + head) * 16 + lane % 16;
-                const int ok = row < end ? 16 : 0;
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(st + it * 32 + lane)),
-                             "l"(k + (ok ? off : 0)), "r"(ok));
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(st + 256 + it * 32 + lane)),
-                             "l"(v + (ok ? off : 0)), "r"(ok));
+                copy_kv_chunk(st + it * 32 + lane, st + 256 + it * 32 + lane, k, v, off, row < end);
             }
         };
-        const int mine = (ntiles - slot + wph - 1) / wph;
-        for (int t = 0; t < kStages - 1; ++t) {
-            if (t < mine) issue(t);
-            asm volatile("cp.async.commit_group;");
-        }
-        for (int t = 0; t < mine; ++t) {
-            if (t + kStages - 1 < mine) issue(t + kStages - 1);
-            asm volatile("cp.async.commit_group;");
-            asm volatile("cp.async.wait_group %0;" ::"n"(kStages - 1));
+        run_ring<kStages>((ntiles - slot + wph - 1) / wph, issue, [&](int t) {
             __syncwarp();
-            const uint4 w = my[(t % kStages) * 512 + lane * 16 % 512];
-            acc ^= fold(w);
-            for (int x = 0; x < delay; ++x) f = fmaf(f, 1.0001f, (float)(acc & 1));
+            acc ^= fold(my[(t % kStages) * 512 + lane * 16 % 512]);
+            work();
             __syncwarp();
-        }
+        });
     } else {
         // Block tiles: 16·W rows; the head is blockIdx.y (hb = 1).
         const int head = blockIdx.y, tile_rows = 16 * warps, chunks = tile_rows * 16;
-        const int ntiles = (end - begin + tile_rows - 1) / tile_rows;
         auto issue = [&](int t) {
             uint4* st = ring4 + (t % kStages) * 2 * chunks;
             for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
                 const int row = begin + t * tile_rows + c / 16;
                 const long long off = batch_off + ((long long)row * heads + head) * 16 + c % 16;
-                const int ok = row < end ? 16 : 0;
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(st + c)),
-                             "l"(k + (ok ? off : 0)), "r"(ok));
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(st + chunks + c)),
-                             "l"(v + (ok ? off : 0)), "r"(ok));
+                copy_kv_chunk(st + c, st + chunks + c, k, v, off, row < end);
             }
         };
-        for (int t = 0; t < kStages - 1; ++t) {
-            if (t < ntiles) issue(t);
-            asm volatile("cp.async.commit_group;");
-        }
-        for (int t = 0; t < ntiles; ++t) {
-            if (t + kStages - 1 < ntiles) issue(t + kStages - 1);
-            asm volatile("cp.async.commit_group;");
-            asm volatile("cp.async.wait_group %0;" ::"n"(kStages - 1));
+        run_ring<kStages>((end - begin + tile_rows - 1) / tile_rows, issue, [&](int t) {
             __syncthreads();
-            const uint4 w = ring4[(t % kStages) * 2 * chunks + threadIdx.x];
-            acc ^= fold(w);
-            for (int x = 0; x < delay; ++x) f = fmaf(f, 1.0001f, (float)(acc & 1));
+            acc ^= fold(ring4[(t % kStages) * 2 * chunks + threadIdx.x]);
+            work();
             __syncthreads();
-        }
+        });
     }
     if (f == 1234.5f) acc ^= 1;
     sink(acc, out);
