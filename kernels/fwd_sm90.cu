@@ -228,11 +228,16 @@ __device__ unsigned long long g_lab_entry[kLabCtas];
 __device__ unsigned int g_lab_smid[kLabCtas];
 __device__ unsigned int g_lab_ctas;
 using fattn::lab_now;
-// Phases of each CTA's first item (g_lab_phase[cta][role][phase], ns after the CTA's entry;
+// Phases of each CTA's item FATTN_LAB_PHASE_ITEM (g_lab_phase[cta][role][phase], ns after the CTA's entry;
 // role 0-2 a consumer warpgroup's thread 0, 3 the producer's thread 0): where a short tile's
 // time goes (session 29; its "cold-cache loss" of the small rows under ncu's cache control
 // was the instruction caches ncu empties and the bench's L2 flush does not: session 30).
-constexpr int kLabPhases = 12;
+constexpr int kLabPhases = 16;
+// The item whose phases are stored (NVCC_FLAGS=-DFATTN_LAB_PHASE_ITEM=N; default the first):
+// a later item shows a steady tile's start and epilogue.
+#ifndef FATTN_LAB_PHASE_ITEM
+#define FATTN_LAB_PHASE_ITEM 0
+#endif
 __device__ unsigned long long g_lab_phase[kLabCtas * 4 * kLabPhases];
 #define FATTN_LAB_PHASE(role, k, first)                                                    \
     do {                                                                                   \
@@ -755,12 +760,12 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 // Persistent: buffer b is free once every consumer warp is done with its
                 // previous use (tile n - QB).
                 if (kPersistent && n >= QB) sm90::mbar_wait(&empty_q[b], ((n / QB) - 1) & 1);
-                FATTN_LAB_PHASE(3, 1, n == 0);
+                FATTN_LAB_PHASE(3, 1, n == FATTN_LAB_PHASE_ITEM);
                 sm90::mbar_arrive_expect_tx(&bar_q[b], Cfg::kQBytes);
 #pragma unroll
                 for (int c = 0; c < Cfg::kPanels; ++c)
                     sm90::tma_load_4d(sQ + c * BM * 128, &hp.tma_q, &bar_q[b], c * 64, q_row, qb.head, q_batch);
-                FATTN_LAB_PHASE(3, 2, n == 0);
+                FATTN_LAB_PHASE(3, 2, n == FATTN_LAB_PHASE_ITEM);
                 for (int nb = nb_begin; nb < nb_end; ++nb) {
                     const int it = it0 + nb - nb_begin, st = it % ST;
                     const uint32_t phase = (it / ST) & 1;
@@ -772,7 +777,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVBytes);
                     load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb);
                 }
-                FATTN_LAB_PHASE(3, 3, n == 0);
+                FATTN_LAB_PHASE(3, 3, n == FATTN_LAB_PHASE_ITEM);
                 it0 += nb_end - nb_begin;
             }
             // Persistent: the warp meets again before the next tile's hand-over.
@@ -1027,9 +1032,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 if (cw == Cfg::kConsumers - 1) next_turn();
                 turns_open = true;
             }
-            FATTN_LAB_PHASE(cw, 1, tid == 0 && n == 0);
+            FATTN_LAB_PHASE(cw, 1, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
             if constexpr (!kPersistent) sm90::mbar_wait(&bar_q[b], 0);
-            FATTN_LAB_PHASE(cw, 2, tid == 0 && n == 0);
+            FATTN_LAB_PHASE(cw, 2, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
             float s[BN / 2];
             uint32_t pf[BN / 16][4];
             float corr[2];
@@ -1045,20 +1050,20 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const int qk_trim_at = trim_width < BN ? trim_at : -1;
             const int st0 = it0 % ST;
             sm90::mbar_wait(&full_k[st0], (it0 / ST) & 1);
-            FATTN_LAB_PHASE(cw, 3, tid == 0 && n == 0);
+            FATTN_LAB_PHASE(cw, 3, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
             my_turn();
             sm90::wgmma_fence();
             issue_qk(s, st0);
             next_turn();
             sm90::wgmma_wait<0>();
             sm90::fence_regs(s);
-            FATTN_LAB_PHASE(cw, 4, tid == 0 && n == 0);
+            FATTN_LAB_PHASE(cw, 4, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
             release_stored_q(n);
             release(&empty_k[st0]);
             if (!kStageO && nb_begin + 1 == nb_end) release(&empty_q[b]);  // Q's last reader
             softmax(s, nb_begin, corr);  // O is still zero: nothing to rescale
             to_fragments(s, pf);
-            FATTN_LAB_PHASE(cw, 5, tid == 0 && n == 0);
+            FATTN_LAB_PHASE(cw, 5, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
             // One key block nb > nb_begin: its Q·Kᵀ (trimmed: at trim_width) with block nb - 1's
             // P·V, then its softmax. The loop runs the blocks at full width; the trimmed block
             // (always the last) runs after it, so that the loop's code is the untrimmed one.
@@ -1111,9 +1116,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 if (trim_tail) step(nb_end - 1, std::integral_constant<int, kWidthA>{});
             }
             const int last = it0 + nb_end - 1 - nb_begin;
-            FATTN_LAB_PHASE(cw, 6, tid == 0 && n == 0);
+            FATTN_LAB_PHASE(cw, 6, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
             sm90::mbar_wait(&full_v[last % ST], (last / ST) & 1);
-            FATTN_LAB_PHASE(cw, 7, tid == 0 && n == 0);
+            FATTN_LAB_PHASE(cw, 7, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
             if constexpr (kPacked) {
                 // The last block's rows past the sequence's keys are the next sequence's (packed)
                 // or whatever the page holds (paged): their scores are masked to P = 0, but 0 · NaN
@@ -1146,7 +1151,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::wgmma_wait<0>();
             sm90::fence_regs(o);
             keep_fragments(pf);
-            FATTN_LAB_PHASE(cw, 8, tid == 0 && n == 0);
+            FATTN_LAB_PHASE(cw, 8, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
             release(&empty_v[last % ST]);
         } else if (!kStageO) {
             release(&empty_q[b]);  // no key: Q is not read
@@ -1176,7 +1181,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                             sm90::st_async_v4(dst + j * 128 * 16, o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3], bar);
                         sm90::st_async_v4(dst + (D / 8) * 128 * 16, row_max[0], row_max[1], row_sum[0], row_sum[1], bar);
                     }
-                    FATTN_LAB_PHASE(cw, 9, tid == 0 && n == 0);
+                    FATTN_LAB_PHASE(cw, 9, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
                     return;  // the owner stores these rows
                 }
                 const unsigned sources = pair_members & ~(1u << pair_rank);
@@ -1186,7 +1191,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     // the stream-K merge does for two. With two ranks: rank 0's terms are the
                     // product kept exact in the fma, rank 1's the rounded one.
                     sm90::mbar_wait(pair_bar, 0);
-                    FATTN_LAB_PHASE(cw, 9, tid == 0 && n == 0);
+                    FATTN_LAB_PHASE(cw, 9, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
                     for (int r = 0; r < ranks; ++r) {
                         if (!(sources >> r & 1u)) continue;
                         const bool src_first = r < pair_rank;
@@ -1380,10 +1385,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             lab_end();
             continue;
         }
-        FATTN_LAB_PHASE(cw, 10, tid == 0 && n == 0);
+        FATTN_LAB_PHASE(cw, 10, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
         // ---- epilogue: normalize, stage in this warpgroup's rows of the Q tile, 16-byte stores.
         // The barrier orders every warp's last wgmma read of Q before the writes.
         sm90::named_barrier_sync(1 + cw, 128);
+        FATTN_LAB_PHASE(cw, 12, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             const float l = quad_sum(row_sum[hf]);
@@ -1406,9 +1412,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         // padded head dim) the threads' stores below. Session 33's first version also sent
         // boxes reaching past the output and faulted on the shifted top tiles (call 3).
         const bool tma_rows = o_tma() && qb.m0 + cw * 64 >= 0 && qb.m0 + cw * 64 + 64 <= rows && p.head_dim == D;
+        FATTN_LAB_PHASE(cw, 13, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
         // The staged writes reach the async proxy before thread 0 issues the boxes.
         if (tma_rows) sm90::fence_proxy_async();
         sm90::named_barrier_sync(1 + cw, 128);
+        FATTN_LAB_PHASE(cw, 14, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
         constexpr int kChunks = D / 8;  // 16-byte chunks of a row
         if (tma_rows) {
             // One box of 64 columns × this warpgroup's 64 rows per panel.
@@ -1460,6 +1468,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 }
             }
         }
+        FATTN_LAB_PHASE(cw, 15, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
         // Persistent: this warp is done with the Q buffer and its tile slot; the producer may
         // load a later tile's Q there (async-proxy writes after this warp's generic reads and
         // writes of the buffer: the proxy fence orders them).
@@ -1468,7 +1477,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             if (!o_tma()) release(&empty_q[b]);  // else release_stored_q, in the next tile
         }
         tile_it0 += nb_end - nb_begin;
-        FATTN_LAB_PHASE(cw, 11, tid == 0 && n == 0);
+        FATTN_LAB_PHASE(cw, 11, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
         lab_end();
     }
     // The last tile's store has read its rows before the CTA's shared memory goes away.
