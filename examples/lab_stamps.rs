@@ -52,14 +52,15 @@ fn main() -> Result<()> {
     // Each CTA's item FATTN_LAB_PHASE_ITEM (the build's define, default 0: the first) in
     // phases (kernels/fwd_sm90.cu `g_lab_phase`, ns after the CTA's entry, 0: not reached):
     // per role (consumer warpgroups 0-2, 3 the producer), one line `# phase cta role t0 t1
-    // ... t15`. Consumer phases: 0 warpgroup start (always the first item), 1 item start,
+    // ... t17`. Consumer phases: 0 warpgroup start (always the first item), 16 the item's loop
+    // top (before its tile is named and set up), 17 set up (before the wait for its Q), 1 item start,
     // 2 Q landed, 3 first K landed, 4 first Q·Kᵀ done, 5 first softmax done, 6 key loop done,
     // 7 last V landed, 8 last P·V done, 9 cluster partial sent (rank 1) or received (rank 0),
     // 10 epilogue start, 12 its first barrier passed, 13 O staged in shared memory, 14 the
     // proxy fence and second barrier passed, 15 the TMA store issued (or the threads'
     // stores done), 11 the item's end (after the persistent release). Producer: 0 start, 1
     // before Q's copy, 2 after it, 3 every K/V copy of the item issued.
-    const PHASES: usize = 16;
+    const PHASES: usize = 18;
     let phases = candle_fused_attn::lab_read_global(&dev, "kernels/fwd_sm90.cu", "g_lab_phase")?;
     let phases: Vec<u64> = phases.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
     for (slot, ph) in phases.chunks_exact(PHASES).enumerate() {

@@ -232,7 +232,7 @@ using fattn::lab_now;
 // role 0-2 a consumer warpgroup's thread 0, 3 the producer's thread 0): where a short tile's
 // time goes (session 29; its "cold-cache loss" of the small rows under ncu's cache control
 // was the instruction caches ncu empties and the bench's L2 flush does not: session 30).
-constexpr int kLabPhases = 16;
+constexpr int kLabPhases = 18;
 // The item whose phases are stored (NVCC_FLAGS=-DFATTN_LAB_PHASE_ITEM=N; default the first):
 // a later item shows a steady tile's start and epilogue.
 #ifndef FATTN_LAB_PHASE_ITEM
@@ -981,6 +981,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     bool turns_open = false;
     for (int n = 0, tile = first_tile;; ++n) {
         const int b = kPersistent ? n % QB : 0;
+        FATTN_LAB_PHASE(cw, 16, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
         if constexpr (kPersistent) {
             // The tile (or the end): drawn, the producer warp names it; else the stride.
             if (drawn) {
@@ -998,6 +999,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             }
             if (tile >= num_tiles) break;
             if ((drawn || !(Cfg::kStreamK || Cfg::kTailSplit)) && n > 0) setup(tile);
+            FATTN_LAB_PHASE(cw, 17, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
             // Q of this tile in buffer b.
             sm90::mbar_wait(&bar_q[b], (n / QB) & 1);
         } else if (n > 0) {
