@@ -247,6 +247,8 @@ __device__ unsigned long long g_lab_phase[kLabCtas * 4 * kLabPhases];
 #else
 #define FATTN_LAB_PHASE(role, k, first) ((void)0)
 #endif
+// Phase k of item FATTN_LAB_PHASE_ITEM, stored by the thread for which `who` holds.
+#define FATTN_LAB_ITEM_PHASE(role, k, who) FATTN_LAB_PHASE(role, k, (who) && n == FATTN_LAB_PHASE_ITEM)
 
 namespace fattn {
 namespace hopper {
@@ -760,12 +762,12 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 // Persistent: buffer b is free once every consumer warp is done with its
                 // previous use (tile n - QB).
                 if (kPersistent && n >= QB) sm90::mbar_wait(&empty_q[b], ((n / QB) - 1) & 1);
-                FATTN_LAB_PHASE(3, 1, n == FATTN_LAB_PHASE_ITEM);
+                FATTN_LAB_ITEM_PHASE(3, 1, true);
                 sm90::mbar_arrive_expect_tx(&bar_q[b], Cfg::kQBytes);
 #pragma unroll
                 for (int c = 0; c < Cfg::kPanels; ++c)
                     sm90::tma_load_4d(sQ + c * BM * 128, &hp.tma_q, &bar_q[b], c * 64, q_row, qb.head, q_batch);
-                FATTN_LAB_PHASE(3, 2, n == FATTN_LAB_PHASE_ITEM);
+                FATTN_LAB_ITEM_PHASE(3, 2, true);
                 for (int nb = nb_begin; nb < nb_end; ++nb) {
                     const int it = it0 + nb - nb_begin, st = it % ST;
                     const uint32_t phase = (it / ST) & 1;
@@ -777,7 +779,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVBytes);
                     load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb);
                 }
-                FATTN_LAB_PHASE(3, 3, n == FATTN_LAB_PHASE_ITEM);
+                FATTN_LAB_ITEM_PHASE(3, 3, true);
                 it0 += nb_end - nb_begin;
             }
             // Persistent: the warp meets again before the next tile's hand-over.
@@ -981,7 +983,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     bool turns_open = false;
     for (int n = 0, tile = first_tile;; ++n) {
         const int b = kPersistent ? n % QB : 0;
-        FATTN_LAB_PHASE(cw, 16, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+        FATTN_LAB_ITEM_PHASE(cw, 16, tid == 0);
         if constexpr (kPersistent) {
             // The tile (or the end): drawn, the producer warp names it; else the stride.
             if (drawn) {
@@ -999,7 +1001,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             }
             if (tile >= num_tiles) break;
             if ((drawn || !(Cfg::kStreamK || Cfg::kTailSplit)) && n > 0) setup(tile);
-            FATTN_LAB_PHASE(cw, 17, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+            FATTN_LAB_ITEM_PHASE(cw, 17, tid == 0);
             // Q of this tile in buffer b.
             sm90::mbar_wait(&bar_q[b], (n / QB) & 1);
         } else if (n > 0) {
@@ -1034,9 +1036,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 if (cw == Cfg::kConsumers - 1) next_turn();
                 turns_open = true;
             }
-            FATTN_LAB_PHASE(cw, 1, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+            FATTN_LAB_ITEM_PHASE(cw, 1, tid == 0);
             if constexpr (!kPersistent) sm90::mbar_wait(&bar_q[b], 0);
-            FATTN_LAB_PHASE(cw, 2, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+            FATTN_LAB_ITEM_PHASE(cw, 2, tid == 0);
             float s[BN / 2];
             uint32_t pf[BN / 16][4];
             float corr[2];
@@ -1052,20 +1054,20 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const int qk_trim_at = trim_width < BN ? trim_at : -1;
             const int st0 = it0 % ST;
             sm90::mbar_wait(&full_k[st0], (it0 / ST) & 1);
-            FATTN_LAB_PHASE(cw, 3, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+            FATTN_LAB_ITEM_PHASE(cw, 3, tid == 0);
             my_turn();
             sm90::wgmma_fence();
             issue_qk(s, st0);
             next_turn();
             sm90::wgmma_wait<0>();
             sm90::fence_regs(s);
-            FATTN_LAB_PHASE(cw, 4, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+            FATTN_LAB_ITEM_PHASE(cw, 4, tid == 0);
             release_stored_q(n);
             release(&empty_k[st0]);
             if (!kStageO && nb_begin + 1 == nb_end) release(&empty_q[b]);  // Q's last reader
             softmax(s, nb_begin, corr);  // O is still zero: nothing to rescale
             to_fragments(s, pf);
-            FATTN_LAB_PHASE(cw, 5, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+            FATTN_LAB_ITEM_PHASE(cw, 5, tid == 0);
             // One key block nb > nb_begin: its Q·Kᵀ (trimmed: at trim_width) with block nb - 1's
             // P·V, then its softmax. The loop runs the blocks at full width; the trimmed block
             // (always the last) runs after it, so that the loop's code is the untrimmed one.
@@ -1118,9 +1120,9 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 if (trim_tail) step(nb_end - 1, std::integral_constant<int, kWidthA>{});
             }
             const int last = it0 + nb_end - 1 - nb_begin;
-            FATTN_LAB_PHASE(cw, 6, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+            FATTN_LAB_ITEM_PHASE(cw, 6, tid == 0);
             sm90::mbar_wait(&full_v[last % ST], (last / ST) & 1);
-            FATTN_LAB_PHASE(cw, 7, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+            FATTN_LAB_ITEM_PHASE(cw, 7, tid == 0);
             if constexpr (kPacked) {
                 // The last block's rows past the sequence's keys are the next sequence's (packed)
                 // or whatever the page holds (paged): their scores are masked to P = 0, but 0 · NaN
@@ -1153,7 +1155,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::wgmma_wait<0>();
             sm90::fence_regs(o);
             keep_fragments(pf);
-            FATTN_LAB_PHASE(cw, 8, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+            FATTN_LAB_ITEM_PHASE(cw, 8, tid == 0);
             release(&empty_v[last % ST]);
         } else if (!kStageO) {
             release(&empty_q[b]);  // no key: Q is not read
@@ -1183,7 +1185,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                             sm90::st_async_v4(dst + j * 128 * 16, o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3], bar);
                         sm90::st_async_v4(dst + (D / 8) * 128 * 16, row_max[0], row_max[1], row_sum[0], row_sum[1], bar);
                     }
-                    FATTN_LAB_PHASE(cw, 9, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+                    FATTN_LAB_ITEM_PHASE(cw, 9, tid == 0);
                     return;  // the owner stores these rows
                 }
                 const unsigned sources = pair_members & ~(1u << pair_rank);
@@ -1193,7 +1195,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     // the stream-K merge does for two. With two ranks: rank 0's terms are the
                     // product kept exact in the fma, rank 1's the rounded one.
                     sm90::mbar_wait(pair_bar, 0);
-                    FATTN_LAB_PHASE(cw, 9, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+                    FATTN_LAB_ITEM_PHASE(cw, 9, tid == 0);
                     for (int r = 0; r < ranks; ++r) {
                         if (!(sources >> r & 1u)) continue;
                         const bool src_first = r < pair_rank;
@@ -1387,11 +1389,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             lab_end();
             continue;
         }
-        FATTN_LAB_PHASE(cw, 10, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+        FATTN_LAB_ITEM_PHASE(cw, 10, tid == 0);
         // ---- epilogue: normalize, stage in this warpgroup's rows of the Q tile, 16-byte stores.
         // The barrier orders every warp's last wgmma read of Q before the writes.
         sm90::named_barrier_sync(1 + cw, 128);
-        FATTN_LAB_PHASE(cw, 12, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+        FATTN_LAB_ITEM_PHASE(cw, 12, tid == 0);
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             const float l = quad_sum(row_sum[hf]);
@@ -1414,11 +1416,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         // padded head dim) the threads' stores below. Session 33's first version also sent
         // boxes reaching past the output and faulted on the shifted top tiles (call 3).
         const bool tma_rows = o_tma() && qb.m0 + cw * 64 >= 0 && qb.m0 + cw * 64 + 64 <= rows && p.head_dim == D;
-        FATTN_LAB_PHASE(cw, 13, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+        FATTN_LAB_ITEM_PHASE(cw, 13, tid == 0);
         // The staged writes reach the async proxy before thread 0 issues the boxes.
         if (tma_rows) sm90::fence_proxy_async();
         sm90::named_barrier_sync(1 + cw, 128);
-        FATTN_LAB_PHASE(cw, 14, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+        FATTN_LAB_ITEM_PHASE(cw, 14, tid == 0);
         constexpr int kChunks = D / 8;  // 16-byte chunks of a row
         if (tma_rows) {
             // One box of 64 columns × this warpgroup's 64 rows per panel.
@@ -1470,7 +1472,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 }
             }
         }
-        FATTN_LAB_PHASE(cw, 15, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+        FATTN_LAB_ITEM_PHASE(cw, 15, tid == 0);
         // Persistent: this warp is done with the Q buffer and its tile slot; the producer may
         // load a later tile's Q there (async-proxy writes after this warp's generic reads and
         // writes of the buffer: the proxy fence orders them).
@@ -1479,7 +1481,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             if (!o_tma()) release(&empty_q[b]);  // else release_stored_q, in the next tile
         }
         tile_it0 += nb_end - nb_begin;
-        FATTN_LAB_PHASE(cw, 11, tid == 0 && n == FATTN_LAB_PHASE_ITEM);
+        FATTN_LAB_ITEM_PHASE(cw, 11, tid == 0);
         lab_end();
     }
     // The last tile's store has read its rows before the CTA's shared memory goes away.
