@@ -165,6 +165,14 @@ struct alignas(64) FattnTmaDesc {
 // The Hopper forward's parameters (kernels/fwd_sm90.cu): 4-D tensor maps (head_dim, seq,
 // heads, batch), innermost first, of q, k and v from their real strides (boxes of 64
 // columns × the instance's rows or keys, 128-byte swizzle), then the forward's parameters.
+// n / d for 0 <= n < 2^31 and a launch constant d >= 1 without a divide instruction:
+// (n · mul) >> (31 + shift), shift = ceil(log2 d), mul = ceil(2^(31 + shift) / d)
+// (src/cuda/params.rs `FastDiv` makes them, proves the bound and tests it;
+// kernels/common/grid.cuh `fast_div` divides).
+struct FattnFastDiv {
+    uint32_t mul, shift;
+};
+
 struct FattnHopperParams {
     FattnTmaDesc tma_q;
     FattnTmaDesc tma_k;
@@ -209,7 +217,14 @@ struct FattnHopperParams {
     // of the block empty, runs Q·Kᵀ at 64 keys where those hold it and P·V over its 16-key
     // steps up to it (kernels/fwd_sm90.cu `trim_last`); 0: every block at the full width.
     int32_t trim_last;
-    uint64_t pad_hopper_[3];
+    // Dividers by the query blocks of a (batch, head) pair, by the heads and by the tail's
+    // pairs (fwd.tail_groups, 1 when 0): an item's (batch, head, query block) without a divide
+    // (kernels/common/grid.cuh `query_block_tail_by`).
+    FattnFastDiv div_m, div_heads, div_pairs;
+    // Strided grids with a split tail (tail_pieces or sk_tail set): the whole rounds of tiles
+    // every block runs before the tail (tiles / grid, or (tiles - sk_tail) / grid); else 0.
+    int32_t whole_rounds;
+    uint32_t pad_hopper_[15];
     // The output's 4-D tensor map (head_dim, seq_q, heads, batch), boxes of 64 columns × 64
     // rows, 128-byte swizzle; unset (zeros) when o_tma is 0.
     FattnTmaDesc tma_o;

@@ -211,12 +211,45 @@ ffi_struct! {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TmaDesc(pub [u64; 16]);
 
+/// Division of `0 <= n < 2^31` by a launch constant `d >= 1` without a divide instruction
+/// (kernels/common/grid.cuh `fast_div`): `n / d == (n · mul) >> (31 + shift)` with
+/// `shift = ceil(log2 d)` and `mul = ceil(2^(31 + shift) / d)`, which fits in 32 bits. Exact:
+/// `mul = 2^(31 + shift) / d + e` with `0 <= e < 1`, so `n · mul / 2^(31 + shift)` is the real
+/// quotient `n / d` plus less than `n / 2^(31 + shift) < 2^-shift <= 1 / d`, and the real
+/// quotient's fraction is at most `(d - 1) / d`: the floor is `n / d`. The Hopper forward names
+/// each item's (batch, head, query block)
+/// with these: its divisions by the problem's constants (a chain of `I2F`/`MUFU.RCP`/`F2I`
+/// each) were on every tile's critical path (session 47).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FastDiv {
+    pub mul: u32,
+    pub shift: u32,
+}
+
+impl FastDiv {
+    /// The divider by `d`; `d == 0` gives the divider by 1 (the kernel never divides by a
+    /// field it does not use).
+    pub const fn new(d: u32) -> Self {
+        let d = if d == 0 { 1 } else { d };
+        let shift = u32::BITS - (d - 1).leading_zeros(); // ceil(log2 d), 0 for d = 1
+        let mul = ((1u64 << (31 + shift)) + d as u64 - 1) / d as u64;
+        FastDiv { mul: mul as u32, shift }
+    }
+
+    /// `n / d` as the kernel computes it (the tests check it against `/`).
+    #[allow(dead_code)]
+    pub const fn div(self, n: u32) -> u32 {
+        ((n as u64 * self.mul as u64) >> (31 + self.shift)) as u32
+    }
+}
+
 ffi_struct! {
     /// The Hopper forward's parameters (kernels/fwd_sm90.cu): tensor maps of q, k and v, 4-D
     /// `(head_dim, seq, heads, batch)` (innermost first) from the real strides, boxes of 64
     /// columns by the instance's rows (q) or keys (k, v) with the 128-byte swizzle; then the
     /// forward's parameters, whose fields keep their meaning.
-    pub struct FattnHopperParams, size 896 {
+    pub struct FattnHopperParams, size 960 {
         tma_q: TmaDesc = 0,
         tma_k: TmaDesc = 128,
         tma_v: TmaDesc = 256,
@@ -261,11 +294,21 @@ ffi_struct! {
         /// scores are masked and their P is zero, so the result is the same; 0: every block at
         /// the full width (kernels/fwd_sm90.cu, `trim_last`).
         trim_last: i32 = 740,
+        /// Dividers ([`FastDiv`]) by the query blocks of a (batch, head) pair, by the heads, and
+        /// by the tail's pairs (`fwd.tail_groups`, 1 when 0): an item's (batch, head, query
+        /// block) without a divide (kernels/common/grid.cuh `query_block_tail_by`).
+        div_m: FastDiv = 744,
+        div_heads: FastDiv = 752,
+        div_pairs: FastDiv = 760,
+        /// Strided grids with a split tail (`tail_pieces` or `sk_tail` set): the whole rounds
+        /// of tiles every block runs before the tail (`tiles / grid`, or `(tiles - sk_tail) /
+        /// grid`); 0 otherwise.
+        whole_rounds: i32 = 768,
         /// Explicit padding to the 64-byte alignment of `tma_o`.
-        pad_hopper_: [u64; 3] = 744,
+        pad_hopper_: [u32; 15] = 772,
         /// The output's tensor map, 4-D `(head_dim, seq_q, heads, batch)`, boxes of 64 columns
         /// by 64 rows with the 128-byte swizzle; zeros when `o_tma` is 0.
-        tma_o: TmaDesc = 768,
+        tma_o: TmaDesc = 832,
     }
 }
 
@@ -297,3 +340,39 @@ pub const STRUCTS: &[StructLayout] = &[
     ("FattnHopperParams", FattnHopperParams::SIZE, FattnHopperParams::FIELDS),
     ("FattnHopperBwdParams", FattnHopperBwdParams::SIZE, FattnHopperBwdParams::FIELDS),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::FastDiv;
+
+    /// The kernel's division by multiplication against `/`: every divisor up to 4 096 (query
+    /// blocks, heads, pairs) and the largest, at the dividends where it could go wrong (each
+    /// multiple and its predecessor) and at the top of the range.
+    #[test]
+    fn fast_div_matches_division() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 33) as u32 // < 2^31
+        };
+        let top = i32::MAX as u32;
+        let divisors = (1..=4096u32).chain([65_535, 65_537, 1 << 20, (1 << 30) + 1, top - 1, top]);
+        for d in divisors {
+            let f = FastDiv::new(d);
+            let check = |n: u32| assert_eq!(f.div(n), n / d, "{n} / {d} (mul {}, shift {})", f.mul, f.shift);
+            for n in [0, 1, d - 1, d, d + 1, top - 1, top, top - top % d, (top - top % d).saturating_sub(1)] {
+                check(n.min(top));
+            }
+            for _ in 0..64 {
+                let n = rand();
+                check(n);
+                let q = n / d;
+                check((q * d).saturating_sub(1));
+                check(q * d);
+            }
+        }
+        assert_eq!(FastDiv::new(0), FastDiv::new(1));
+    }
+}

@@ -94,7 +94,7 @@ use candle_core::cuda_backend::WrapErr;
 use candle_core::{bail, CudaStorage, Layout, Result, Tensor};
 
 use super::instances::{Arch, Dtype, Family, Instance, KernelKey, Variant, INSTANCES, SOURCES};
-use super::params::{FattnHopperParams, FattnParams};
+use super::params::{FastDiv, FattnHopperParams, FattnParams};
 use super::tma::{map_at, tensor_map};
 use super::workspace::with_workspace;
 use super::{
@@ -572,6 +572,12 @@ pub(super) fn forward<T: KernelDtype>(
         _ if pieces > 0 => 1 + tail_tiles * consumers,
         _ => 0,
     };
+    // A split tail's whole rounds before it (FattnHopperParams::whole_rounds).
+    let whole_rounds = match grid {
+        Grid::Strided(blocks) if pieces > 0 => tiles / blocks,
+        Grid::Strided(blocks) if sk_tail > 0 => (tiles - sk_tail) / blocks,
+        _ => 0,
+    };
     let partial_words = tail_tiles * pieces * consumers * (inst.head_dim as usize / 8 + 1) * 128 * 4;
     let mut launch = |counters_ptr: u64, partials_ptr: u64| -> Result<()> {
         with_packed(p, &stream, |packed| {
@@ -611,7 +617,11 @@ pub(super) fn forward<T: KernelDtype>(
                 tail_pieces: to_i32(pieces, "tail pieces")?,
                 o_tma: tma_o.is_some() as i32,
                 trim_last: trim_rule() as i32,
-                pad_hopper_: [0; 3],
+                div_m: FastDiv::new((fwd.seq_q as u32).div_ceil(inst.block_rows)),
+                div_heads: FastDiv::new(fwd.heads as u32),
+                div_pairs: FastDiv::new(fwd.tail_groups as u32),
+                whole_rounds: to_i32(whole_rounds, "whole rounds")?,
+                pad_hopper_: [0; 15],
                 tma_o: tma_o.unwrap_or_default(),
             };
             let grid_x = (ranks * grid.blocks()) as u32;
