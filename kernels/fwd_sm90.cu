@@ -201,6 +201,10 @@
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
+// Session 47: the staged epilogue writes O into the Q buffer with stmatrix .x4 (one per two
+// 8-column chunks of a warp's 16 rows) instead of a 4-byte store per packed pair: the same
+// bytes at the same addresses (lab/stsm/check_layout.py), a quarter of the store instructions
+// of the normalize-and-stage phase (the stamps had it at ~0.59 µs a tile). Unmeasured.
 
 #include <type_traits>
 
@@ -1397,21 +1401,36 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         // The barrier orders every warp's last wgmma read of Q before the writes.
         sm90::named_barrier_sync(1 + cw, 128);
         FATTN_LAB_ITEM_PHASE(cw, 12, tid == 0);
+        float inv[2];
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             const float l = quad_sum(row_sum[hf]);
-            const float inv = inv_row_sum(l);
+            inv[hf] = inv_row_sum(l);
             const int row = row0 + hf * 8;
             if (p.lse != nullptr && t == 0 && row < rows && row >= 0 && store_tile) {
                 float* slot = kPacked ? lse_slot_packed(p, span, qb.head, row) : lse_slot(p, qb.batch, qb.head, row);
                 *slot = row_lse(row_max[hf] * exp_scale, l);
             }
-            const int r = cw * 64 + warp * 16 + g + hf * 8;  // row within the tile
+        }
+        {
+            // One stmatrix .x4 per pair of 8-column chunks (j, j + 1) stores this warp's 16 rows
+            // of both: matrix i is rows 8 (i % 2) .. + 7 of chunk j + i / 2, and its register in
+            // lane 4g + t (row g, columns 2t, 2t + 1) is the packed pair the accumulator holds
+            // there. Lane L gives the address of the warp's row (L % 8) + 8 ((L / 8) % 2) at
+            // chunk j + L / 16. The same bytes at the same addresses as the 4-byte store per
+            // pair it replaces (lab/stsm/check_layout.py).
+            static_assert((D / 8) % 2 == 0, "the stmatrix epilogue stores 8-column chunks in pairs");
+            const int r = cw * 64 + warp * 16 + (lane % 8) + 8 * ((lane / 8) % 2);  // row within the tile
+            const int jl = lane / 16;  // this lane's chunk of the pair
+            const uint32_t row_addr = smem_addr(sQ) + r * 128;
 #pragma unroll
-            for (int j = 0; j < D / 8; ++j) {
-                const uint32_t packed = E::pack(o[4 * j + 2 * hf] * inv, o[4 * j + 2 * hf + 1] * inv);
-                uint8_t* dst = sQ + (j / 8) * BM * 128 + r * 128 + (((j % 8) ^ (r % 8)) * 16) + t * 4;
-                *reinterpret_cast<uint32_t*>(dst) = packed;
+            for (int j = 0; j < D / 8; j += 2) {
+                const uint32_t frag[4] = {E::pack(o[4 * j + 0] * inv[0], o[4 * j + 1] * inv[0]),
+                                          E::pack(o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]),
+                                          E::pack(o[4 * j + 4] * inv[0], o[4 * j + 5] * inv[0]),
+                                          E::pack(o[4 * j + 6] * inv[1], o[4 * j + 7] * inv[1])};
+                const int jj = j + jl;
+                sm90::stmatrix_x4(row_addr + (jj / 8) * BM * 128 + (((jj % 8) ^ (r % 8)) * 16), frag);
             }
         }
         // TMA store of this warpgroup's rows when its boxes lie wholly inside the output (every

@@ -1,7 +1,7 @@
 // Hopper (sm_90a) building blocks of kernels/fwd_sm90.cu, written once: mbarriers, TMA tile
-// loads (cp.async.bulk.tensor), wgmma shared-memory descriptors and fences, and register
-// reallocation between warpgroups (setmaxnreg). The wgmma instructions themselves are in
-// wgmma.cuh (generated). Every instruction here needs sm_90 (setmaxnreg and wgmma: sm_90a).
+// loads (cp.async.bulk.tensor), stmatrix stores, wgmma shared-memory descriptors and fences,
+// and register reallocation between warpgroups (setmaxnreg). The wgmma instructions themselves
+// are in wgmma.cuh (generated). Every instruction here needs sm_90 (setmaxnreg and wgmma: sm_90a).
 #pragma once
 
 #include <stdint.h>
@@ -110,6 +110,14 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
         : "memory");
 }
 
+// Stores four 8×8 b16 matrices: register r[i] holds matrix i in the mma fragment layout (lane
+// l: row l/4, columns 2(l%4) and 2(l%4)+1), and lane 8i + j gives the address of row j of
+// matrix i, which receives that row's 8 elements (16 bytes, 16-byte aligned).
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]), "r"(r[1]),
+                 "r"(r[2]), "r"(r[3])
+                 : "memory");
+}
 // Stores four 8×8 b16 matrices transposed: register r[i] holds matrix i in the mma fragment
 // layout (lane l: row l/4, columns 2(l%4) and 2(l%4)+1), and lane 8i + j gives the address of
 // row j of the stored matrix i, which receives column j of the fragment (16 bytes).
