@@ -1398,12 +1398,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         }
         FATTN_LAB_ITEM_PHASE(cw, 10, tid == 0);
         // ---- epilogue: normalize, stage in this warpgroup's rows of the Q tile, 16-byte stores.
-        // Each warp stages its own 16 rows, which only its own part of the warpgroup's Q·Kᵀ
-        // reads (A's rows 16·warp .. + 15 make only this warp's accumulator rows), and that
-        // read is complete: the warp has waited for the tile's last Q·Kᵀ (and its P·V since).
-        // So no barrier before the writes (session 46's plan; the one that stood here cost
-        // 80-128 ns a tile in session 47's stamps); the one after them orders the writes
-        // before the other warps' reads and the TMA store.
+        // The barrier orders every warp's last wgmma read of Q before the writes.
+        sm90::named_barrier_sync(1 + cw, 128);
         FATTN_LAB_ITEM_PHASE(cw, 12, tid == 0);
         float inv[2];
 #pragma unroll
