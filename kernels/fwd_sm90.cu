@@ -284,14 +284,6 @@ struct HopperConfig {
     static constexpr int kBarriers = (kPersistent ? 2 * kQBufs : 1) + 4 * kStages;
     // Persistent: the next tile (an int, 8 bytes for alignment), after the barriers.
     static constexpr int kTileSlotBytes = kPersistent ? 8 : 0;
-    // The storer (persistent, two Q buffers, at most two consumers: the instances whose
-    // staged O goes out by TMA): producer warp 1 issues each tile's TMA store once the
-    // consumers have staged it, and frees the Q buffer once the store has read it, so that
-    // neither the store's issue nor a barrier before it is on a consumer's path (fwd_hopper,
-    // `store_tiles`). Per Q buffer an mbarrier and per consumer a store order of 4 ints,
-    // after the tile slot.
-    static constexpr bool kStorer = kPersistent && kQBufs == 2 && kConsumers < 3;
-    static constexpr int kStoreBytes = kStorer ? kQBufs * 8 + kQBufs * kConsumers * 16 : 0;
     // Cluster split (FattnHopperParams::pair_split = R, the cluster size, at most kSplitMax): a
     // small grid's tile runs on a cluster of R CTAs, each taking a contiguous share of the
     // tile's key blocks; rank c merges and stores consumer c's rows, whose partials (every
@@ -309,11 +301,11 @@ struct HopperConfig {
     static_assert(!kPairSplit || kConsumers == kSplitMax, "a cluster split stores consumer c's rows on rank c");
     static constexpr int kPairFloat4s = kHeadDim / 8 + 1;
     static constexpr int kPartialBytes = kConsumers * kPairFloat4s * 128 * 16;  // one rank's
-    static constexpr int kPairPad = (16 - (kBarriers * 8 + kTileSlotBytes + kStoreBytes) % 16) % 16;
+    static constexpr int kPairPad = (16 - (kBarriers * 8 + kTileSlotBytes) % 16) % 16;
     static constexpr int kPairBytes = kPairSplit ? kPairPad + 16 + (kSplitMax - 1) * kPartialBytes : 0;
     // 1 KiB of slack aligns the tiles to the swizzle atom; the barriers follow the tiles.
     static constexpr int kSmemBytes =
-        1024 + kQBufs * kQBytes + 2 * kStages * kKVBytes + kBarriers * 8 + kTileSlotBytes + kStoreBytes + kPairBytes;
+        1024 + kQBufs * kQBytes + 2 * kStages * kKVBytes + kBarriers * 8 + kTileSlotBytes + kPairBytes;
     // setmaxnreg budgets: the producer needs a few registers, the consumers O, S and P.
     static constexpr int kProducerRegs = kProducerRegs_;
     static constexpr int kConsumerRegs = kConsumerRegs_;
@@ -505,22 +497,13 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // compute-sanitizer's racecheck, which does not take a bar.arrive as a release, does not
     // count atomic accesses as a race.
     int* const tile_slot = reinterpret_cast<int*>(empty_v + ST);
-    // The storer's (Cfg::kStorer): per Q buffer b the mbarrier every consumer thread arrives on
-    // once its rows of the buffer's tile are staged (or stored, or absent), and per buffer and
-    // consumer c the order at store_order[(b · kConsumers + c) · 4]: {flag, first row, head,
-    // batch}, flag 1: store the rows by TMA, 0: nothing to store, 2: no more tiles.
-    uint64_t* const store_bar = reinterpret_cast<uint64_t*>(reinterpret_cast<uint8_t*>(tile_slot) + Cfg::kTileSlotBytes);
-    int* const store_order = reinterpret_cast<int*>(store_bar + QB);
     // Pair split: this rank's mbarrier for the other ranks' partials of its rows, then the
     // partials (16-byte aligned).
-    uint8_t* const pair_area =
-        reinterpret_cast<uint8_t*>(empty_v + ST) + Cfg::kTileSlotBytes + Cfg::kStoreBytes + Cfg::kPairPad;
+    uint8_t* const pair_area = reinterpret_cast<uint8_t*>(empty_v + ST) + Cfg::kTileSlotBytes + Cfg::kPairPad;
     uint64_t* const pair_bar = reinterpret_cast<uint64_t*>(pair_area);
     float4* const pair_part = reinterpret_cast<float4*>(pair_area + 16);
     // Drawn tiles (a counter): block-uniform.
     const bool drawn = kPersistent && hp.tile_counter != nullptr;
-    // The storer stores the staged tiles (Cfg::kStorer; dense O by TMA): block-uniform.
-    const bool storer = Cfg::kStorer && kPersistent && hp.o_tma != 0;
 
     // The current tile: its (batch, head, rows), sequence and key blocks (setup()).
     QueryBlock qb{};
@@ -684,10 +667,6 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::mbar_init(&empty_k[s], Cfg::kConsumers * 4);
             sm90::mbar_init(&empty_v[s], Cfg::kConsumers * 4);
         }
-        if (storer) {
-#pragma unroll
-            for (int b = 0; b < QB; ++b) sm90::mbar_init(&store_bar[b], Cfg::kConsumers * 128);
-        }
         // Cluster split, every rank: one arrival (here) and the partial bytes of its rows from
         // the other ranks with key blocks (one consumer's partial each) complete the phase.
         if (pair) sm90::mbar_init(pair_bar, 1);
@@ -710,34 +689,6 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         // Thread 0 issues every copy; persistent, its whole warp hands the tiles over (named
         // barriers take whole warps).
         if (threadIdx.x >= (kPersistent ? 32 : 1)) {
-            if constexpr (Cfg::kStorer) {
-                // The storer: tile n's rows as the consumers stage them in buffer n % QB (the
-                // staged tiles in the order of the consumers' loop), then the buffer back to the
-                // producer once the stores have read it (the consumers' arrivals this stands for).
-                if (storer && threadIdx.x == 32) {
-                    for (int n = 0;; ++n) {
-                        const int b = n % QB;
-                        sm90::mbar_wait(&store_bar[b], (n / QB) & 1);
-                        bool done = false;
-#pragma unroll
-                        for (int c = 0; c < Cfg::kConsumers; ++c) {
-                            const int* const order = store_order + (b * Cfg::kConsumers + c) * 4;
-                            const int flag = order[0];
-                            done = done || flag == 2;
-                            if (flag == 1) {
-#pragma unroll
-                                for (int pc = 0; pc < Cfg::kPanels; ++pc)
-                                    sm90::tma_store_4d(&hp.tma_o, sQ0 + b * Cfg::kQBytes + pc * BM * 128 + c * 64 * 128,
-                                                       pc * 64, order[1], order[2], order[3]);
-                            }
-                        }
-                        if (done) break;
-                        sm90::bulk_commit_group();
-                        sm90::bulk_wait_group_read<0>();
-                        sm90::mbar_arrive_count(&empty_q[b], Cfg::kConsumers * 4);
-                    }
-                }
-            }
             if (pair) sm90::cluster_wait();
             return;
         }
@@ -1028,7 +979,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     static_assert(!kTmaStoreO || !kPersistent || QB >= 2, "the deferred Q release needs two Q buffers");
     auto o_tma = [&]() { return kTmaStoreO && hp.o_tma != 0; };
     auto release_stored_q = [&](int n) {
-        if (kPersistent && o_tma() && !storer && n > 0) {
+        if (kPersistent && o_tma() && n > 0) {
             if (tid == 0) sm90::bulk_wait_group_read<0>();
             release(&empty_q[(n - 1) % QB]);
         }
@@ -1037,21 +988,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // Ping-pong: the last consumer's arrival opens the first turn, once per CTA (the turns
     // go on round robin from tile to tile: every consumer takes the same number per tile).
     bool turns_open = false;
-    // This warpgroup's rows of tile n (in buffer b) to the storer: the order (thread 0's,
-    // before its arrival), then every thread's arrival, after its writes of the rows and the
-    // proxy fence that makes them visible to the store.
-    auto hand_to_storer = [&](int b, int flag) {
-        if (tid == 0) {
-            int* const order = store_order + (b * Cfg::kConsumers + cw) * 4;
-            order[0] = flag;
-            order[1] = qb.m0 + cw * 64;
-            order[2] = qb.head;
-            order[3] = qb.batch;
-        }
-        sm90::mbar_arrive(&store_bar[b]);
-    };
-    int n = 0;  // the tile's place in this CTA's sequence (after the loop: the first without one)
-    for (int tile = first_tile;; ++n) {
+    for (int n = 0, tile = first_tile;; ++n) {
         const int b = kPersistent ? n % QB : 0;
         FATTN_LAB_ITEM_PHASE(cw, 16, tid == 0);
         if constexpr (kPersistent) {
@@ -1500,20 +1437,16 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         // row in [0, seq_q), head_dim the instance's); else (a partial or shifted tile, a
         // padded head dim) the threads' stores below. Session 33's first version also sent
         // boxes reaching past the output and faulted on the shifted top tiles (call 3).
-        // With the storer it issues them, after every thread's arrival (hand_to_storer below).
         const bool tma_rows = o_tma() && qb.m0 + cw * 64 >= 0 && qb.m0 + cw * 64 + 64 <= rows && p.head_dim == D;
         FATTN_LAB_ITEM_PHASE(cw, 13, tid == 0);
-        // The staged writes reach the async proxy before thread 0 issues the boxes (the
-        // storer's: the fence before hand_to_storer). The barrier stays with the storer too:
-        // skipped on the storer's tiles only, the branch around it made ptxas serialize every
-        // wgmma of the instance (C7520).
-        if (tma_rows && !storer) sm90::fence_proxy_async();
+        // The staged writes reach the async proxy before thread 0 issues the boxes.
+        if (tma_rows) sm90::fence_proxy_async();
         sm90::named_barrier_sync(1 + cw, 128);
         FATTN_LAB_ITEM_PHASE(cw, 14, tid == 0);
         constexpr int kChunks = D / 8;  // 16-byte chunks of a row
         if (tma_rows) {
             // One box of 64 columns × this warpgroup's 64 rows per panel.
-            if (!storer && tid == 0 && store_tile) {
+            if (tid == 0 && store_tile) {
 #pragma unroll
                 for (int pc = 0; pc < Cfg::kPanels; ++pc)
                     sm90::tma_store_4d(&hp.tma_o, sQ + pc * BM * 128 + cw * 64 * 128, pc * 64, qb.m0 + cw * 64, qb.head,
@@ -1567,26 +1500,14 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         // writes of the buffer: the proxy fence orders them).
         if constexpr (kPersistent) {
             sm90::fence_proxy_async();
-            if (!o_tma()) {
-                release(&empty_q[b]);
-            } else if (storer) {
-                hand_to_storer(b, tma_rows && store_tile ? 1 : 0);  // the storer frees the buffer
-            }  // else release_stored_q, in the next tile
+            if (!o_tma()) release(&empty_q[b]);  // else release_stored_q, in the next tile
         }
         tile_it0 += nb_end - nb_begin;
         FATTN_LAB_ITEM_PHASE(cw, 11, tid == 0);
         lab_end();
     }
-    // The storer stops at the first tile past this CTA's last: its order, in that tile's
-    // buffer once the storer has freed the buffer's last use (so that these arrivals cannot
-    // complete a phase of the buffer's mbarrier ahead of the storer's wait for the last).
-    if (storer) {
-        const int b = n % QB;
-        if (n >= QB) sm90::mbar_wait(&empty_q[b], ((n / QB) - 1) & 1);
-        hand_to_storer(b, 2);
-    }
     // The last tile's store has read its rows before the CTA's shared memory goes away.
-    if (o_tma() && !storer && tid == 0) sm90::bulk_wait_group_read<0>();
+    if (o_tma() && tid == 0) sm90::bulk_wait_group_read<0>();
 }
 
 }  // namespace hopper
