@@ -201,10 +201,19 @@
 // d192 and d256 instances (session 10; 64-key blocks): (16,16,2048,d256) 1999 µs = 550 TF/s,
 // 0.90× cuDNN (1794 µs) and 1.78× FA2, causal 1180 µs, 0.87× (lab/results/s10-hopper-d256-h100/,
 // criterion medians, torch in the same call).
-// Session 47: the staged epilogue writes O into the Q buffer with stmatrix .x4 (one per two
-// 8-column chunks of a warp's 16 rows) instead of a 4-byte store per packed pair: the same
-// bytes at the same addresses (lab/stsm/check_layout.py), a quarter of the store instructions
-// of the normalize-and-stage phase (the stamps had it at ~0.59 µs a tile). Unmeasured.
+// Session 47 (H200, lab/results/s47-call1 ... s47-call5): each item names its (batch, head,
+// query block) with the launch's multiply-shift dividers (FattnHopperParams::div_m, div_heads,
+// div_pairs, whole_rounds; kernels/common/grid.cuh) instead of divide chains, and the staged
+// epilogue writes O into the Q buffer with stmatrix .x4 (one per two 8-column chunks of a
+// warp's 16 rows) instead of a 4-byte store per packed pair (the same bytes at the same
+// addresses: lab/stsm/check_layout.py). Stamps of a steady d128 tile (item 5): set-up 0.54 ->
+// 0.35-0.38 µs, normalize + stage 0.59 -> 0.50, fixed cost per tile 1.95 -> 1.76 µs (1.14 key
+// blocks). Same-call A/Bs against session 46's kernels (3 rounds): d128 2048 -1.1 / -1.2%, d64
+// 2048 causal -1.1 / -1.2%, d64 2048 -0.6 / -0.9%, 4096 d128 -0.3 / -0.5%, GQA 8:1 level (the
+// prediction was -1.1 to -2.3% on d128 2048). Call 5's table: d128 2048 960.7 µs = 0.997 /
+// 0.996x cuDNN, 4096 1.000 / 1.019x, GQA 1.004 / 1.004x, 16k 1.011 / 0.991x. Tried and not
+// kept: no barrier before the staging writes (call 3: level), and a storer warp issuing the TMA
+// stores and freeing Q (call 4: d128 2048 +0.5%, 4096 +1.2% against the same base).
 
 #include <type_traits>
 
