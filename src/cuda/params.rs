@@ -233,7 +233,7 @@ impl FastDiv {
     pub const fn new(d: u32) -> Self {
         let d = if d == 0 { 1 } else { d };
         let shift = u32::BITS - (d - 1).leading_zeros(); // ceil(log2 d), 0 for d = 1
-        let mul = ((1u64 << (31 + shift)) + d as u64 - 1) / d as u64;
+        let mul = (1u64 << (31 + shift)).div_ceil(d as u64);
         FastDiv { mul: mul as u32, shift }
     }
 
