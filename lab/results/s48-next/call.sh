@@ -19,7 +19,10 @@ body() {
        --kernel-name regex:fattn_fwd_bf16_d128_sm90 --launch-skip 3 --launch-count 1 -f -o "$R/$row" \
        bin/bench "cuda_fused_attn_bf16/$row\$" --bench --warm-up-time 0.3 --measurement-time 0.5 --sample-size 10 --noplot \
        > "$R/ncu_$row.log" 2>&1; echo "ncu $row rc=$?"; tail -3 "$R/ncu_$row.log"
-     ncu --import "$R/$row.ncu-rep" --page source --csv --print-source sass > "$R/${row}_sass.csv" 2> "$R/${row}_sass.err"
+     # --print-source is not in every ncu's CLI (unchecked here: no ncu on the build machine);
+     # without it the source page prints SASS for a binary without line info.
+     ncu --import "$R/$row.ncu-rep" --page source --csv --print-source sass > "$R/${row}_sass.csv" 2> "$R/${row}_sass.err" \
+       || ncu --import "$R/$row.ncu-rep" --page source --csv > "$R/${row}_sass.csv" 2>> "$R/${row}_sass.err"
      echo "source page rc=$? $(wc -l < "$R/${row}_sass.csv") lines"; head -c 600 "$R/${row}_sass.err"
      ncu --import "$R/$row.ncu-rep" --page details > "$R/${row}_details.txt" 2>&1
      gzip "$R/${row}_sass.csv"
