@@ -5,7 +5,8 @@
 # (between the loop top's BSYNC and the Q wait's SYNCS.PHASECHK) and the epilogue's (from the
 # BAR.SYNC before the STSMs to the UTMASTG) tell instruction-cache misses (no_instructions),
 # constant-cache misses (imc_miss: the set-up reads ~15 parameter words once a tile) and plain
-# latency (wait, short/long scoreboard) apart. Then the test that session 47 could not finish.
+# latency (wait, short/long scoreboard) apart (`stalls.py` here reads the CSV). Then the test that
+# session 47 could not finish.
 # PREDICTION: the set-up's samples mostly imc_miss and no_instructions, the staging's mostly
 # no_instructions and MIO throttle.
 . lab/decode/check_ab.sh
