@@ -162,9 +162,6 @@ struct alignas(64) FattnTmaDesc {
     uint64_t opaque[16];
 };
 
-// The Hopper forward's parameters (kernels/fwd_sm90.cu): 4-D tensor maps (head_dim, seq,
-// heads, batch), innermost first, of q, k and v from their real strides (boxes of 64
-// columns × the instance's rows or keys, 128-byte swizzle), then the forward's parameters.
 // n / d for 0 <= n < 2^31 and a launch constant d >= 1 without a divide instruction:
 // (n · mul) >> (31 + shift), shift = ceil(log2 d), mul = ceil(2^(31 + shift) / d)
 // (src/cuda/params.rs `FastDiv` makes them, proves the bound and tests it;
@@ -173,6 +170,9 @@ struct FattnFastDiv {
     uint32_t mul, shift;
 };
 
+// The Hopper forward's parameters (kernels/fwd_sm90.cu): 4-D tensor maps (head_dim, seq,
+// heads, batch), innermost first, of q, k and v from their real strides (boxes of 64
+// columns × the instance's rows or keys, 128-byte swizzle), then the forward's parameters.
 struct FattnHopperParams {
     FattnTmaDesc tma_q;
     FattnTmaDesc tma_k;

@@ -217,9 +217,8 @@ pub struct TmaDesc(pub [u64; 16]);
 /// `mul = 2^(31 + shift) / d + e` with `0 <= e < 1`, so `n · mul / 2^(31 + shift)` is the real
 /// quotient `n / d` plus less than `n / 2^(31 + shift) < 2^-shift <= 1 / d`, and the real
 /// quotient's fraction is at most `(d - 1) / d`: the floor is `n / d`. The Hopper forward names
-/// each item's (batch, head, query block)
-/// with these: its divisions by the problem's constants (a chain of `I2F`/`MUFU.RCP`/`F2I`
-/// each) were on every tile's critical path (session 47).
+/// each item's (batch, head, query block) with these: its divisions by the problem's constants
+/// (a chain of `I2F`/`MUFU.RCP`/`F2I` each) were on every tile's critical path (session 47).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct FastDiv {

@@ -68,7 +68,7 @@ pub(super) fn forward<T: KernelDtype>(
     // kernel), handed out in index order: under a right-bounded mask the last pairs' tiles go
     // heaviest first across those pairs (`heuristics::lightest_last_pairs`), in rounds of the
     // blocks the GPU holds at once.
-    // The kernels find a block's rows in i32 (kernels/common/grid.cuh `query_block`: the
+    // The kernels find a block's rows in i32 (kernels/common/grid.cuh `query_block_tail_by`: the
     // query blocks as (seq_q + rows - 1) / rows): a seq_q within one tile of i32::MAX would
     // wrap there to negative rows, read before q and write before the output (session 40's
     // audit; the packed path reached it through max_seqlen = i32::MAX before a1e91ba).
