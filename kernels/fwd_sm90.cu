@@ -535,13 +535,6 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             return key_range(p, row);
         }
     };
-    auto fully_visible = [&](int row_first, int row_last, int n0, int n1) {
-        if constexpr (kPacked) {
-            return block_fully_visible(p, msk, row_first, row_last, n0, n1);
-        } else {
-            return block_fully_visible(p, row_first, row_last, n0, n1);
-        }
-    };
     auto setup = [&](int tile) {
         // No divide on this path: every item names its tile here (session 47's stamps: 0.54 µs
         // of division chains per item before the launch's FattnFastDiv dividers).
@@ -777,7 +770,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             if (leader) {
                 // Persistent: buffer b is free once every consumer warp is done with its
                 // previous use (tile n - QB).
-                if (kPersistent && n >= QB) sm90::mbar_wait(&empty_q[b], ((n / QB) - 1) & 1);
+                if (kPersistent && n >= QB) sm90::mbar_wait_idle(&empty_q[b], ((n / QB) - 1) & 1);
                 FATTN_LAB_ITEM_PHASE(3, 1, true);
                 sm90::mbar_arrive_expect_tx(&bar_q[b], Cfg::kQBytes);
 #pragma unroll
@@ -788,10 +781,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     const int it = it0 + nb - nb_begin, st = it % ST;
                     const uint32_t phase = (it / ST) & 1;
                     // A stage is free again once the consumers released its previous use.
-                    if (it >= ST) sm90::mbar_wait(&empty_k[st], phase ^ 1);
+                    if (it >= ST) sm90::mbar_wait_idle(&empty_k[st], phase ^ 1);
                     sm90::mbar_arrive_expect_tx(&full_k[st], Cfg::kKVBytes);
                     load_kv(sK + st * Cfg::kKVBytes, &hp.tma_k, &full_k[st], nb);
-                    if (it >= ST) sm90::mbar_wait(&empty_v[st], phase ^ 1);
+                    if (it >= ST) sm90::mbar_wait_idle(&empty_v[st], phase ^ 1);
                     sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVBytes);
                     load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb);
                 }
@@ -821,6 +814,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // head's ALiBi slope; this warpgroup's 64 rows in the tile's Q buffer (first panel; panel
     // c is BM · 128 bytes further).
     int warp_row0 = 0, row0 = 0;
+    // The key blocks this warp's 16 rows see whole (no mask), set per tile.
+    BlockSpan warp_visible{};
     float alibi_log2 = 0.f;
     uint32_t q_tile = 0;
 
@@ -874,7 +869,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                                            : score_log2(p, s[4 * j + e], alibi_log2, row, key);
                 }
         }
-        if (!fully_visible(warp_row0, warp_row0 + 15, n0, n0 + BN)) {
+        if (!warp_visible.contains(nb)) {
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {
                 const KeyRange rk = row_keys(row0 + hf * 8);
@@ -1040,6 +1035,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         uint8_t* const sQ = sQ0 + b * Cfg::kQBytes;
         warp_row0 = qb.m0 + cw * 64 + warp * 16;
         row0 = warp_row0 + g;
+        warp_visible = fully_visible_blocks(kPacked ? msk.len_k : p.seq_k, row_keys(warp_row0), row_keys(warp_row0 + 15), BN);
         if (kMods && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[qb.batch * p.heads + qb.head] * CUDART_L2E_F;
         q_tile = smem_addr(sQ) + cw * 64 * 128;
 #pragma unroll

@@ -40,6 +40,21 @@ __device__ __forceinline__ bool block_fully_visible(const FattnParams& p, int ro
     return n1 <= p.seq_k && n0 >= key_range(p, row_last).lo && n1 <= key_range(p, row_first).hi;
 }
 
+// The key blocks of width bn that every row in [row_first, row_last] sees whole, as block
+// indices [lo, hi): block nb passes block_fully_visible(nb · bn, nb · bn + bn) exactly when
+// lo <= nb < hi, given `first` = the key range of row_first, `last` = that of row_last and
+// len_k the keys there are. n0 >= last.lo (last.lo >= 0) <=> nb >= ceil(last.lo / bn); n1 <=
+// min(len_k, first.hi) <=> nb < floor(min(len_k, first.hi) / bn), which no nb >= 0 meets when
+// that bound is negative. Computed once per tile, so that a key block's test is two compares
+// of registers instead of the ranges' arithmetic on parameters (the Hopper kernel's loop).
+struct BlockSpan {
+    int lo, hi;
+    __device__ __forceinline__ bool contains(int nb) const { return nb >= lo && nb < hi; }
+};
+__device__ __forceinline__ BlockSpan fully_visible_blocks(int len_k, KeyRange first, KeyRange last, int bn) {
+    return BlockSpan{(last.lo + bn - 1) / bn, max(0, min(len_k, first.hi)) / bn};
+}
+
 // ---- per sequence (packed batches) ----------------------------------------------------------
 //
 // The same masks for one sequence of a packed batch: its own lengths (bottom-right per

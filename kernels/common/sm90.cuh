@@ -44,6 +44,24 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
     } while (!done);
 }
 
+// mbar_wait for a thread with nothing else to do (the producer): each try_wait may suspend the
+// thread for up to `kSuspendNs` until the phase completes, instead of returning at once, so
+// that a waiting producer warp does not take its scheduler's issue slots from the consumer
+// warps beside it (session 48: without the hint its retry loop was 7% of the d128 kernel's
+// instructions, all on one of the SM's four schedulers).
+__device__ __forceinline__ void mbar_wait_idle(uint64_t* bar, uint32_t parity) {
+    constexpr uint32_t kSuspendNs = 1000000;
+    const uint32_t addr = smem_addr(bar);
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\nselp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(addr), "r"(parity), "n"(kSuspendNs)
+            : "memory");
+    } while (!done);
+}
+
 // ---- thread-block clusters (pairs) -------------------------------------------------------------
 
 // This thread's arrival on the cluster barrier, releasing its earlier writes (the barriers it
