@@ -214,6 +214,17 @@
 // 0.996x cuDNN, 4096 1.000 / 1.019x, GQA 1.004 / 1.004x, 16k 1.011 / 0.991x. Tried and not
 // kept: no barrier before the staging writes (call 3: level), and a storer warp issuing the TMA
 // stores and freeing Q (call 4: d128 2048 +0.5%, 4096 +1.2% against the same base).
+// Session 48 (H200, lab/results/s48-call1 ... s48-call5): each warp computes once per tile the
+// key blocks its 16 rows see whole (common/mask.cuh `fully_visible_blocks`), so that a key
+// block's mask test between its Q·Kᵀ wait and its softmax is one predicated branch instead of
+// ~25 dependent instructions on parameters (ncu's source counters had them at 6% of the d128
+// kernel's samples); and the producer waits on its empty barriers with a suspend-time hint
+// (`sm90::mbar_wait_idle`), so that its retry loop (7% of the kernel's instructions, on one of
+// the four schedulers) no longer takes issue slots from the consumer warps beside it.
+// Same-call A/B against session 47's kernels (4 rounds): d64 2048 -1.6%, causal -1.6%, 4096
+// d128 -1.4%, GQA 8:1 -0.9%, d256 -0.6 / -0.8%, d128 2048 -0.5%, d128 2048 causal level. Call
+// 5's table: 17 of 19 rows at or above cuDNN in both torch runs; d128 2048 943.0 µs = 583
+// TF/s, 0.982 / 1.018x cuDNN (926.3 / 960.2 µs), 4096 605 TF/s (1.023 / 1.013x), 16k 623 TF/s.
 
 #include <type_traits>
 
