@@ -228,6 +228,10 @@
 
 #include <type_traits>
 
+#ifndef FATTN_SM90_POLY_EXP_EVERY
+#define FATTN_SM90_POLY_EXP_EVERY 0
+#endif
+
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
@@ -276,6 +280,12 @@ __device__ unsigned long long g_lab_phase[kLabCtas * 4 * kLabPhases];
 
 namespace fattn {
 namespace hopper {
+
+// Of a thread's key column pairs j = 0 .. kBlockN / 8 - 1, those with j % kPolyExpEvery ==
+// kPolyExpEvery - 1 take exp2 from softmax.cuh's exp2_poly, the rest from the MUFU; 0: none.
+// One value for every instance, so that a row's bits do not depend on which one ran it.
+constexpr int kPolyExpEvery = FATTN_SM90_POLY_EXP_EVERY;
+static_assert(kPolyExpEvery >= 0 && kPolyExpEvery <= 16, "FATTN_SM90_POLY_EXP_EVERY: 0 (off) to 16");
 
 // ---- tile traits --------------------------------------------------------------------------
 
@@ -926,8 +936,13 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             float sum = 0.f;
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j) {
-                s[4 * j + 2 * hf] = exp2_approx(fmaf(s[4 * j + 2 * hf], exp_scale, -base));
-                s[4 * j + 2 * hf + 1] = exp2_approx(fmaf(s[4 * j + 2 * hf + 1], exp_scale, -base));
+                // One key column pair in kPolyExpEvery takes exp2 on the FMA pipes (lab, session
+                // 49's A/B: FATTN_SM90_POLY_EXP_EVERY, 0 = every exp2 on the MUFU).
+                const bool poly = kPolyExpEvery > 0 && j % (kPolyExpEvery > 0 ? kPolyExpEvery : 1) == kPolyExpEvery - 1;
+                const float x0 = fmaf(s[4 * j + 2 * hf], exp_scale, -base);
+                const float x1 = fmaf(s[4 * j + 2 * hf + 1], exp_scale, -base);
+                s[4 * j + 2 * hf] = poly ? exp2_poly(x0) : exp2_approx(x0);
+                s[4 * j + 2 * hf + 1] = poly ? exp2_poly(x1) : exp2_approx(x1);
                 sum += s[4 * j + 2 * hf] + s[4 * j + 2 * hf + 1];
             }
             row_sum[hf] = row_sum[hf] * corr[hf] + sum;
