@@ -37,6 +37,7 @@ mod decode;
 mod heuristics;
 pub(crate) mod indices;
 mod instances;
+mod lab_images;
 mod launch_ex;
 mod params;
 mod pdl;
@@ -114,18 +115,22 @@ fn module(dev: &CudaDevice, at: usize) -> Result<Arc<CudaModule>> {
         return Ok(m);
     }
     let file = SOURCES[at].file;
-    let image = fatbin::FATBIN[at];
-    if image.is_empty() {
-        bail!("fused-attn cuda: {file} was built without code for any GPU ({})", fatbin::CONTENTS[at])
-    }
+    // The lab's image of this file (lab_images.rs), or the embedded fatbin.
+    let (image, holds) = match lab_images::image(at)? {
+        Some((bytes, label)) => (bytes, label),
+        None => {
+            let image = fatbin::FATBIN[at];
+            if image.is_empty() {
+                bail!("fused-attn cuda: {file} was built without code for any GPU ({})", fatbin::CONTENTS[at])
+            }
+            (image.to_vec(), format!("the build holds {}", fatbin::CONTENTS[at]))
+        }
+    };
     let stream = dev.cuda_stream();
     // Loaded outside the lock: a JIT of the PTX fallback takes seconds. Two threads may both
     // load a file once; the first insertion wins and the other module is dropped (unloaded).
-    let loaded = stream.context().load_module(Ptx::from_binary(image.to_vec())).map_err(|e| {
-        candle_core::Error::Msg(format!(
-            "fused-attn cuda: cuModuleLoadData of {file} failed: {e} (the build holds {})",
-            fatbin::CONTENTS[at]
-        ))
+    let loaded = stream.context().load_module(Ptx::from_binary(image)).map_err(|e| {
+        candle_core::Error::Msg(format!("fused-attn cuda: cuModuleLoadData of {file} failed: {e} ({holds})"))
     })?;
     Ok(with_modules(|table| {
         if !table.contains_key(&id) {
