@@ -1,3 +1,9 @@
+#!/usr/bin/env python3
+"""Stall samples of ncu's SASS source CSV (s48-next/call.sh) summed over address windows of the
+kernel, with each window's five largest stall reasons.   python3 windows.py FILE.csv.gz
+The windows (offsets from the kernel's first instruction) are those of session 48's call 1
+binary (plain bf16 d128, 7ff9876's kernels: set-up, first key blocks, main loop, last block,
+epilogue, producer); another build needs its own, read from its SASS."""
 import csv,gzip,sys
 f=sys.argv[1]
 rows=list(csv.reader(gzip.open(f,'rt')))
