@@ -231,6 +231,9 @@
 #ifndef FATTN_SM90_POLY_EXP_EVERY
 #define FATTN_SM90_POLY_EXP_EVERY 0
 #endif
+#ifndef FATTN_SM90_MAX_TREE
+#define FATTN_SM90_MAX_TREE 0
+#endif
 
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
@@ -286,6 +289,19 @@ namespace hopper {
 // One value for every instance, so that a row's bits do not depend on which one ran it.
 constexpr int kPolyExpEvery = FATTN_SM90_POLY_EXP_EVERY;
 static_assert(kPolyExpEvery >= 0 && kPolyExpEvery <= 16, "FATTN_SM90_POLY_EXP_EVERY: 0 (off) to 16");
+// A row's max over a key block as a tree instead of a chain (FATTN_SM90_MAX_TREE=1, lab:
+// session 48's counters had the chain's 16 dependent FMNMX after each Q·Kᵀ wait).
+constexpr bool kMaxTree = FATTN_SM90_MAX_TREE != 0;
+
+// m[0] = the max of m[0 .. 2W): folds the upper half onto the lower, W, W / 2, ..., 1 wide,
+// each step's indices constants (a runtime-indexed array would live in local memory).
+template <int W, int N>
+__device__ __forceinline__ void fold_max(float (&m)[N]) {
+    static_assert(2 * W <= N && (W & (W - 1)) == 0, "fold_max: W a power of two, 2W <= N");
+#pragma unroll
+    for (int j = 0; j < W; ++j) m[j] = fmaxf(m[j], m[j + W]);
+    if constexpr (W > 1) fold_max<W / 2>(m);
+}
 
 // ---- tile traits --------------------------------------------------------------------------
 
@@ -915,8 +931,19 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             float mx = row_max[hf];
+            if constexpr (kMaxTree && (BN & (BN - 8)) == 0) {
+                // The same max as a tree (kBlockN / 8 a power of two), 4 dependent steps at
+                // kBlockN = 128 instead of 16: max is exact and order-free (fmaxf ignores a
+                // NaN either way). Each step folds the upper half onto the lower.
+                float m[BN / 8];
 #pragma unroll
-            for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]));
+                for (int j = 0; j < BN / 8; ++j) m[j] = fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]);
+                fold_max<BN / 16>(m);
+                mx = fmaxf(mx, m[0]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]));
+            }
             mx = quad_max(mx);
             // Conditional rescale: the row keeps its running max unless this block raises it
             // by more than kStaleMaxLog2 (log2 units), so that P stays below 2^kStaleMaxLog2
