@@ -932,8 +932,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         for (int hf = 0; hf < 2; ++hf) {
             float mx = row_max[hf];
             if constexpr (kMaxTree && (BN & (BN - 8)) == 0) {
-                // The same max as a tree (kBlockN / 8 a power of two), 4 dependent steps at
-                // kBlockN = 128 instead of 16: max is exact and order-free (fmaxf ignores a
+                // The same max as a tree (kBlockN / 8 a power of two), 6 dependent steps at
+                // kBlockN = 128 instead of 17: max is exact and order-free (fmaxf ignores a
                 // NaN either way). Each step folds the upper half onto the lower.
                 float m[BN / 8];
 #pragma unroll

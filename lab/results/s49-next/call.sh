@@ -12,7 +12,7 @@
 #    against the embedded image in the bench (they must tie: the same cubin).
 # 2. envab, 2 rounds (order reversed on the second), six prefill rows: base (embedded), poly0,
 #    poly2, poly4, poly8, tree (FATTN_SM90_MAX_TREE=1: a row's max over a key block as a
-#    4-step tree instead of a chain of 16 dependent FMNMX, which sit right after each Q·Kᵀ
+#    tree 6 FMNMX deep instead of a chain 17 deep, which sits right after each Q·Kᵀ
 #    wait; in session 48's counters the max's 60 FMNMX hold 6 200 samples, 6.7%), and tree +
 #    poly4. ~7 minutes.
 # Session 48's ncu source counters (s48-call6): the 64 MUFU.EX2 of a thread's key block hold
