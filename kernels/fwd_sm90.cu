@@ -289,6 +289,10 @@ namespace hopper {
 // One value for every instance, so that a row's bits do not depend on which one ran it.
 constexpr int kPolyExpEvery = FATTN_SM90_POLY_EXP_EVERY;
 static_assert(kPolyExpEvery >= 0 && kPolyExpEvery <= 16, "FATTN_SM90_POLY_EXP_EVERY: 0 (off) to 16");
+// Whether key column pair j takes exp2_poly.
+__device__ __forceinline__ constexpr bool poly_exp_pair(int j) {
+    return kPolyExpEvery > 0 && j % (kPolyExpEvery > 0 ? kPolyExpEvery : 1) == kPolyExpEvery - 1;
+}
 // A row's max over a key block as a tree instead of a chain (FATTN_SM90_MAX_TREE=1, lab:
 // session 48's counters had the chain's 16 dependent FMNMX after each Q·Kᵀ wait).
 constexpr bool kMaxTree = FATTN_SM90_MAX_TREE != 0;
@@ -931,8 +935,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             float mx = row_max[hf];
-            if constexpr (kMaxTree && (BN & (BN - 8)) == 0) {
-                // The same max as a tree (kBlockN / 8 a power of two), 6 dependent steps at
+            if constexpr (kMaxTree && (BN & (BN - 1)) == 0) {
+                // The same max as a tree (kBlockN a power of two), 6 dependent steps at
                 // kBlockN = 128 instead of 17: max is exact and order-free (fmaxf ignores a
                 // NaN either way). Each step folds the upper half onto the lower.
                 float m[BN / 8];
@@ -965,7 +969,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             for (int j = 0; j < BN / 8; ++j) {
                 // One key column pair in kPolyExpEvery takes exp2 on the FMA pipes (lab, session
                 // 49's A/B: FATTN_SM90_POLY_EXP_EVERY, 0 = every exp2 on the MUFU).
-                const bool poly = kPolyExpEvery > 0 && j % (kPolyExpEvery > 0 ? kPolyExpEvery : 1) == kPolyExpEvery - 1;
+                const bool poly = poly_exp_pair(j);
                 const float x0 = fmaf(s[4 * j + 2 * hf], exp_scale, -base);
                 const float x1 = fmaf(s[4 * j + 2 * hf + 1], exp_scale, -base);
                 s[4 * j + 2 * hf] = poly ? exp2_poly(x0) : exp2_approx(x0);

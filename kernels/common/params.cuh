@@ -165,7 +165,7 @@ struct alignas(64) FattnTmaDesc {
 // n / d for 0 <= n < 2^31 and a launch constant d >= 1 without a divide instruction:
 // (n · mul) >> (31 + shift), shift = ceil(log2 d), mul = ceil(2^(31 + shift) / d)
 // (src/cuda/params.rs `FastDiv` makes them, proves the bound and tests it;
-// kernels/common/grid.cuh `fast_div` divides).
+// kernels/common/grid.cuh `fast_divmod` divides).
 struct FattnFastDiv {
     uint32_t mul, shift;
 };

@@ -212,7 +212,7 @@ ffi_struct! {
 pub struct TmaDesc(pub [u64; 16]);
 
 /// Division of `0 <= n < 2^31` by a launch constant `d >= 1` without a divide instruction
-/// (kernels/common/grid.cuh `fast_div`): `n / d == (n · mul) >> (31 + shift)` with
+/// (kernels/common/grid.cuh `fast_divmod`): `n / d == (n · mul) >> (31 + shift)` with
 /// `shift = ceil(log2 d)` and `mul = ceil(2^(31 + shift) / d)`, which fits in 32 bits. Exact:
 /// `mul = 2^(31 + shift) / d + e` with `0 <= e < 1`, so `n · mul / 2^(31 + shift)` is the real
 /// quotient `n / d` plus less than `n / 2^(31 + shift) < 2^-shift <= 1 / d`, and the real
@@ -237,7 +237,7 @@ impl FastDiv {
     }
 
     /// `n / d` as the kernel computes it (the tests check it against `/`).
-    #[allow(dead_code)]
+    #[cfg(test)]
     pub const fn div(self, n: u32) -> u32 {
         ((n as u64 * self.mul as u64) >> (31 + self.shift)) as u32
     }
