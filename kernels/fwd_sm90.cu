@@ -234,6 +234,13 @@
 #ifndef FATTN_SM90_MAX_TREE
 #define FATTN_SM90_MAX_TREE 0
 #endif
+// Lab, timing only (wrong results): the producer loads only the first N 64-column panels of
+// each K and V tile (0, the default: all), so the L2-to-SM bytes of K/V fall to N / panels
+// (session 49's probe of whether those bytes bound the d128 rows; d64 tiles are one panel:
+// the control).
+#ifndef FATTN_SM90_LAB_KV_PANELS
+#define FATTN_SM90_LAB_KV_PANELS 0
+#endif
 
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
@@ -323,6 +330,10 @@ struct HopperConfig {
     static constexpr int kPanels = kHeadDim / 64;
     static constexpr int kQBytes = kBlockM * kHeadDim * 2;
     static constexpr int kKVBytes = kBlockN * kHeadDim * 2;  // one K or one V tile
+    // Panels of a K or V tile the producer loads: all but under FATTN_SM90_LAB_KV_PANELS.
+    static constexpr int kLoadPanels =
+        FATTN_SM90_LAB_KV_PANELS > 0 && FATTN_SM90_LAB_KV_PANELS < kPanels ? FATTN_SM90_LAB_KV_PANELS : kPanels;
+    static constexpr int kKVLoadBytes = kKVBytes / kPanels * kLoadPanels;
     // Persistent: the dense kernel loops over query tiles (one CTA per SM).
     static constexpr bool kPersistent = kPersistent_;
     // Q tiles. Two (persistent): the next tile's Q lands in the other buffer while this one
@@ -787,20 +798,20 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     const int row = kPacked ? span.k0 + n0 : n0;
                     const int batch = kPacked ? 0 : qb.batch;
 #pragma unroll
-                    for (int c = 0; c < Cfg::kPanels; ++c)
+                    for (int c = 0; c < Cfg::kLoadPanels; ++c)
                         sm90::tma_load_4d(dst + c * BN * 128, map, bar, c * 64, row, kvh, batch);
                 } else if (p.page_block_size >= BN) {
                     const int page = n0 / p.page_block_size;
                     const int blk = table[page];
 #pragma unroll
-                    for (int c = 0; c < Cfg::kPanels; ++c)
+                    for (int c = 0; c < Cfg::kLoadPanels; ++c)
                         sm90::tma_load_4d(dst + c * BN * 128, map, bar, c * 64, n0 - page * p.page_block_size, kvh, blk);
                 } else {
                     const int pg = p.page_block_size, last_page = (msk.len_k - 1) / pg;
                     for (int j = 0; j < BN / pg; ++j) {
                         const int blk = table[min(n0 / pg + j, last_page)];
 #pragma unroll
-                        for (int c = 0; c < Cfg::kPanels; ++c)
+                        for (int c = 0; c < Cfg::kLoadPanels; ++c)
                             sm90::tma_load_4d(dst + c * BN * 128 + j * pg * 128, map, bar, c * 64, 0, kvh, blk);
                     }
                 }
@@ -823,10 +834,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     const uint32_t phase = (it / ST) & 1;
                     // A stage is free again once the consumers released its previous use.
                     if (it >= ST) sm90::mbar_wait_idle(&empty_k[st], phase ^ 1);
-                    sm90::mbar_arrive_expect_tx(&full_k[st], Cfg::kKVBytes);
+                    sm90::mbar_arrive_expect_tx(&full_k[st], Cfg::kKVLoadBytes);
                     load_kv(sK + st * Cfg::kKVBytes, &hp.tma_k, &full_k[st], nb);
                     if (it >= ST) sm90::mbar_wait_idle(&empty_v[st], phase ^ 1);
-                    sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVBytes);
+                    sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVLoadBytes);
                     load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb);
                 }
                 FATTN_LAB_ITEM_PHASE(3, 3, true);
