@@ -405,6 +405,15 @@ struct HopperConfig {
     // and d128's `_mods` instance keep the rescale of every block; d192 and the 64-key d256
     // instances (no bench row) take it as the wide d256 one does. Set per instance below.
     static constexpr bool kConditionalRescale = true;
+    // K/V multicast over clusters of two (FattnHopperParams::kv_multicast, session 49): the two
+    // CTAs of a cluster run tiles bx and bx + 1 of one (batch, head) over the same key blocks, and
+    // each CTA's producer loads half the panels of every K and V tile into both CTAs' shared
+    // memory (one TMA multicast), so each tile's K/V cross from L2 once per pair instead of
+    // once per CTA. A stage is refilled once both CTAs' consumers have released it. Session
+    // 49's probe (lab/results/s49-call2/: only half of each tile loaded, timing only) ran the
+    // d128 rows 9.5-12% faster at a 180 MHz higher SM clock under the H200's 700 W cap. Dense
+    // strided (unmasked) grids only; set per instance below.
+    static constexpr bool kMulticast = false;
 
     static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "a wgmma n of 16..256 in steps of 16");
@@ -425,6 +434,8 @@ struct HopperConfig {
     static_assert(kConsumers >= 2 || !kPingPong, "ping-pong takes turns between two or more consumers");
     static_assert(kQBufs == 1 || (kQBufs == 2 && kPersistent), "one Q tile, or two for the persistent loop");
     static_assert(!kPairSplit || !kPersistent, "a cluster splits one tile: no persistent loop");
+    static_assert(!kMulticast || (kPersistent && !kPairSplit && kPanels % 2 == 0),
+                  "K/V multicast: a persistent strided loop, each CTA of a pair loading half the panels");
 };
 
 // Per head-dim instance (kVariant as src/cuda/instances.rs `Variant::cpp_code`: 0 plain,
@@ -448,6 +459,7 @@ struct HopperTraits<64, 1> : HopperConfig<64, 128, 3, 2, 24, 240, 1, false, true
 template <>
 struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {
     static constexpr bool kTailSplit = true;
+    static constexpr bool kMulticast = true;
     static constexpr bool kStepDescriptors = true;
     static constexpr bool kConditionalRescale = false;
 };
@@ -474,6 +486,7 @@ template <>
 struct HopperTraits<128, 3> : HopperConfig<128, 176, 2, 2, 24, 240, 1, true> {
     static constexpr bool kStepDescriptors = true;
     static constexpr bool kTailSplit = true;
+    static constexpr bool kMulticast = true;
 };
 template <>
 struct HopperTraits<256, 3> : HopperConfig<256, 80, 2, 2, 24, 240, 1, false> {};
@@ -565,6 +578,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     float4* const pair_part = reinterpret_cast<float4*>(pair_area + 16);
     // Drawn tiles (a counter): block-uniform.
     const bool drawn = kPersistent && hp.tile_counter != nullptr;
+    // K/V multicast over a cluster of two (kMulticast; grid-uniform; the host sets it for
+    // strided grids only), and this CTA's rank in it.
+    const bool mc = Cfg::kMulticast && kPersistent && hp.kv_multicast != 0;
+    const int mc_rank = static_cast<int>(blockIdx.x) & 1;
 
     // The current tile: its (batch, head, rows), sequence and key blocks (setup()).
     QueryBlock qb{};
@@ -671,11 +688,15 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             const int rounds = hp.whole_rounds;  // num_tiles / grid
             if (n < rounds) return first_tile + n * grid;
             const int pieces = hp.tail_pieces, rem = num_tiles - rounds * grid;
-            if (n > rounds || bx >= rem * pieces) return num_tiles;
-            const int j = bx % pieces;
+            // Multicast: the pairs (tiles 2i, 2i + 1; the host keeps tiles and grid even) are
+            // cut instead, piece j of tail pair i going to cluster i·P + j, whose two CTAs
+            // take the same key blocks of the pair's two tiles (tail_piece_slot agrees).
+            const int unit = mc ? bx >> 1 : bx, units = mc ? rem >> 1 : rem;
+            if (n > rounds || unit >= units * pieces) return num_tiles;
+            const int j = unit % pieces;
             piece_lo = j * nb / pieces;
             piece_hi = (j + 1) * nb / pieces;
-            return rounds * grid + bx / pieces;
+            return rounds * grid + (mc ? 2 * (unit / pieces) + mc_rank : unit / pieces);
         }
         const int head_rounds = sk ? hp.whole_rounds : 0;  // (num_tiles - sk_tail) / grid
         if (!sk || n < head_rounds) return first_tile + n * grid;
@@ -717,9 +738,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         for (int s = 0; s < ST; ++s) {
             sm90::mbar_init(&full_k[s], 1);
             sm90::mbar_init(&full_v[s], 1);
-            // Every consumer warp arrives once it is done with the stage.
-            sm90::mbar_init(&empty_k[s], Cfg::kConsumers * 4);
-            sm90::mbar_init(&empty_v[s], Cfg::kConsumers * 4);
+            // Every consumer warp arrives once it is done with the stage (multicast: those of
+            // both CTAs of the pair, whose producers both write into it).
+            sm90::mbar_init(&empty_k[s], Cfg::kConsumers * 4 * (mc ? 2 : 1));
+            sm90::mbar_init(&empty_v[s], Cfg::kConsumers * 4 * (mc ? 2 : 1));
         }
         // Cluster split, every rank: one arrival (here) and the partial bytes of its rows from
         // the other ranks with key blocks (one consumer's partial each) complete the phase.
@@ -735,6 +757,16 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // other ranks, and waits once before it exits (the consumers before they write into
     // another rank).
     if (pair) sm90::cluster_arrive();
+    // Multicast: every thread of the pair meets here (both CTAs' barriers are set up before
+    // either's TMA or consumers reach into the other) and again before it exits (neither CTA
+    // leaves while the other may still write into its shared memory or arrive on its barriers).
+    auto mc_sync = [&]() {
+        if (mc) {
+            sm90::cluster_arrive();
+            sm90::cluster_wait();
+        }
+    };
+    mc_sync();
 
     const int warp_group = threadIdx.x / 128;
     if (warp_group == 0) {
@@ -744,6 +776,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         // barriers take whole warps).
         if (threadIdx.x >= (kPersistent ? 32 : 1)) {
             if (pair) sm90::cluster_wait();
+            mc_sync();
             return;
         }
         const bool leader = threadIdx.x == 0;
@@ -797,9 +830,15 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 if (!kPacked || table == nullptr) {
                     const int row = kPacked ? span.k0 + n0 : n0;
                     const int batch = kPacked ? 0 : qb.batch;
+                    // Multicast: this rank's half of the panels, into both CTAs of the pair.
 #pragma unroll
-                    for (int c = 0; c < Cfg::kLoadPanels; ++c)
-                        sm90::tma_load_4d(dst + c * BN * 128, map, bar, c * 64, row, kvh, batch);
+                    for (int c = 0; c < Cfg::kLoadPanels; ++c) {
+                        if (!mc) {
+                            sm90::tma_load_4d(dst + c * BN * 128, map, bar, c * 64, row, kvh, batch);
+                        } else if (c / (Cfg::kPanels / 2) == mc_rank) {
+                            sm90::tma_load_4d_multicast(dst + c * BN * 128, map, bar, c * 64, row, kvh, batch, 0x3);
+                        }
+                    }
                 } else if (p.page_block_size >= BN) {
                     const int page = n0 / p.page_block_size;
                     const int blk = table[page];
@@ -833,10 +872,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     const int it = it0 + nb - nb_begin, st = it % ST;
                     const uint32_t phase = (it / ST) & 1;
                     // A stage is free again once the consumers released its previous use.
-                    if (it >= ST) sm90::mbar_wait_idle(&empty_k[st], phase ^ 1);
+                    if (it >= ST) mc ? sm90::mbar_wait_idle<true>(&empty_k[st], phase ^ 1) : sm90::mbar_wait_idle(&empty_k[st], phase ^ 1);
                     sm90::mbar_arrive_expect_tx(&full_k[st], Cfg::kKVLoadBytes);
                     load_kv(sK + st * Cfg::kKVBytes, &hp.tma_k, &full_k[st], nb);
-                    if (it >= ST) sm90::mbar_wait_idle(&empty_v[st], phase ^ 1);
+                    if (it >= ST) mc ? sm90::mbar_wait_idle<true>(&empty_v[st], phase ^ 1) : sm90::mbar_wait_idle(&empty_v[st], phase ^ 1);
                     sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVLoadBytes);
                     load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb);
                 }
@@ -847,6 +886,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             if constexpr (kPersistent) __syncwarp();
         }
         if (pair) sm90::cluster_wait();
+        mc_sync();
         return;
     }
 
@@ -1019,6 +1059,14 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         __syncwarp();
         if (lane == 0) sm90::mbar_arrive(bar);
     };
+    // A K or V stage: multicast, the other CTA of the pair refills it in this CTA too.
+    auto release_kv = [&](uint64_t* bar) {
+        __syncwarp();
+        if (lane == 0) {
+            sm90::mbar_arrive(bar);
+            if (mc) sm90::mbar_arrive_remote(bar, static_cast<uint32_t>(mc_rank ^ 1));
+        }
+    };
 
     // The loop overlaps each block's softmax with the previous block's P·V: block i's S is
     // issued, then block i-1's P·V; the softmax of block i runs as soon as its S is done,
@@ -1143,7 +1191,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::fence_regs(s);
             FATTN_LAB_ITEM_PHASE(cw, 4, tid == 0);
             release_stored_q(n);
-            release(&empty_k[st0]);
+            release_kv(&empty_k[st0]);
             if (!kStageO && nb_begin + 1 == nb_end) release(&empty_q[b]);  // Q's last reader
             softmax(s, nb_begin, corr);  // O is still zero: nothing to rescale
             to_fragments(s, pf);
@@ -1181,13 +1229,13 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 } else {
                     sm90::fence_regs(s);
                 }
-                release(&empty_k[st]);
+                release_kv(&empty_k[st]);
                 if (!kStageO && nb + 1 == nb_end) release(&empty_q[b]);  // Q's last reader
                 softmax(s, nb, corr);
                 sm90::wgmma_wait<0>();
                 sm90::fence_regs(o);
                 keep_fragments(pf);
-                release(&empty_v[prev]);
+                release_kv(&empty_v[prev]);
                 // x · 1 is x: a warp whose rows all kept their max skips the rescale.
                 if (!Cfg::kConditionalRescale || __any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f))
                     rescale_o(corr);
@@ -1236,7 +1284,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::fence_regs(o);
             keep_fragments(pf);
             FATTN_LAB_ITEM_PHASE(cw, 8, tid == 0);
-            release(&empty_v[last % ST]);
+            release_kv(&empty_v[last % ST]);
         } else if (!kStageO) {
             release(&empty_q[b]);  // no key: Q is not read
         } else {
@@ -1390,9 +1438,14 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             // bits do not depend on the order of arrival, and stores the tile.
             if (ts && (nb_begin > 0 || nb_end < nb_all())) {
                 constexpr int kF4 = D / 8 + 1;  // float4 per thread of a slot
-                const int pieces = hp.tail_pieces, bx = static_cast<int>(blockIdx.x), tail_tile = bx / pieces;
+                // This piece's slot, tail tile · P + piece (strided_item's mapping: block bx is
+                // piece bx % P of tail tile bx / P; multicast, cluster bx / 2 is piece
+                // (bx / 2) % P of tail tiles 2 ((bx / 2) / P) and the next).
+                const int pieces = hp.tail_pieces, bx = static_cast<int>(blockIdx.x);
+                const int tail_tile = tile - hp.whole_rounds * static_cast<int>(gridDim.x);
+                const int piece = (mc ? bx >> 1 : bx) % pieces;
                 float4* const slots = reinterpret_cast<float4*>(hp.sk_partial);
-                float4* const mine = slots + static_cast<int64_t>(bx * Cfg::kConsumers + cw) * kF4 * 128 + tid;
+                float4* const mine = slots + static_cast<int64_t>((tail_tile * pieces + piece) * Cfg::kConsumers + cw) * kF4 * 128 + tid;
 #pragma unroll
                 for (int j = 0; j < D / 8; ++j) mine[j * 128] = make_float4(o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3]);
                 mine[(D / 8) * 128] = make_float4(row_max[0], row_max[1], row_sum[0], row_sum[1]);
@@ -1581,6 +1634,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     }
     // The last tile's store has read its rows before the CTA's shared memory goes away.
     if (o_tma() && tid == 0) sm90::bulk_wait_group_read<0>();
+    mc_sync();
 }
 
 }  // namespace hopper
@@ -1625,6 +1679,8 @@ __device__ __forceinline__ void fwd_hopper_varlen(const FattnHopperParams& p) {
                   #NAME ": splits tiles over clusters exactly when Instance::splits_pairs says so");            \
     static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kTailSplit == (D == 128 && (VARIANT == 0 || VARIANT == 3)), \
                   #NAME ": splits its last round exactly when Instance::splits_tail says so");                  \
+    static_assert(fattn::hopper::HopperTraits<D, VARIANT>::kMulticast == (D == 128 && (VARIANT == 0 || VARIANT == 3)), \
+                  #NAME ": multicasts K/V exactly when Instance::multicasts_kv says so");                      \
     static_assert(!fattn::hopper::HopperTraits<D, VARIANT>::kTailSplit ||                                              \
                       (fattn::hopper::HopperTraits<D, VARIANT>::kPersistent &&                                         \
                        !fattn::hopper::HopperTraits<D, VARIANT>::kStreamK),                                            \

@@ -104,6 +104,24 @@ pub fn take_last_prefill_tail() -> usize {
     LAST_PREFILL_TAIL.with(|c| c.take())
 }
 
+thread_local! {
+    static LAST_PREFILL_MULTICAST: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Records whether the prefill launch this thread just made ran as clusters of two blocks
+/// sharing each K/V tile (src/cuda/prefill_sm90.rs `kv_multicast`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn record_prefill_multicast(on: bool) {
+    LAST_PREFILL_MULTICAST.with(|c| c.set(on));
+}
+
+/// Whether the last prefill launch of this thread ran as clusters of two blocks that share
+/// each K and V tile through TMA multicast (the same arithmetic, so the same bits), and
+/// forgets it. The tests use it to prove that the multicast path ran.
+pub fn take_last_prefill_multicast() -> bool {
+    LAST_PREFILL_MULTICAST.with(|c| c.take())
+}
+
 /// The name of the last prefill kernel this thread launched, and forgets it: the tests use
 /// it to prove which kernel generation ran a call (`None`: no prefill kernel ran since the
 /// last take, for example because the call took the decode kernel).

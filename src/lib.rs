@@ -104,8 +104,8 @@ pub use cpu::{cpu_paths, with_cpu_path, CpuPath};
 #[doc(hidden)]
 pub use cuda_kernels::{
     take_last_backward_kernel, take_last_decode_combine, take_last_index_guess, take_last_prefill_kernel,
-    take_last_prefill_pairs, take_last_prefill_tail, take_last_side_index_reads, with_cuda_kernels, CudaKernels,
-    KERNELS_VAR,
+    take_last_prefill_multicast, take_last_prefill_pairs, take_last_prefill_tail, take_last_side_index_reads,
+    with_cuda_kernels, CudaKernels, KERNELS_VAR,
 };
 // Lab only: reads a kernel file's `__device__` variable (examples/lab_stamps.rs).
 #[doc(hidden)]

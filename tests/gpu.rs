@@ -51,8 +51,8 @@ mod common;
 use candle_core::{DType, Device, Result, Tensor};
 use candle_fused_attn::{
     attention, attention_backward, attention_ref, attention_with_lse, take_last_backward_kernel,
-    take_last_decode_combine, take_last_prefill_kernel, take_last_prefill_pairs, take_last_prefill_tail,
-    with_cuda_kernels, AttnParams, CudaKernels,
+    take_last_decode_combine, take_last_prefill_kernel, take_last_prefill_multicast, take_last_prefill_pairs,
+    take_last_prefill_tail, with_cuda_kernels, AttnParams, CudaKernels,
 };
 use common::{case_seed, measure_with, oracle, Alibi, Case, CaseResult, FloorInputs, Limits};
 use rayon::prelude::*;
@@ -330,6 +330,8 @@ struct HopperTally {
     pair_runs: usize,
     /// Default runs whose last launch cut its persistent grid's last round into pieces (d128).
     tail_runs: usize,
+    /// Default runs whose last launch shared K/V tiles over clusters of two blocks (d128).
+    multicast_runs: usize,
     /// The prefill kernels the default (`Auto`) runs took.
     ran: std::collections::BTreeSet<&'static str>,
     worst: (f64, String),
@@ -344,6 +346,7 @@ impl HopperTally {
             hopper_runs: 0,
             pair_runs: 0,
             tail_runs: 0,
+            multicast_runs: 0,
             ran: std::collections::BTreeSet::new(),
             worst: (0.0, String::new()),
             start: std::time::Instant::now(),
@@ -358,18 +361,22 @@ impl HopperTally {
             take_last_prefill_kernel();
             take_last_prefill_pairs();
             take_last_prefill_tail();
+            take_last_prefill_multicast();
             let r =
                 with_cuda_kernels(kernels, &check).unwrap_or_else(|e| panic!("{test}: {what} {kernels:?}: error {e}"));
             let ran = take_last_prefill_kernel().unwrap_or("no prefill kernel");
             let pairs = take_last_prefill_pairs();
             let tail = take_last_prefill_tail();
+            let multicast = take_last_prefill_multicast();
             if kernels == CudaKernels::Auto {
                 self.ran.insert(ran);
                 self.pair_runs += pairs as usize;
                 self.tail_runs += (tail > 0) as usize;
+                self.multicast_runs += multicast as usize;
             }
             let what =
                 if tail > 0 { format!("{what} (last round in {tail} pieces per tile)") } else { what.to_string() };
+            let what = if multicast { format!("{what} (K/V multicast)") } else { what };
             let what = format!("{what} {kernels:?} ran {ran}");
             if kernels == CudaKernels::Sm80 && is_hopper(ran) {
                 self.failures.push(format!("{what}: forced sm80 but ran the Hopper kernel"));
@@ -391,10 +398,11 @@ impl HopperTally {
         let test = self.test;
         println!(
             "{test}: {cases} cases × 2 kernel generations, {} on the Hopper kernel ({} split over clusters, {} with \
-             the last round in pieces), {} failures; worst error/allowed {:.3} at {}; {:.1} s",
+             the last round in pieces, {} with K/V multicast), {} failures; worst error/allowed {:.3} at {}; {:.1} s",
             self.hopper_runs,
             self.pair_runs,
             self.tail_runs,
+            self.multicast_runs,
             self.failures.len(),
             self.worst.0,
             self.worst.1,
@@ -484,6 +492,14 @@ fn gpu_hopper_prefill() {
                 "{test}: no case cut its last round into pieces on this GPU of {sms} SMs (the cases are made for 132)"
             );
         }
+        // Unmasked persistent d128 grids with an even number of query blocks per head share
+        // K/V tiles over clusters of two blocks (`kv_multicast`): the persistent cases must
+        // have run some (on any GPU with an even SM count, as H100s and H200s have).
+        let sms = dev_sms(&dev);
+        assert!(
+            tally.multicast_runs > 0 || sms % 2 == 1,
+            "{test}: no case shared K/V tiles over a cluster (GPU of {sms} SMs)"
+        );
     } else {
         println!("{test}: wide-instance coverage not checked: FUSED_ATTN_SM90_TILE_RULES is set");
     }
@@ -518,6 +534,11 @@ fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
         (2, 16, 4, 1500, 900, 56),   // d64 (d56 padded), causal, sq > sk: the top 600 rows see no key
         (3, 12, 12, 777, 1333, 64),  // d64: a window of 200 left and 60 right
         (2, 16, 2, 1000, 1000, 64),  // d64: causal with a left window of 300
+        // K/V multicast (even query blocks per head, unmasked, d128): plain d128, 2 · 20 · 8 =
+        // 320 tiles (last round of 56 in 2 pieces), GQA 5:1, head-major K/V; wide d128 (d104
+        // padded), 192 tiles (last round of 60 in 2 pieces).
+        (2, 20, 4, 1024, 1024, 128),
+        (1, 24, 24, 1000, 700, 104),
     ];
     shapes
         .iter()
@@ -541,6 +562,13 @@ fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
                 13 => c.causal = true,
                 14 => (c.window_left, c.window_right) = (Some(200), Some(60)),
                 15 => (c.causal, c.window_left) = (true, Some(300)),
+                16 => {
+                    c.layouts = [
+                        common::InputLayout::Contiguous,
+                        common::InputLayout::HeadsMajor,
+                        common::InputLayout::HeadsMajor,
+                    ]
+                }
                 11 => {
                     c.layouts = [
                         common::InputLayout::Contiguous,

@@ -224,7 +224,13 @@ struct FattnHopperParams {
     // Strided grids with a split tail (tail_pieces or sk_tail set): the whole rounds of tiles
     // every block runs before the tail (tiles / grid, or (tiles - sk_tail) / grid); else 0.
     int32_t whole_rounds;
-    uint32_t pad_hopper_[15];
+    // 1: a strided persistent grid of the d128 instances launched as clusters of two, whose
+    // CTAs run tiles 2i and 2i + 1 (one (batch, head): the host sets it only when the query
+    // blocks per head and the grid are even) and each load half of every K and V tile into
+    // both (TMA multicast; kernels/fwd_sm90.cu kMulticast, src/cuda/prefill_sm90.rs
+    // `kv_multicast`); 0: every CTA loads its own.
+    int32_t kv_multicast;
+    uint32_t pad_hopper_[14];
     // The output's 4-D tensor map (head_dim, seq_q, heads, batch), boxes of 64 columns × 64
     // rows, 128-byte swizzle; unset (zeros) when o_tma is 0.
     FattnTmaDesc tma_o;

@@ -49,16 +49,28 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 // that a waiting producer warp does not take its scheduler's issue slots from the consumer
 // warps beside it (session 48: without the hint its retry loop was 7% of the d128 kernel's
 // instructions, all on one of the SM's four schedulers).
+// kCluster: the phase completes with arrivals from other CTAs of the cluster too
+// (mbar_arrive_remote), whose released accesses the wait acquires at cluster scope.
+template <bool kCluster = false>
 __device__ __forceinline__ void mbar_wait_idle(uint64_t* bar, uint32_t parity) {
     constexpr uint32_t kSuspendNs = 1000000;
     const uint32_t addr = smem_addr(bar);
     uint32_t done;
     do {
-        asm volatile(
-            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\nselp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(addr), "r"(parity), "n"(kSuspendNs)
-            : "memory");
+        if constexpr (kCluster) {
+            asm volatile(
+                "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2, %3;\n"
+                "selp.u32 %0, 1, 0, p;\n}\n"
+                : "=r"(done)
+                : "r"(addr), "r"(parity), "n"(kSuspendNs)
+                : "memory");
+        } else {
+            asm volatile(
+                "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\nselp.u32 %0, 1, 0, p;\n}\n"
+                : "=r"(done)
+                : "r"(addr), "r"(parity), "n"(kSuspendNs)
+                : "memory");
+        }
     } while (!done);
 }
 
@@ -74,6 +86,13 @@ __device__ __forceinline__ uint32_t map_to_rank(uint32_t addr, uint32_t rank) {
     uint32_t out;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(addr), "r"(rank));
     return out;
+}
+// This thread's arrival on the mbarrier at `bar`'s offset in CTA `rank` of the cluster,
+// releasing its earlier accesses at cluster scope (a stage of a ring that CTA's TMA multicast
+// writes into this CTA's shared memory: this CTA's reads of it are done).
+__device__ __forceinline__ void mbar_arrive_remote(uint64_t* bar, uint32_t rank) {
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(map_to_rank(smem_addr(bar), rank))
+                 : "memory");
 }
 // 16 bytes into another CTA's shared memory (shared::cluster address `dst`); their arrival
 // completes 16 bytes of the transaction count of that CTA's mbarrier at `bar` (shared::cluster).
@@ -97,6 +116,17 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const TmaDesc* desc, uint
         "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
         "[%6];\n" ::"r"(smem_addr(dst)),
         "l"(reinterpret_cast<uint64_t>(desc)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar))
+        : "memory");
+}
+// tma_load_4d, the box written at `dst`'s offset into the shared memory of every CTA of the
+// cluster in `cta_mask` (bit r: rank r), each completing its bytes on its own mbarrier at
+// `bar`'s offset: one L2 read for several CTAs.
+__device__ __forceinline__ void tma_load_4d_multicast(void* dst, const TmaDesc* desc, uint64_t* bar, int c0, int c1,
+                                                      int c2, int c3, uint16_t cta_mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
+        "%3, %4, %5}], [%6], %7;\n" ::"r"(smem_addr(dst)),
+        "l"(reinterpret_cast<uint64_t>(desc)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(bar)), "h"(cta_mask)
         : "memory");
 }
 

@@ -261,6 +261,14 @@ impl Instance {
         self.loops_over_tiles() && self.head_dim == 128
     }
 
+    /// Whether a strided grid of this instance may run as clusters of two blocks that share
+    /// each K and V tile through TMA multicast (src/cuda/prefill_sm90.rs `kv_multicast`): the
+    /// plain and wide d128 Hopper prefill instances, whose `HopperTraits::kMulticast` is set
+    /// (kernels/fwd_sm90.cu asserts the same of every instance).
+    pub const fn multicasts_kv(&self) -> bool {
+        self.splits_tail()
+    }
+
     /// Whether a small grid of this instance may split each tile's key blocks over a cluster of
     /// two blocks (src/cuda/prefill_sm90.rs `pair_split`): the d64 `_mods` Hopper prefill
     /// instance (128-row tiles, one per block), whose `HopperTraits::kPairSplit` is set

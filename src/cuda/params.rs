@@ -303,8 +303,14 @@ ffi_struct! {
         /// of tiles every block runs before the tail (`tiles / grid`, or `(tiles - sk_tail) /
         /// grid`); 0 otherwise.
         whole_rounds: i32 = 768,
+        /// 1: a strided persistent grid of the d128 instances launched as clusters of two,
+        /// whose blocks run tiles `2i` and `2i + 1` (one (batch, head): set only when the
+        /// query blocks per head and the grid are even) and each load half of every K and V
+        /// tile into both (TMA multicast; kernels/fwd_sm90.cu `kMulticast`,
+        /// src/cuda/prefill_sm90.rs `kv_multicast`); 0: every block loads its own.
+        kv_multicast: i32 = 772,
         /// Explicit padding to the 64-byte alignment of `tma_o`.
-        pad_hopper_: [u32; 15] = 772,
+        pad_hopper_: [u32; 14] = 776,
         /// The output's tensor map, 4-D `(head_dim, seq_q, heads, batch)`, boxes of 64 columns
         /// by 64 rows with the 128-byte swizzle; zeros when `o_tma` is 0.
         tma_o: TmaDesc = 832,

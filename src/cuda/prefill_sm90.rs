@@ -442,6 +442,38 @@ fn pair_split(p: &Problem, inst: &Instance, grid: Grid, tiles: usize, sms: usize
     }
 }
 
+/// Whether a launch of `tiles` query tiles of `p` on `inst` on `grid` runs as clusters of two
+/// blocks that share every K and V tile (kernels/fwd_sm90.cu `kMulticast`: each block loads
+/// half the tile's panels into both blocks' shared memory with one TMA multicast, so the
+/// tile crosses from L2 once per pair): dense strided grids (unmasked: every tile sees every
+/// key block) on an instance that can (`Instance::multicasts_kv`), where blocks 2i and 2i + 1
+/// run tiles of one (batch, head) at every step: an even number of query blocks per head
+/// (`query_blocks`) and an even grid. Rule `multicast`.
+///
+/// Measured: session 49's probe (H200, `lab/results/s49-call2/`, timing only: each block
+/// loaded half of every K/V tile) ran (16,16,16,2048,2048,128) 9.5% and (4,32,32,4096,4096,128)
+/// 10.5% faster, at an SM clock of 1950 against 1770 MHz under the 700 W cap: the L2-to-SM
+/// bytes of K/V cost power that the tensor cores then lack.
+fn kv_multicast(p: &Problem, inst: &Instance, grid: Grid, query_blocks: usize) -> bool {
+    match grid {
+        Grid::Strided(blocks) => {
+            inst.multicasts_kv()
+                && p.packed().is_none()
+                && query_blocks.is_multiple_of(2)
+                && blocks.is_multiple_of(2)
+                && multicast_rule()
+        }
+        _ => false,
+    }
+}
+
+/// Whether strided grids share K/V tiles over pairs of blocks (`kv_multicast`):
+/// `FUSED_ATTN_SM90_TILE_RULES` unset or naming `multicast`.
+fn multicast_rule() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| tile_rule("multicast"))
+}
+
 /// Whether small grids split their tiles over pairs of blocks (`pair_split`):
 /// `FUSED_ATTN_SM90_TILE_RULES` unset or naming `pairs`.
 fn pair_rule() -> bool {
@@ -546,6 +578,7 @@ pub(super) fn forward<T: KernelDtype>(
     to_i32(tiles + sms, "batch · heads · query blocks")?;
     let grid = grid(p, inst, tiles, sms);
     let ranks = pair_split(p, inst, grid, tiles, sms);
+    let multicast = kv_multicast(p, inst, grid, query_blocks);
     // Stream-K: the pieces' partials (f32, per block two slots of every consumer warpgroup's
     // 64 rows × the instance's head dim, then their (max, sum)).
     let sk_tail = stream_k_tail(inst, grid, tiles, p.seq_k.div_ceil(inst.key_block as usize));
@@ -621,7 +654,8 @@ pub(super) fn forward<T: KernelDtype>(
                 div_heads: FastDiv::new(fwd.heads as u32),
                 div_pairs: FastDiv::new(fwd.tail_groups as u32),
                 whole_rounds: to_i32(whole_rounds, "whole rounds")?,
-                pad_hopper_: [0; 15],
+                kv_multicast: multicast as i32,
+                pad_hopper_: [0; 14],
                 tma_o: tma_o.unwrap_or_default(),
             };
             let grid_x = (ranks * grid.blocks()) as u32;
@@ -657,6 +691,12 @@ pub(super) fn forward<T: KernelDtype>(
                 // reads `pair_split`), and the instance's shared memory (`smem_bytes`) holds the
                 // other ranks' partials.
                 unsafe { super::cluster::launch_clusters(&stream, &kernel.func, cfg, &params, ranks as u32) }?;
+            } else if multicast {
+                // SAFETY: as said above; the grid is even (`kv_multicast`) and the kernel, told
+                // by `kv_multicast`, runs blocks 2i and 2i + 1 as one cluster over tiles of one
+                // (batch, head) (even query blocks per head), each writing only the shared
+                // memory and barriers of its own cluster.
+                unsafe { super::cluster::launch_clusters(&stream, &kernel.func, cfg, &params, 2) }?;
             } else {
                 let mut builder = stream.launch_builder(&kernel.func);
                 builder.arg(&params);
@@ -666,6 +706,7 @@ pub(super) fn forward<T: KernelDtype>(
             crate::cuda_kernels::record_prefill(inst.name);
             crate::cuda_kernels::record_prefill_pairs(ranks > 1);
             crate::cuda_kernels::record_prefill_tail(pieces);
+            crate::cuda_kernels::record_prefill_multicast(multicast);
             Ok(())
         })
     };
@@ -684,7 +725,7 @@ pub(super) fn forward<T: KernelDtype>(
 mod tests {
     use super::super::instances::Instance;
     use super::super::instances::{Arch, Family, Variant, INSTANCES};
-    use super::{grid, kv_box_rows, pair_split, tail_pairs, tail_pieces, wide_instance, Grid};
+    use super::{grid, kv_box_rows, kv_multicast, pair_split, tail_pairs, tail_pieces, wide_instance, Grid};
     use crate::problem::{Problem, SeqLayout};
 
     fn dense(batch: usize, heads: usize, seq: usize, head_dim: usize, window_right: i64) -> Problem {
@@ -875,5 +916,28 @@ mod tests {
                 assert_eq!(kv_box_rows(page, inst), None, "{} page {page}", inst.name);
             }
         }
+    }
+    #[test]
+    fn multicast_only_on_even_strided_d128_grids() {
+        let d128 = hopper(128, Variant::Plain);
+        let wide = hopper(128, Variant::Wide);
+        // (16,16,2048) d128: 16 query blocks per head, 132 blocks.
+        let p = dense(16, 16, 2048, 128, -1);
+        assert!(kv_multicast(&p, d128, Grid::Strided(132), 16));
+        assert!(kv_multicast(&p, wide, Grid::Strided(132), 16));
+        // An odd number of query blocks per head: tiles 2i and 2i + 1 may lie in two heads.
+        assert!(!kv_multicast(&dense(5, 10, 531, 128, -1), d128, Grid::Strided(132), 5));
+        // An odd grid: a block would have no partner.
+        assert!(!kv_multicast(&p, d128, Grid::Strided(131), 16));
+        // Drawn (masked) and per-tile grids: tiles of one pair see other key blocks, or no loop.
+        assert!(!kv_multicast(&dense(16, 16, 2048, 128, 0), d128, Grid::Drawn(132), 16));
+        assert!(!kv_multicast(&p, d128, Grid::PerTile(4096), 16));
+        // Every other instance: never (HopperTraits::kMulticast, asserted in the kernel file).
+        for inst in INSTANCES.iter().filter(|i| !i.multicasts_kv()) {
+            assert!(!kv_multicast(&p, inst, Grid::Strided(132), 16), "{}", inst.name);
+        }
+        let on: Vec<_> = INSTANCES.iter().filter(|i| i.multicasts_kv()).map(|i| i.name).collect();
+        assert!(on.iter().all(|n| n.contains("_d128_")), "{on:?}");
+        assert_eq!(on.len(), 4, "plain and wide d128, f16 and bf16: {on:?}");
     }
 }
