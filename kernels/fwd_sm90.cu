@@ -228,12 +228,6 @@
 
 #include <type_traits>
 
-#ifndef FATTN_SM90_POLY_EXP_EVERY
-#define FATTN_SM90_POLY_EXP_EVERY 0
-#endif
-#ifndef FATTN_SM90_MAX_TREE
-#define FATTN_SM90_MAX_TREE 0
-#endif
 // Lab, timing only (wrong results): the producer loads only the first N 64-column panels of
 // each K and V tile (0, the default: all), so the L2-to-SM bytes of K/V fall to N / panels
 // (session 49's probe of whether those bytes bound the d128 rows; d64 tiles are one panel:
@@ -290,29 +284,6 @@ __device__ unsigned long long g_lab_phase[kLabCtas * 4 * kLabPhases];
 
 namespace fattn {
 namespace hopper {
-
-// Of a thread's key column pairs j = 0 .. kBlockN / 8 - 1, those with j % kPolyExpEvery ==
-// kPolyExpEvery - 1 take exp2 from softmax.cuh's exp2_poly, the rest from the MUFU; 0: none.
-// One value for every instance, so that a row's bits do not depend on which one ran it.
-constexpr int kPolyExpEvery = FATTN_SM90_POLY_EXP_EVERY;
-static_assert(kPolyExpEvery >= 0 && kPolyExpEvery <= 16, "FATTN_SM90_POLY_EXP_EVERY: 0 (off) to 16");
-// Whether key column pair j takes exp2_poly.
-__device__ __forceinline__ constexpr bool poly_exp_pair(int j) {
-    return kPolyExpEvery > 0 && j % (kPolyExpEvery > 0 ? kPolyExpEvery : 1) == kPolyExpEvery - 1;
-}
-// A row's max over a key block as a tree instead of a chain (FATTN_SM90_MAX_TREE=1, lab:
-// session 48's counters had the chain's 16 dependent FMNMX after each Q·Kᵀ wait).
-constexpr bool kMaxTree = FATTN_SM90_MAX_TREE != 0;
-
-// m[0] = the max of m[0 .. 2W): folds the upper half onto the lower, W, W / 2, ..., 1 wide,
-// each step's indices constants (a runtime-indexed array would live in local memory).
-template <int W, int N>
-__device__ __forceinline__ void fold_max(float (&m)[N]) {
-    static_assert(2 * W <= N && (W & (W - 1)) == 0, "fold_max: W a power of two, 2W <= N");
-#pragma unroll
-    for (int j = 0; j < W; ++j) m[j] = fmaxf(m[j], m[j + W]);
-    if constexpr (W > 1) fold_max<W / 2>(m);
-}
 
 // ---- tile traits --------------------------------------------------------------------------
 
@@ -986,19 +957,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
             float mx = row_max[hf];
-            if constexpr (kMaxTree && (BN & (BN - 1)) == 0) {
-                // The same max as a tree (kBlockN a power of two), 6 dependent steps at
-                // kBlockN = 128 instead of 17: max is exact and order-free (fmaxf ignores a
-                // NaN either way). Each step folds the upper half onto the lower.
-                float m[BN / 8];
 #pragma unroll
-                for (int j = 0; j < BN / 8; ++j) m[j] = fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]);
-                fold_max<BN / 16>(m);
-                mx = fmaxf(mx, m[0]);
-            } else {
-#pragma unroll
-                for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]));
-            }
+            for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]));
             mx = quad_max(mx);
             // Conditional rescale: the row keeps its running max unless this block raises it
             // by more than kStaleMaxLog2 (log2 units), so that P stays below 2^kStaleMaxLog2
@@ -1018,13 +978,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             float sum = 0.f;
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j) {
-                // One key column pair in kPolyExpEvery takes exp2 on the FMA pipes (lab, session
-                // 49's A/B: FATTN_SM90_POLY_EXP_EVERY, 0 = every exp2 on the MUFU).
-                const bool poly = poly_exp_pair(j);
-                const float x0 = fmaf(s[4 * j + 2 * hf], exp_scale, -base);
-                const float x1 = fmaf(s[4 * j + 2 * hf + 1], exp_scale, -base);
-                s[4 * j + 2 * hf] = poly ? exp2_poly(x0) : exp2_approx(x0);
-                s[4 * j + 2 * hf + 1] = poly ? exp2_poly(x1) : exp2_approx(x1);
+                s[4 * j + 2 * hf] = exp2_approx(fmaf(s[4 * j + 2 * hf], exp_scale, -base));
+                s[4 * j + 2 * hf + 1] = exp2_approx(fmaf(s[4 * j + 2 * hf + 1], exp_scale, -base));
                 sum += s[4 * j + 2 * hf] + s[4 * j + 2 * hf + 1];
             }
             row_sum[hf] = row_sum[hf] * corr[hf] + sum;

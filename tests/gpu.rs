@@ -497,11 +497,77 @@ fn gpu_hopper_prefill() {
         // have run some (on any GPU with an even SM count, as H100s and H200s have).
         let sms = dev_sms(&dev);
         assert!(
-            tally.multicast_runs > 0 || sms % 2 == 1,
+            tally.multicast_runs > 0 || !sms.is_multiple_of(2),
             "{test}: no case shared K/V tiles over a cluster (GPU of {sms} SMs)"
         );
     } else {
         println!("{test}: wide-instance coverage not checked: FUSED_ATTN_SM90_TILE_RULES is set");
+    }
+    tally.finish(cases.len());
+}
+
+/// K/V multicast (kernels/fwd_sm90.cu `kMulticast`, src/cuda/prefill_sm90.rs `kv_multicast`):
+/// unmasked d128 problems with more query tiles than the GPU has SMs and an even number of
+/// query blocks per head, so that the persistent grid runs as clusters of two blocks that load
+/// half of each K/V tile into both: the plain and wide d128 instances, a last round cut into
+/// pieces, GQA, a padded head dim and head-major inputs, in f16 and bf16, each against the f64
+/// oracle on the default kernels and forced onto the sm_80 ones. Every case must have run the
+/// multicast (on a GPU with an even SM count, the default tile rules). Small enough for
+/// compute-sanitizer (`FUSED_ATTN_MULTICAST_CASES=N` runs the first N). Skips on GPUs other
+/// than 9.0.
+#[test]
+fn gpu_hopper_multicast() {
+    let test = "gpu_hopper_multicast";
+    let Some(dev) = cuda_device(test) else { return };
+    let probe = Tensor::zeros((1, 256, 2, 128), DType::BF16, &dev).unwrap();
+    take_last_prefill_kernel();
+    attention(&probe, &probe, &probe, &AttnParams::new(0.1)).unwrap();
+    let probe_kernel = take_last_prefill_kernel().unwrap_or("none");
+    if !probe_kernel.ends_with("_sm90") {
+        println!("SKIPPED: {test}: the device is not compute capability 9.0 (a bf16 d128 prefill ran {probe_kernel})");
+        return;
+    }
+    let seed = fresh_seed(test);
+    let shapes = [
+        // (batch, heads, kv_heads, seq_q, seq_k, head_dim)
+        (1, 34, 34, 1024, 256, 128), // plain d128: 272 tiles, a last round of 8 in 2 pieces
+        (2, 20, 4, 1024, 700, 104),  // wide d128 (d104 padded), GQA 5:1: 320 tiles, 56 in 2 pieces
+        (1, 40, 8, 512, 2048, 128),  // plain d128, GQA 5:1: 160 tiles, 28 in 4 pieces
+        (3, 16, 16, 768, 333, 128),  // wide d128, head-major q and v: 288 tiles, 24 in 2 pieces
+        (2, 33, 11, 512, 1000, 120), // plain d128 (d120 padded), GQA 3:1: 264 tiles, two whole rounds
+    ];
+    let n = std::env::var("FUSED_ATTN_MULTICAST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(shapes.len());
+    let cases: Vec<_> = shapes
+        .iter()
+        .take(n)
+        .enumerate()
+        .map(|(j, &shape)| {
+            let mut c = Case::plain(case_seed(seed, j), shape);
+            if j == 3 {
+                c.layouts =
+                    [common::InputLayout::HeadsMajor, common::InputLayout::Contiguous, common::InputLayout::HeadsMajor];
+            }
+            (if j % 2 == 0 { DType::BF16 } else { DType::F16 }, c)
+        })
+        .collect();
+    let mut tally = HopperTally::new(test);
+    for (dtype, case) in &cases {
+        let prep = prepare(case, *dtype).unwrap_or_else(|e| panic!("{test}: {} prepare: {e}", describe(case)));
+        let what = format!("{dtype:?} {} (case seed {})", describe(case), case.seed);
+        tally.run(&what, true, || check(&dev, *dtype, &prep, false));
+    }
+    let sms = dev_sms(&dev);
+    // The shapes have 160 or more tiles: strided grids on any Hopper GPU of fewer SMs.
+    if std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_none() && sms.is_multiple_of(2) && sms < 160 {
+        assert_eq!(
+            tally.multicast_runs,
+            cases.len(),
+            "{test}: {} of {} cases shared K/V tiles over clusters (GPU of {sms} SMs)",
+            tally.multicast_runs,
+            cases.len()
+        );
+    } else {
+        println!("{test}: multicast coverage not checked (FUSED_ATTN_SM90_TILE_RULES set, or a GPU of {sms} SMs)");
     }
     tally.finish(cases.len());
 }
