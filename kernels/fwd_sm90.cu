@@ -428,7 +428,7 @@ struct HopperTraits<64, 0> : HopperConfig<64, 128, 3, 3, 32, 160, 2, true> {
 template <>
 struct HopperTraits<64, 1> : HopperConfig<64, 128, 3, 2, 24, 240, 1, false, true, true> {};
 template <>
-struct HopperTraits<128, 0> : HopperConfig<128, 128, 3, 2, 24, 240, 1, true> {
+struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {
     static constexpr bool kTailSplit = true;
     static constexpr bool kMulticast = true;
     static constexpr bool kStepDescriptors = true;

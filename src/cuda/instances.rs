@@ -534,11 +534,11 @@ pub const INSTANCES: &[Instance] = &[
     // kernels/fwd_sm90.cu (dense f16/bf16 on compute capability 9.0)
     fwd_sm90!("fattn_fwd_f16_d64_sm90", F16, 64, Plain, 512, 192, 128, 148616),
     fwd_sm90!("fattn_fwd_f16_d64_mods_sm90", F16, 64, Mods, 384, 128, 128, 152704),
-    fwd_sm90!("fattn_fwd_f16_d128_sm90", F16, 128, Plain, 384, 128, 128, 230520),
+    fwd_sm90!("fattn_fwd_f16_d128_sm90", F16, 128, Plain, 384, 128, 128, 197736),
     fwd_sm90!("fattn_fwd_f16_d128_mods_sm90", F16, 128, Mods, 384, 128, 128, 164936),
     fwd_sm90!("fattn_fwd_bf16_d64_sm90", BF16, 64, Plain, 512, 192, 128, 148616),
     fwd_sm90!("fattn_fwd_bf16_d64_mods_sm90", BF16, 64, Mods, 384, 128, 128, 152704),
-    fwd_sm90!("fattn_fwd_bf16_d128_sm90", BF16, 128, Plain, 384, 128, 128, 230520),
+    fwd_sm90!("fattn_fwd_bf16_d128_sm90", BF16, 128, Plain, 384, 128, 128, 197736),
     fwd_sm90!("fattn_fwd_bf16_d128_mods_sm90", BF16, 128, Mods, 384, 128, 128, 164936),
     fwd_sm90!("fattn_fwd_f16_d192_sm90", F16, 192, Plain, 384, 128, 64, 197736),
     fwd_sm90!("fattn_fwd_f16_d192_mods_sm90", F16, 192, Mods, 384, 128, 64, 197736),
