@@ -510,7 +510,8 @@ fn gpu_hopper_prefill() {
 /// unmasked d128 problems with more query tiles than the GPU has SMs and an even number of
 /// query blocks per head, so that the persistent grid runs as clusters of two blocks that load
 /// half of each K/V tile into both: the plain and wide d128 instances, a last round cut into
-/// pieces, GQA, a padded head dim and head-major inputs, in f16 and bf16, each against the f64
+/// pieces, GQA, a padded head dim, head-major inputs and 4096 keys (the wide instance by its
+/// long-key padding bound, checked), in f16 and bf16, each against the f64
 /// oracle on the default kernels and forced onto the sm_80 ones. Every case must have run the
 /// multicast (on a GPU with an even SM count, the default tile rules). Small enough for
 /// compute-sanitizer (`FUSED_ATTN_MULTICAST_CASES=N` runs the first N). Skips on GPUs other
@@ -535,6 +536,7 @@ fn gpu_hopper_multicast() {
         (1, 40, 8, 512, 2048, 128),  // plain d128, GQA 5:1: 160 tiles, 28 in 4 pieces
         (3, 16, 16, 768, 333, 128),  // wide d128, head-major q and v: 288 tiles, 24 in 2 pieces
         (2, 33, 11, 512, 1000, 120), // plain d128 (d120 padded), GQA 3:1: 264 tiles, two whole rounds
+        (1, 40, 8, 512, 4096, 128),  // wide d128 by the long-key bound (4224 keys, 3.1% padding): 160 tiles
     ];
     let n = std::env::var("FUSED_ATTN_MULTICAST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(shapes.len());
     let cases: Vec<_> = shapes
@@ -555,6 +557,14 @@ fn gpu_hopper_multicast() {
         let prep = prepare(case, *dtype).unwrap_or_else(|e| panic!("{test}: {} prepare: {e}", describe(case)));
         let what = format!("{dtype:?} {} (case seed {})", describe(case), case.seed);
         tally.run(&what, true, || check(&dev, *dtype, &prep, false));
+        // From 4096 keys the d128 wide instance takes up to 4% of padding (src/cuda/
+        // prefill_sm90.rs WIDE_PADDING_LONG): this case must run on it.
+        if case.seq_k >= 4096 && std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_none() {
+            take_last_prefill_kernel();
+            check(&dev, *dtype, &prep, false).unwrap_or_else(|e| panic!("{test}: {what}: error {e}"));
+            let ran = take_last_prefill_kernel().unwrap_or("no prefill kernel");
+            assert!(ran.contains("_d128_wide_"), "{test}: {what} ran {ran}, not the wide d128 instance");
+        }
     }
     let sms = dev_sms(&dev);
     // The shapes have 160 or more tiles: strided grids on any Hopper GPU of fewer SMs.
