@@ -225,6 +225,23 @@
 // d128 -1.4%, GQA 8:1 -0.9%, d256 -0.6 / -0.8%, d128 2048 -0.5%, d128 2048 causal level. Call
 // 5's table: 17 of 19 rows at or above cuDNN in both torch runs; d128 2048 943.0 µs = 583
 // TF/s, 0.982 / 1.018x cuDNN (926.3 / 960.2 µs), 4096 605 TF/s (1.023 / 1.013x), 16k 623 TF/s.
+// Session 49 (H200, lab/results/s49-call1 ... s49-call4): K/V multicast over CTA pairs on
+// the strided d128 grids (HopperConfig::kMulticast, plain and wide d128): each CTA of a cluster
+// of two loads half the panels of every K/V tile into both CTAs' shared memory; a stage is
+// refilled once both CTAs' consumers released it, the remote release a CTA-scope arrive (the
+// cluster-scope .release form ran 17-20% slower: the pair waited). Probe first (only half of
+// each tile loaded, timing only, FATTN_SM90_LAB_KV_PANELS=1): d128 2048 -9.5%, 4096 -10.5%, at
+// a 180 MHz higher clock under the 700 W cap (L2 throughput 3.08 -> 2.05 TB/s in ncu): the K/V
+// bytes from L2 cost power. Multicast against none, same call, same binary: d128 2048 -1.4%,
+// 4096 -1.3%, 16k -3.0%. Tried and not kept: a share of the softmax's exp2 on the FMA pipes
+// (polynomial, every 2nd/4th/8th key pair: 3-23% slower, issue-bound), a max tree (level).
+// Session 50 (lab/results/s50-call1 ... s50-call5): racecheck of the multicast cases is clean
+// on these kernels (every hazard it reports is in cuBLAS's nvjet kernels of the naive
+// reference, as many without multicast); 3 K/V stages with one Q buffer for the plain d128
+// instance (more slack for the pair) ran its six rows 1.8-7.5% slower: not kept. Call 5's table
+// (with the host's 4096-key rule for the wide instance): 16 of 19 rows at or above cuDNN in both
+// torch runs on this machine; d128 2048 974.3 µs = 564 TF/s, 0.975 / 0.987x cuDNN; 4096 596
+// TF/s (1.017 / 1.009x); GQA 8:1 0.991 / 0.994x; 16k 628 TF/s (1.025 / 1.045x); d256 630 TF/s.
 
 #include <type_traits>
 
