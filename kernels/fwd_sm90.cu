@@ -252,6 +252,12 @@
 #ifndef FATTN_SM90_LAB_KV_PANELS
 #define FATTN_SM90_LAB_KV_PANELS 0
 #endif
+// Lab: with K/V multicast, whether V's tiles are multicast too (1, the default) or only K's
+// (0: each CTA loads its whole V tile and releases V's stages to its own producer only), so
+// that the pair couples on K alone (session 50's test of where the pair's coupling costs).
+#ifndef FATTN_SM90_LAB_MC_V
+#define FATTN_SM90_LAB_MC_V 1
+#endif
 
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
@@ -729,7 +735,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             // Every consumer warp arrives once it is done with the stage (multicast: those of
             // both CTAs of the pair, whose producers both write into it).
             sm90::mbar_init(&empty_k[s], Cfg::kConsumers * 4 * (mc ? 2 : 1));
-            sm90::mbar_init(&empty_v[s], Cfg::kConsumers * 4 * (mc ? 2 : 1));
+            sm90::mbar_init(&empty_v[s], Cfg::kConsumers * 4 * (mc && FATTN_SM90_LAB_MC_V ? 2 : 1));
         }
         // Cluster split, every rank: one arrival (here) and the partial bytes of its rows from
         // the other ranks with key blocks (one consumer's partial each) complete the phase.
@@ -813,7 +819,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             // BN and hold whole 8-row swizzle atoms, so every box starts on a 1 KiB atom). The
             // last block's pages past the sequence's keys repeat its last page: rows that are
             // masked, and whose V the consumers zero.
-            auto load_kv = [&](uint8_t* dst, const auto* map, uint64_t* bar, int nb) {
+            auto load_kv = [&](uint8_t* dst, const auto* map, uint64_t* bar, int nb, bool multi) {
                 const int n0 = nb * BN;
                 if (!kPacked || table == nullptr) {
                     const int row = kPacked ? span.k0 + n0 : n0;
@@ -821,7 +827,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     // Multicast: this rank's half of the panels, into both CTAs of the pair.
 #pragma unroll
                     for (int c = 0; c < Cfg::kLoadPanels; ++c) {
-                        if (!mc) {
+                        if (!multi) {
                             sm90::tma_load_4d(dst + c * BN * 128, map, bar, c * 64, row, kvh, batch);
                         } else if (c / (Cfg::kPanels / 2) == mc_rank) {
                             sm90::tma_load_4d_multicast(dst + c * BN * 128, map, bar, c * 64, row, kvh, batch, 0x3);
@@ -862,10 +868,10 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     // A stage is free again once the consumers released its previous use.
                     if (it >= ST) mc ? sm90::mbar_wait_idle<true>(&empty_k[st], phase ^ 1) : sm90::mbar_wait_idle(&empty_k[st], phase ^ 1);
                     sm90::mbar_arrive_expect_tx(&full_k[st], Cfg::kKVLoadBytes);
-                    load_kv(sK + st * Cfg::kKVBytes, &hp.tma_k, &full_k[st], nb);
+                    load_kv(sK + st * Cfg::kKVBytes, &hp.tma_k, &full_k[st], nb, mc);
                     if (it >= ST) mc ? sm90::mbar_wait_idle<true>(&empty_v[st], phase ^ 1) : sm90::mbar_wait_idle(&empty_v[st], phase ^ 1);
                     sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVLoadBytes);
-                    load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb);
+                    load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb, mc && FATTN_SM90_LAB_MC_V);
                 }
                 FATTN_LAB_ITEM_PHASE(3, 3, true);
                 it0 += nb_end - nb_begin;
@@ -1039,6 +1045,13 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             if (mc) sm90::mbar_arrive_remote(bar, static_cast<uint32_t>(mc_rank ^ 1));
         }
     };
+    auto release_v = [&](uint64_t* bar) {
+        if constexpr (FATTN_SM90_LAB_MC_V) {
+            release_kv(bar);
+        } else {
+            release(bar);
+        }
+    };
 
     // The loop overlaps each block's softmax with the previous block's P·V: block i's S is
     // issued, then block i-1's P·V; the softmax of block i runs as soon as its S is done,
@@ -1207,7 +1220,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 sm90::wgmma_wait<0>();
                 sm90::fence_regs(o);
                 keep_fragments(pf);
-                release_kv(&empty_v[prev]);
+                release_v(&empty_v[prev]);
                 // x · 1 is x: a warp whose rows all kept their max skips the rescale.
                 if (!Cfg::kConditionalRescale || __any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f))
                     rescale_o(corr);
@@ -1256,7 +1269,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             sm90::fence_regs(o);
             keep_fragments(pf);
             FATTN_LAB_ITEM_PHASE(cw, 8, tid == 0);
-            release_kv(&empty_v[last % ST]);
+            release_v(&empty_v[last % ST]);
         } else if (!kStageO) {
             release(&empty_q[b]);  // no key: Q is not read
         } else {
