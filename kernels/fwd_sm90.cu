@@ -252,12 +252,6 @@
 #ifndef FATTN_SM90_LAB_KV_PANELS
 #define FATTN_SM90_LAB_KV_PANELS 0
 #endif
-// Lab: with K/V multicast, whether V's tiles are multicast too (1, the default) or only K's
-// (0: each CTA loads its whole V tile and releases V's stages to its own producer only), so
-// that the pair couples on K alone (session 50's test of where the pair's coupling costs).
-#ifndef FATTN_SM90_LAB_MC_V
-#define FATTN_SM90_LAB_MC_V 1
-#endif
 
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
@@ -408,6 +402,13 @@ struct HopperConfig {
     // d128 rows 9.5-12% faster at a 180 MHz higher SM clock under the H200's 700 W cap. Dense
     // strided (unmasked) grids only; set per instance below.
     static constexpr bool kMulticast = false;
+    // With kMulticast, whether V's tiles are multicast too, or only K's: each CTA then loads its
+    // whole V tile and releases V's stages to its own producer only, so the pair couples on K
+    // alone (V's release comes a whole softmax after K's). Session 50 call 6 (H200, same call,
+    // 2 rounds, fwd_sm90 images, lab/results/s50-call6/): K only ran (16,16,2048,d128) (the
+    // plain instance) in 938.0 / 938.0 µs against 964.5-969.1 (-2.8%); on the wide instance
+    // (4096 keys) level: -0.4% (4,32,32), +0.8% (GQA 8:1). Set per instance below.
+    static constexpr bool kMulticastV = true;
 
     static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "a wgmma n of 16..256 in steps of 16");
@@ -454,6 +455,7 @@ template <>
 struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {
     static constexpr bool kTailSplit = true;
     static constexpr bool kMulticast = true;
+    static constexpr bool kMulticastV = false;
     static constexpr bool kStepDescriptors = true;
     static constexpr bool kConditionalRescale = false;
 };
@@ -735,7 +737,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             // Every consumer warp arrives once it is done with the stage (multicast: those of
             // both CTAs of the pair, whose producers both write into it).
             sm90::mbar_init(&empty_k[s], Cfg::kConsumers * 4 * (mc ? 2 : 1));
-            sm90::mbar_init(&empty_v[s], Cfg::kConsumers * 4 * (mc && FATTN_SM90_LAB_MC_V ? 2 : 1));
+            sm90::mbar_init(&empty_v[s], Cfg::kConsumers * 4 * (mc && Cfg::kMulticastV ? 2 : 1));
         }
         // Cluster split, every rank: one arrival (here) and the partial bytes of its rows from
         // the other ranks with key blocks (one consumer's partial each) complete the phase.
@@ -871,7 +873,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                     load_kv(sK + st * Cfg::kKVBytes, &hp.tma_k, &full_k[st], nb, mc);
                     if (it >= ST) mc ? sm90::mbar_wait_idle<true>(&empty_v[st], phase ^ 1) : sm90::mbar_wait_idle(&empty_v[st], phase ^ 1);
                     sm90::mbar_arrive_expect_tx(&full_v[st], Cfg::kKVLoadBytes);
-                    load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb, mc && FATTN_SM90_LAB_MC_V);
+                    load_kv(sV + st * Cfg::kKVBytes, &hp.tma_v, &full_v[st], nb, mc && Cfg::kMulticastV);
                 }
                 FATTN_LAB_ITEM_PHASE(3, 3, true);
                 it0 += nb_end - nb_begin;
@@ -1046,7 +1048,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
         }
     };
     auto release_v = [&](uint64_t* bar) {
-        if constexpr (FATTN_SM90_LAB_MC_V) {
+        if constexpr (Cfg::kMulticastV) {
             release_kv(bar);
         } else {
             release(bar);
