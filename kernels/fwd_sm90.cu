@@ -252,6 +252,11 @@
 #ifndef FATTN_SM90_LAB_KV_PANELS
 #define FATTN_SM90_LAB_KV_PANELS 0
 #endif
+// Lab: the wide d128 instance's kMulticastV (1, the default: K and V multicast; 0: K only, as
+// the plain d128 instance since session 51), to time K-only multicast on its long-key rows.
+#ifndef FATTN_SM90_LAB_WIDE_MC_V
+#define FATTN_SM90_LAB_WIDE_MC_V 1
+#endif
 
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
@@ -483,6 +488,7 @@ struct HopperTraits<128, 3> : HopperConfig<128, 176, 2, 2, 24, 240, 1, true> {
     static constexpr bool kStepDescriptors = true;
     static constexpr bool kTailSplit = true;
     static constexpr bool kMulticast = true;
+    static constexpr bool kMulticastV = FATTN_SM90_LAB_WIDE_MC_V != 0;
 };
 template <>
 struct HopperTraits<256, 3> : HopperConfig<256, 80, 2, 2, 24, 240, 1, false> {};
