@@ -252,11 +252,6 @@
 #ifndef FATTN_SM90_LAB_KV_PANELS
 #define FATTN_SM90_LAB_KV_PANELS 0
 #endif
-// Lab: the wide d128 instance's kMulticastV (1, the default: K and V multicast; 0: K only, as
-// the plain d128 instance since session 51), to time K-only multicast on its long-key rows.
-#ifndef FATTN_SM90_LAB_WIDE_MC_V
-#define FATTN_SM90_LAB_WIDE_MC_V 1
-#endif
 
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
@@ -412,7 +407,8 @@ struct HopperConfig {
     // alone (V's release comes a whole softmax after K's). Session 50 call 6 (H200, same call,
     // 2 rounds, fwd_sm90 images, lab/results/s50-call6/): K only ran (16,16,2048,d128) (the
     // plain instance) in 938.0 / 938.0 µs against 964.5-969.1 (-2.8%); on the wide instance
-    // (4096 keys) level: -0.4% (4,32,32), +0.8% (GQA 8:1). Set per instance below.
+    // (4096 keys) level: -0.4% (4,32,32), +0.8% (GQA 8:1); again level in session 51 call 2
+    // (4096 and 16k keys, +0.0 to +0.5%), so the wide instance keeps K+V. Set per instance below.
     static constexpr bool kMulticastV = true;
 
     static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
@@ -488,7 +484,6 @@ struct HopperTraits<128, 3> : HopperConfig<128, 176, 2, 2, 24, 240, 1, true> {
     static constexpr bool kStepDescriptors = true;
     static constexpr bool kTailSplit = true;
     static constexpr bool kMulticast = true;
-    static constexpr bool kMulticastV = FATTN_SM90_LAB_WIDE_MC_V != 0;
 };
 template <>
 struct HopperTraits<256, 3> : HopperConfig<256, 80, 2, 2, 24, 240, 1, false> {};

@@ -536,7 +536,7 @@ fn gpu_hopper_multicast() {
         (1, 40, 8, 512, 2048, 128),  // plain d128, GQA 5:1: 160 tiles, 28 in 4 pieces
         (3, 16, 16, 768, 333, 128),  // wide d128, head-major q and v: 288 tiles, 24 in 2 pieces
         (2, 33, 11, 512, 1000, 120), // plain d128 (d120 padded), GQA 3:1: 264 tiles, two whole rounds
-        (1, 40, 8, 512, 4096, 128),  // wide d128 by the long-key bound (4224 keys, 3.1% padding): 160 tiles
+        (1, 40, 8, 512, 4224, 128),  // wide d128, long keys (24 blocks of 176, 33 of 128): 160 tiles
     ];
     let n = std::env::var("FUSED_ATTN_MULTICAST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(shapes.len());
     let cases: Vec<_> = shapes
@@ -557,8 +557,8 @@ fn gpu_hopper_multicast() {
         let prep = prepare(case, *dtype).unwrap_or_else(|e| panic!("{test}: {} prepare: {e}", describe(case)));
         let what = format!("{dtype:?} {} (case seed {})", describe(case), case.seed);
         tally.run(&what, true, || check(&dev, *dtype, &prep, false));
-        // From 4096 keys the d128 wide instance takes up to 4% of padding (src/cuda/
-        // prefill_sm90.rs WIDE_PADDING_LONG): this case must run on it.
+        // The long-key case (4224 keys, no padding in either instance's blocks) must run on the
+        // wide d128 instance (src/cuda/prefill_sm90.rs wide_instance).
         if case.seq_k >= 4096 && std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_none() {
             take_last_prefill_kernel();
             check(&dev, *dtype, &prep, false).unwrap_or_else(|e| panic!("{test}: {what}: error {e}"));

@@ -50,10 +50,10 @@
 //! (68/116 bytes) in its 240-register consumers, and without the loop it spills none and runs
 //! 3.2% faster unmasked, 4.6% causal ((16,16,16,2048,2048,256) 1868 / 1088 µs against 1922 /
 //! 1140, same-call A/B on an H100, `lab/results/s15-hopper-ab1-h100/`). A wide instance runs
-//! where its blocks cover seq_k with at most 2% more keys than the plain one's, and at d128
-//! from 4096 keys on with at most 4% more (`WIDE_PADDING`, `WIDE_PADDING_LONG`): since both d128
-//! instances share K/V over CTA pairs (multicast), 176-key blocks win at 4096 keys despite
-//! 3.1% of padding, and still lose at 2048 (session 50).
+//! where its blocks cover seq_k with at most 2% more keys than the plain one's (`WIDE_PADDING`).
+//! Since session 51 the plain d128 instance shares only K over its CTA pairs (multicast) and
+//! the wide one K and V; the plain one then won at 4096 keys (which 176 covers with 3.1% of
+//! padding) and the wide one at 16k (1% of padding), so the bound is 2% at every length.
 //!
 //! **The partial tile at the top.** Under a mask with a right bound (causal, windows), a
 //! sequence (dense or packed) that is not a whole number of query tiles moves every tile up so
@@ -169,13 +169,11 @@ fn wide_instance(p: &Problem, inst: &Instance) -> Option<&'static Instance> {
             && i.head_dim == inst.head_dim
     })?;
     let padded = |i: &Instance| p.seq_k.div_ceil(i.key_block as usize) * i.key_block as usize;
-    let bound = if inst.head_dim == 128 && p.seq_k >= WIDE_LONG_KEYS { WIDE_PADDING_LONG } else { WIDE_PADDING };
-    (padded(wide) as f64 <= padded(inst) as f64 * wide_padding().unwrap_or(bound)).then_some(wide)
+    (padded(wide) as f64 <= padded(inst) as f64 * wide_padding().unwrap_or(WIDE_PADDING)).then_some(wide)
 }
 
 /// `FUSED_ATTN_SM90_WIDE_PADDING` when set to a ratio of at least 1 (read once), which then
-/// replaces both [`WIDE_PADDING`] and [`WIDE_PADDING_LONG`]: a diagnostic switch for A/B runs
-/// of the padding rule.
+/// replaces [`WIDE_PADDING`]: a diagnostic switch for A/B runs of the padding rule.
 fn wide_padding() -> Option<f64> {
     static PADDING: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
     *PADDING.get_or_init(|| {
@@ -194,22 +192,18 @@ fn wide_padding() -> Option<f64> {
 /// `FUSED_ATTN_SM90_WIDE_PADDING=1.04` against the rule; lab/results/s24-call3/): the wide
 /// instance at (16,16,16,2048,2048,128) 989.6-999.7 µs against 974.9-977.2, (4,32,32,4096,4096,
 /// 128) 1902.8-1915.6 against 1869.7-1872.7, (4,32,4,4096,4096,128) 1871.7-1874.9 against
-/// 1855.0-1868.4: 1.0-2.3% slower, so the bound stays.
+/// 1855.0-1868.4: 1.0-2.3% slower, so the bound stays. Session 50 let the wide instance take
+/// 4096 keys and more with up to 4% of padding at d128, when both d128 instances multicast K
+/// and V over CTA pairs and the wide one won there by 0.9-1.6% (lab/results/s50-call4/).
+/// Session 51's plain d128 instance multicasts K only (2.8% faster at 2048 keys) and takes
+/// 4096 back (H200, same call, 2 rounds, `FUSED_ATTN_SM90_WIDE_PADDING=1.0` against that
+/// rule; lab/results/s51-call1/, s51-call2/), µs: (4,32,32,4096,4096,128) 1840.3-1840.6 and
+/// 1818.2-1823.6 against 1849.5-1850.3 and 1840.1-1842.4 (-0.5%, -1.1%), (4,32,4,4096,4096,
+/// 128) 1818.0-1822.5 and 1795.6-1798.9 against 1824.9-1836.9 and 1812.7-1821.6 (-0.6%,
+/// -1.1%); while the wide instance keeps (1,32,32,16384,16384,128): 6950.4-7052.3 against
+/// 7101.2-7149.4 plain (-1.4 to -2.0%). The wide instance multicasting K only too was level
+/// (+0.0 to +0.5%, fwd_sm90 image `FATTN_SM90_LAB_WIDE_MC_V=0`, s51-call2).
 const WIDE_PADDING: f64 = 1.02;
-
-/// At d128, from this many keys on, the wide instance may cover up to [`WIDE_PADDING_LONG`]
-/// more keys than the plain one. Since session 49 both d128 instances share each K/V tile over
-/// a CTA pair (multicast), and the wide one's longer blocks now pay for 3.1% of padding on long
-/// key ranges but not on short ones (session 50 call 4, H200, same call, 3 rounds alternating,
-/// `FUSED_ATTN_SM90_WIDE_PADDING=1.04` against 1.02; lab/results/s50-call4/), µs:
-/// (4,32,32,4096,4096,128) 1861.8-1877.0 against 1880.2-1888.2 (-0.9%), (4,32,4,4096,4096,128)
-/// 1833.7-1846.6 against 1864.6-1866.0 (-1.6%), but (16,16,16,2048,2048,128) 1000.8-1005.3
-/// against 980.3-982.5 (+2.5%). Between 2048 and 4096 keys nothing was measured: the cut sits
-/// at the measured win.
-const WIDE_LONG_KEYS: usize = 4096;
-/// The padding bound of [`WIDE_LONG_KEYS`] and more keys at d128 (176-key blocks cover 4096 keys
-/// with 3.1% of padding).
-const WIDE_PADDING_LONG: f64 = 1.04;
 
 /// Whether the wide instances apply: `FUSED_ATTN_SM90_TILE_RULES` unset or naming `wide`.
 fn wide_rule() -> bool {
@@ -840,10 +834,10 @@ mod tests {
         // 2048 keys: 12 blocks of 176 cover 2112 (3.1% more than 16 of 128).
         assert_eq!(wide(&dense(16, 16, 2048, 128, -1), d128), None);
         assert_eq!(wide(&dense(2, 16, 1400, 128, -1), d128), d128_wide, "1408 keys either way");
-        // 4096 keys and more: 24 blocks of 176 cover 4224 (3.1% more), within WIDE_PADDING_LONG;
-        // 4095 keys stay under the short bound.
-        assert_eq!(wide(&dense(4, 32, 4096, 128, -1), d128), d128_wide);
-        assert_eq!(wide(&dense(4, 32, 4095, 128, -1), d128), None);
+        // 4096 keys: 24 blocks of 176 cover 4224 (3.1% more than 32 of 128); 4224 keys are 24
+        // and 33 whole blocks.
+        assert_eq!(wide(&dense(4, 32, 4096, 128, -1), d128), None);
+        assert_eq!(wide(&dense(1, 40, 4224, 128, -1), d128), d128_wide);
         assert_eq!(wide(&dense(16, 16, 2048, 256, -1), d256), d256_wide);
         assert_eq!(wide(&dense(16, 16, 2048, 256, 0), d256), d256_wide);
         // Mods instances, d64 and d192 have none.
