@@ -242,6 +242,15 @@
 // (with the host's 4096-key rule for the wide instance): 16 of 19 rows at or above cuDNN in both
 // torch runs on this machine; d128 2048 974.3 µs = 564 TF/s, 0.975 / 0.987x cuDNN; 4096 596
 // TF/s (1.017 / 1.009x); GQA 8:1 0.991 / 0.994x; 16k 628 TF/s (1.025 / 1.045x); d256 630 TF/s.
+// Session 51 (lab/results/s51-call1 ... s51-call4): the plain d128 instance multicasts K only
+// (HopperConfig::kMulticastV = false: each CTA loads its whole V tile and releases V's stages
+// to its own producer), so the pair couples on K alone: d128 2048 -2.8% (session 50 call 6);
+// the wide instance keeps K+V (K only was level at 4096 and 16k keys). The host then sends the
+// 4096-key rows back to the plain instance (0.5-1.1% faster than wide). Racecheck of the six
+// multicast cases with the naive reference on the CPU: 0 hazards; synccheck 0 errors; memcheck
+// 0 errors. Call 3's table: 17 of 19 rows at or above cuDNN in both torch runs (18 of 19 in
+// call 1); d128 2048 948.9 µs = 579 TF/s (1.019 / 1.019x), 4096 602 TF/s (1.017 / 1.019x), GQA
+// 8:1 608 TF/s (1.017 / 1.017x), 16k 627 TF/s (1.033 / 1.034x), d256 630 TF/s, d64 458 TF/s.
 
 #include <type_traits>
 
