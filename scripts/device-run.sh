@@ -8,7 +8,8 @@
 #   tests     the GPU integration tests (tests/gpu.rs), --nocapture --test-threads=1
 #   oracle    scripts/torch_oracle.py writes PyTorch float64 SDPA cases, then the Rust
 #             test gpu_torch_oracle compares our output with them
-#   sanitize  compute-sanitizer memcheck and racecheck on the reduced test subsets (gpu_sanitizer_*)
+#   sanitize  compute-sanitizer memcheck and racecheck on the reduced test subsets (gpu_sanitizer_*),
+#             then on gpu_hopper_multicast with its naive reference on the CPU (Hopper only)
 #   bench     the criterion CUDA bench group (short measurement) and, in the same run,
 #             scripts/bench_torch.py (PyTorch SDPA flash and cuDNN backends)
 #   torch     bench_torch.py alone
@@ -175,6 +176,25 @@ stage_sanitize() {
       record "sanitize-$tool" PASS $((SECONDS - t0)) "${verdict:-no summary line}"
     else
       record "sanitize-$tool" FAIL $((SECONDS - t0)) "exit $rc; ${verdict:-no summary line}"
+    fi
+    [ -n "${SANITIZE_FILTER:-}" ] && continue
+    # The Hopper K/V multicast (clusters of two, more tiles than SMs: too large for the
+    # subset), its naive reference on the CPU so that racecheck sees no cuBLAS kernel (whose
+    # own hazards it reports); it prints SKIPPED on GPUs other than compute capability 9.0.
+    t0=$SECONDS
+    log="$WORK/sanitize-$tool-multicast.log"
+    timed "$LIMIT_SANITIZE" "$log" env FUSED_ATTN_NAIVE_ON_CPU=1 compute-sanitizer --tool "$tool" --error-exitcode 97 \
+      "$BIN/gpu" gpu_hopper_multicast --exact --nocapture
+    rc=$?
+    cat "$log" >>"$OUT/sanitize.log"
+    verdict="$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1 | sed 's/^========= //')"
+    if [ "$rc" -eq 0 ] && grep -q SKIPPED "$log"; then
+      ROWS+=("| sanitize-$tool-multicast | SKIP | $((SECONDS - t0)) | $(grep -m1 SKIPPED "$log" | cut -c1-160) |")
+      echo "== sanitize-$tool-multicast: SKIP (not a compute capability 9.0 GPU)"
+    elif [ "$rc" -eq 0 ] && grep -qE '^test result: ok\. 1 passed' "$log"; then
+      record "sanitize-$tool-multicast" PASS $((SECONDS - t0)) "${verdict:-no summary line}"
+    else
+      record "sanitize-$tool-multicast" FAIL $((SECONDS - t0)) "exit $rc; ${verdict:-no summary line}"
     fi
   done
 }
