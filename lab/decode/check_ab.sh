@@ -27,6 +27,9 @@
 #   table_runs PACK            # issue 14's table: torch run 1, the pack's cuda_fused_attn_bf16
 #                              # rows, torch run 2 (python3 lab/results/s28-call3/table.py $R)
 #   table_call PACK            # synccheck of the subset, then table_runs
+#   table_md                   # table.py of $R into $R/table.md (printed) and $R/table_readme.md
+#   pack_tests PACK TEST...    # those tests of the pack's GPU binary, each --exact, 100 s at
+#                              # most, into $R/tests.log; prints each one's rc and summary lines
 #   archived FUNCTION          # runs it, its output also in $R/call.log, then $R as $OUT/r.tgz
 # Packs are lab pack tags: device-pack/h90-TAG-9.tar.xz, unpacked to /tmp/TAG. $R is the
 # results folder, $L the checkout (defaults below). The device tool returns only a few files of $OUT: archive.
@@ -170,6 +173,18 @@ issue13_rows() {  # PACK CPUPACK: issue 13's GPU rows (2 rounds, torch's FA2 var
       --only "${CPU_VARIANTS:-packed,loop,packed_into}" > "$R/cpu_$run.json" 2> "$R/cpu_$run.err"
     echo "cpu $run rc=$?"; cut -c1-40,200-400 "$R/cpu_$run.json" | head -8
   done
+}
+table_md() {
+  python3 "$L/lab/results/s28-call3/table.py" "$R" > "$R/table.md" 2>&1; cat "$R/table.md"
+  python3 "$L/lab/results/s28-call3/table.py" "$R" --readme > "$R/table_readme.md" 2>&1
+}
+pack_tests() {
+  local t="$1"; shift; unpack "$t" || return 1
+  (cd "/tmp/$t" && cat COMMIT
+   for x in "$@"; do
+     timeout 100 bin/gpu "$x" --exact --nocapture; echo "$x rc=$?"
+   done > "$R/tests.log" 2>&1
+   grep -E "rc=|test result|panicked|cases" "$R/tests.log" | cut -c1-240 | head -40)
 }
 table_call() {  # PACK: sessions 30-31's table calls (python3 lab/results/s28-call3/table.py r)
   gpu_info

@@ -14,15 +14,10 @@ body() {
   S0=$(date +%s)
   gpu_info
   unpack $P
-  (cd /tmp/$P && cat COMMIT
-   for t in gpu_hopper_multicast gpu_hopper_prefill gpu_sweep_bf16 gpu_sweep_f16 gpu_nan_in_a_query_row_stays_in_that_row gpu_nan_in_a_key_reaches_only_rows_that_see_it gpu_output_poisoned gpu_lse gpu_varlen_matches_dense_per_sequence; do
-     timeout 100 bin/gpu $t --exact --nocapture; echo "$t rc=$?"
-   done > "$R/tests.log" 2>&1
-   grep -E "rc=|test result|panicked|cases" "$R/tests.log" | cut -c1-240 | head -40)
+  pack_tests $P gpu_hopper_multicast gpu_hopper_prefill gpu_sweep_bf16 gpu_sweep_f16 gpu_nan_in_a_query_row_stays_in_that_row gpu_nan_in_a_key_reaches_only_rows_that_see_it gpu_output_poisoned gpu_lse gpu_varlen_matches_dense_per_sequence
   echo "tests done at $(( $(date +%s) - S0 )) s"
   table_runs $P
-  python3 "$L/lab/results/s28-call3/table.py" "$R" > "$R/table.md" 2>&1; cat "$R/table.md"
-  python3 "$L/lab/results/s28-call3/table.py" "$R" --readme > "$R/table_readme.md" 2>&1
+  table_md
   echo "table done at $(( $(date +%s) - S0 )) s"
   envab $P 'cuda_fused_attn_bf16/(b4_h32_kv32_q4096_k4096_d128|b4_h32_kv4_q4096_k4096_d128|b1_h32_kv32_q16384_k16384_d128)$' 2 \
     FUSED_ATTN_SM90_WIDE_PADDING "rule=unset plain=1.0"

@@ -13,15 +13,10 @@ body() {
   S0=$(date +%s)
   gpu_info
   unpack $P
-  (cd /tmp/$P && cat COMMIT
-   for t in gpu_hopper_multicast gpu_hopper_prefill gpu_sweep_bf16 gpu_output_poisoned; do
-     timeout 100 bin/gpu $t --exact --nocapture; echo "$t rc=$?"
-   done > "$R/tests.log" 2>&1
-   grep -E "rc=|test result|panicked|cases" "$R/tests.log" | cut -c1-240 | head -20)
+  pack_tests $P gpu_hopper_multicast gpu_hopper_prefill gpu_sweep_bf16 gpu_output_poisoned
   echo "tests done at $(( $(date +%s) - S0 )) s"
   table_runs $P
-  python3 "$L/lab/results/s28-call3/table.py" "$R" > "$R/table.md" 2>&1; cat "$R/table.md"
-  python3 "$L/lab/results/s28-call3/table.py" "$R" --readme > "$R/table_readme.md" 2>&1
+  table_md
   echo "table done at $(( $(date +%s) - S0 )) s"
   (cd /tmp/$P
    left=$(( 430 - ($(date +%s) - S0) )); [ $left -gt 150 ] && left=150
