@@ -23,6 +23,10 @@ do_bench's clear_cache for candle's `zero_set` kernel's pattern (4-byte stores, 
 blocks, as a Triton kernel), which our bench used until session 44 (benches/common/do_bench.rs
 takes the same variable), so that each side can be timed after either flush in one call.
 
+When prefill rows run (no --only decode, no --rows), it first times bf16 torch.matmul on a few
+large problems with the same method (`MATMUL_SHAPES`): the measured matmul peak that issue 14
+reads each prefill row against (meta["matmul"], and a line above the table).
+
 Writes bench_torch.json (every measurement and refusal), bench_torch.md (a table) into --out.
 
     python3 scripts/bench_torch.py --out /tmp/bench [--rep-ms 200] [--only decode]
@@ -128,6 +132,24 @@ def bench_one(backend, q, k, v, rep_ms, **kw):
         )
 
 
+# The bf16 matmul peak the prefill rows are read against (issue 14: "each kernel's achieved
+# fraction of the measured bf16 matmul peak"): cuBLAS through torch.matmul on square and
+# wide problems large enough to saturate the GPU, do_bench medians with the same flush; the
+# peak is the best of them.
+MATMUL_SHAPES = [(8192, 8192, 8192), (16384, 8192, 8192), (8192, 16384, 16384)]
+
+
+def matmul_peak(rep_ms, gen):
+    rows = []
+    for m, n, k in MATMUL_SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16, generator=gen)
+        us = triton.testing.do_bench(lambda: torch.matmul(a, b), warmup=50, rep=rep_ms, return_mode="median") * 1e3
+        rows.append({"shape": [m, n, k], "median_us": us, "tflops": 2.0 * m * n * k / us / 1e6})
+        del a, b
+    return {"rows": rows, "peak_tflops": max(r["tflops"] for r in rows)}
+
+
 def run_row(row, kind, rep_ms, gen):
     b, h, hkv, sq, sk, d, causal = row
     dt = torch.bfloat16
@@ -198,6 +220,10 @@ def markdown(meta, results):
         "| kind | (B,H,Hkv,Sq,Sk,D) | mask | flash µs | flash TF/s | flash GB/s | cuDNN µs | cuDNN TF/s | cuDNN GB/s | notes |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    if meta.get("matmul"):
+        mm = meta["matmul"]
+        cells = ", ".join(f"{'×'.join(map(str, r['shape']))} {r['tflops']:.0f}" for r in mm["rows"])
+        lines[1:1] = ["", f"bf16 matmul peak (torch.matmul, same flush, TF/s, M×N×K): {cells}; peak {mm['peak_tflops']:.0f} TF/s."]
     keys = []
     for r in results:
         key = (r["kind"], tuple(r["shape"]), r["mask"])
@@ -230,6 +256,7 @@ def main():
     ap.add_argument("--flush", choices=["torch", "candle"], default=os.environ.get("FUSED_ATTN_BENCH_FLUSH", "torch"),
                     help="the L2 flush before each rep (module docs)")
     ap.add_argument("--rows", default=None, help="comma-separated indices into the prefill rows then the decode rows")
+    ap.add_argument("--no-matmul", action="store_true", help="skip the bf16 matmul peak (measured when prefill rows run)")
     args = ap.parse_args()
     use_flush(args.flush)
     os.makedirs(args.out, exist_ok=True)
@@ -247,6 +274,8 @@ def main():
         "method": "triton.testing.do_bench median, L2 flushed per rep; FLOPs 4BHSqSkD (halved causal)",
         "flush": args.flush,
     }
+    if args.only != "decode" and not args.no_matmul and args.rows is None:
+        meta["matmul"] = matmul_peak(args.rep_ms, gen)
     print(f"bench_torch: {meta}", flush=True)
     results = []
     rows = [("prefill", r) for r in PREFILL] + [("decode", r) for r in DECODE]
