@@ -260,6 +260,13 @@ __device__ __forceinline__ uint4 lds128(const void* p) { return *reinterpret_cas
 #ifndef FATTN_DECODE_L2_EVICT_FIRST
 #define FATTN_DECODE_L2_EVICT_FIRST 0
 #endif
+// Lab only, timing bounds (NVCC_FLAGS / lab/fatbin-variant.sh -DFATTN_DECODE_LAB_NO_MATH=N):
+// 1 skips every tile's arithmetic (QKᵀ, softmax, PV) and keeps its copies and waits; 2 skips
+// only PV. The output is wrong on purpose: such an image says how much of a row's time the
+// tile's arithmetic costs, what any cut of it could at most give (lab/README.md, session 52).
+#ifndef FATTN_DECODE_LAB_NO_MATH
+#define FATTN_DECODE_LAB_NO_MATH 0
+#endif
 
 // One warp copies a 16-key tile of K and V (keys [key0, key0+16), zero past `key_limit`)
 // into its stage. The aligned case is one branch per tile and 16-byte cp.async copies,
@@ -846,6 +853,9 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         const T* sk = my_ring + (n % Tr::kStages) * 2 * Tr::kTileElems;
         const T* sv = sk + Tr::kTileElems;
         const int key0 = split_begin + (warp + n * kWarps) * kTileKeys;
+#if FATTN_DECODE_LAB_NO_MATH == 1
+        continue;
+#endif
 
         // S = Q Kᵀ: 16 rows × 16 keys (two n8 tiles: keys g and g + 8 of the tile).
         float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
@@ -921,6 +931,9 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
 
         // O += P V. P's A fragment is S's accumulator layout; V's B fragment pairs keys
         // (2t, 2t+1) and (2t+8, 2t+9) at dim g·D/8 + j.
+#if FATTN_DECODE_LAB_NO_MATH == 2
+        continue;  // the softmax stays: row_max and row_sum reach the output
+#endif
         const uint32_t pa[4] = {E::pack(s[0][0], s[0][1]), E::pack(s[0][2], s[0][3]), E::pack(s[1][0], s[1][1]),
                                 E::pack(s[1][2], s[1][3])};
 #pragma unroll
