@@ -267,6 +267,11 @@ __device__ __forceinline__ uint4 lds128(const void* p) { return *reinterpret_cas
 #ifndef FATTN_DECODE_LAB_NO_MATH
 #define FATTN_DECODE_LAB_NO_MATH 0
 #endif
+// Whether blocks of at most 8 rows (head dim 128) run PV transposed (decode_block, `rows8`): 1
+// unless a lab build sets 0 (the A/B against the m16 PV of every block).
+#ifndef FATTN_DECODE_TRANSPOSED_PV
+#define FATTN_DECODE_TRANSPOSED_PV 1
+#endif
 
 // One warp copies a 16-key tile of K and V (keys [key0, key0+16), zero past `key_limit`)
 // into its stage. The aligned case is one branch per tile and 16-byte cp.async copies,
@@ -817,6 +822,13 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     // Tiles inside [common_lo, common_hi) need no per-element mask for any row.
     const int common_lo = fattn::key_range(p, bk.mask, max(bk.seq.len_q - 1, 0)).lo;
     const int common_hi = min(fattn::key_range(p, bk.mask, 0).hi, split_end);
+    // At most 8 rows (GQA group × queries; row_groups is then 1): PV runs transposed, Oᵀ = Vᵀ Pᵀ
+    // on m16n8k16 with 16 head dims as the m rows and the 8 rows as n, half the mma of the
+    // m16 tile whose rows 8-15 are padding; the accumulators then hold rows 2t, 2t+1 at the
+    // thread's dims g·D/8 + [0, D/8) in acc[0, D/16) (acc[i][2h + c] = O[2t + c][g·D/8 + 2i + h]).
+    // Head dim 128 only: at 64 the second path took the dense entry from 126 to 166 registers
+    // (4 → 3 blocks an SM), at 256 from 252 to 255 with 12-48 bytes of spills (ptxas, session 52).
+    const bool rows8 = FATTN_DECODE_TRANSPOSED_PV && D == 128 && p.kv_group * p.seq_q <= 8;
 
     uint4 q_frag[Tr::kQInRegs ? D / 32 : 1][2];
     if (Tr::kQInRegs) {
@@ -919,12 +931,23 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         // long cache most tiles move no max (the D/2 multiplies were a quarter of the tile's
         // arithmetic, ncu session 23).
         if (__any_sync(0xffffffffu, alpha_h[0] != 1.f || alpha_h[1] != 1.f)) {
+            if (rows8) {
+                // Rows 2t and 2t + 1: their alphas live on lanes 8t and 8t + 4 (g = row, half 0).
+                const float a0 = __shfl_sync(0xffffffffu, alpha_h[0], 8 * t);
+                const float a1 = __shfl_sync(0xffffffffu, alpha_h[0], 8 * t + 4);
 #pragma unroll
-            for (int half = 0; half < 2; ++half) {
+                for (int i = 0; i < D / 16; ++i) {
+                    acc[i][0] *= a0, acc[i][2] *= a0;
+                    acc[i][1] *= a1, acc[i][3] *= a1;
+                }
+            } else {
 #pragma unroll
-                for (int j = 0; j < D / 8; ++j) {
-                    acc[j][2 * half] *= alpha_h[half];
-                    acc[j][2 * half + 1] *= alpha_h[half];
+                for (int half = 0; half < 2; ++half) {
+#pragma unroll
+                    for (int j = 0; j < D / 8; ++j) {
+                        acc[j][2 * half] *= alpha_h[half];
+                        acc[j][2 * half + 1] *= alpha_h[half];
+                    }
                 }
             }
         }
@@ -934,23 +957,46 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
 #if FATTN_DECODE_LAB_NO_MATH == 2
         continue;  // the softmax stays: row_max and row_sum reach the output
 #endif
-        const uint32_t pa[4] = {E::pack(s[0][0], s[0][1]), E::pack(s[0][2], s[0][3]), E::pack(s[1][0], s[1][1]),
-                                E::pack(s[1][2], s[1][3])};
+        if (rows8) {
+            // Oᵀ += Vᵀ Pᵀ. Pᵀ's B fragment (keys 2t, 2t+1 and 2t+8, 2t+9 of row g) is S's row-g
+            // accumulators as they are; Vᵀ's A fragment takes dims 2i (rows g) and 2i + 1 (rows
+            // g + 8) of the same words the m16 path pairs keys from.
+            const uint32_t pb0 = E::pack(s[0][0], s[0][1]), pb1 = E::pack(s[1][0], s[1][1]);
 #pragma unroll
-        for (int u = 0; u < Tr::kVChunks; ++u) {
-            const int chunk = g * Tr::kVChunks + u;
-            const uint4 v0 = lds128(sv + Tr::offset(2 * t, chunk));
-            const uint4 v1 = lds128(sv + Tr::offset(2 * t + 1, chunk));
-            const uint4 v2 = lds128(sv + Tr::offset(2 * t + 8, chunk));
-            const uint4 v3 = lds128(sv + Tr::offset(2 * t + 9, chunk));
-            const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
-            const uint32_t w2[4] = {v2.x, v2.y, v2.z, v2.w}, w3[4] = {v3.x, v3.y, v3.z, v3.w};
+            for (int u = 0; u < Tr::kVChunks; ++u) {
+                const int chunk = g * Tr::kVChunks + u;
+                const uint4 v0 = lds128(sv + Tr::offset(2 * t, chunk));
+                const uint4 v1 = lds128(sv + Tr::offset(2 * t + 1, chunk));
+                const uint4 v2 = lds128(sv + Tr::offset(2 * t + 8, chunk));
+                const uint4 v3 = lds128(sv + Tr::offset(2 * t + 9, chunk));
+                const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
+                const uint32_t w2[4] = {v2.x, v2.y, v2.z, v2.w}, w3[4] = {v3.x, v3.y, v3.z, v3.w};
 #pragma unroll
-            for (int e = 0; e < 8; ++e) {
-                const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u;
-                const uint32_t b0 = __byte_perm(w0[e / 2], w1[e / 2], sel);
-                const uint32_t b1 = __byte_perm(w2[e / 2], w3[e / 2], sel);
-                E::mma(acc[8 * u + e], pa, b0, b1);
+                for (int q = 0; q < 4; ++q) {
+                    const uint32_t va[4] = {__byte_perm(w0[q], w1[q], 0x5410u), __byte_perm(w0[q], w1[q], 0x7632u),
+                                            __byte_perm(w2[q], w3[q], 0x5410u), __byte_perm(w2[q], w3[q], 0x7632u)};
+                    E::mma(acc[4 * u + q], va, pb0, pb1);
+                }
+            }
+        } else {
+            const uint32_t pa[4] = {E::pack(s[0][0], s[0][1]), E::pack(s[0][2], s[0][3]), E::pack(s[1][0], s[1][1]),
+                                    E::pack(s[1][2], s[1][3])};
+#pragma unroll
+            for (int u = 0; u < Tr::kVChunks; ++u) {
+                const int chunk = g * Tr::kVChunks + u;
+                const uint4 v0 = lds128(sv + Tr::offset(2 * t, chunk));
+                const uint4 v1 = lds128(sv + Tr::offset(2 * t + 1, chunk));
+                const uint4 v2 = lds128(sv + Tr::offset(2 * t + 8, chunk));
+                const uint4 v3 = lds128(sv + Tr::offset(2 * t + 9, chunk));
+                const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
+                const uint32_t w2[4] = {v2.x, v2.y, v2.z, v2.w}, w3[4] = {v3.x, v3.y, v3.z, v3.w};
+#pragma unroll
+                for (int e = 0; e < 8; ++e) {
+                    const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u;
+                    const uint32_t b0 = __byte_perm(w0[e / 2], w1[e / 2], sel);
+                    const uint32_t b1 = __byte_perm(w2[e / 2], w3[e / 2], sel);
+                    E::mma(acc[8 * u + e], pa, b0, b1);
+                }
             }
         }
 #ifdef FATTN_LAB_DECODE_STAMPS
@@ -975,6 +1021,32 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         // (-inf, 0) and zeros, which the merge weighs 0.
         cp_async_wait<0>();  // no copy into the ring outlives the block
         const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
+        if (rows8) {
+            // Rows 2t + c, dims g·D/8 + [0, D/8) (acc[0, D/16)); (max, sum) from the S layout
+            // (row g on lane 4g, half 0; rows g + 8 are padding).
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                const int row = 2 * t + c, r = row_group * kRows + row;
+                if (!bk.seq.has_row(p, r)) continue;
+                const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
+                const long long slot =
+                    (long long)(split * kWarps + warp) * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
+                float* dst = p.partial_o + slot * D + g * (D / 8);
+#pragma unroll
+                for (int m = 0; m < D / 32; ++m)
+                    *reinterpret_cast<float4*>(dst + 4 * m) =
+                        make_float4(acc[2 * m][c], acc[2 * m][2 + c], acc[2 * m + 1][c], acc[2 * m + 1][2 + c]);
+            }
+            const int r = row_group * kRows + g;
+            if (t == 0 && bk.seq.has_row(p, r)) {
+                const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
+                const long long slot =
+                    (long long)(split * kWarps + warp) * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
+                reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(row_max[0], row_sum[0]);
+            }
+            FATTN_LAB_DEC_PHASE(18);
+            return;
+        }
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             const int row = g + 8 * half, r = row_group * kRows + row;
@@ -1009,17 +1081,34 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     }
     merge_row_stats(merge_ml, block_ml);
     float* merge_o = reinterpret_cast<float*>(smem_kv);  // [warps][rows][D]
+    if (rows8) {
+        // Rows 2t + c of this warp, dims g·D/8 + [0, D/8); the row's max is merge_ml's (its
+        // S-layout owner stored it). Rows 8-15 stay unwritten: store_block_rows reads valid rows only.
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        const int row = g + 8 * half;
-        const float factor = exp2f(row_max[half] - max_ref(block_ml[row][0]));
+        for (int c = 0; c < 2; ++c) {
+            const int row = 2 * t + c;
+            const float factor = exp2f(merge_ml[warp][row][0] - max_ref(block_ml[row][0]));
 #pragma unroll
-        for (int col = 0; col < 2; ++col) {
+            for (int m = 0; m < D / 32; ++m) {
+                const float4 w4 = make_float4(acc[2 * m][c] * factor, acc[2 * m][2 + c] * factor,
+                                              acc[2 * m + 1][c] * factor, acc[2 * m + 1][2 + c] * factor);
+                *reinterpret_cast<float4*>(merge_o + merge_index<D>(warp * kRows + row, g * (D / 8) + 4 * m)) = w4;
+            }
+        }
+    } else {
 #pragma unroll
-            for (int j = 0; j < D / 8; j += 4) {
-                float4 w4 = make_float4(acc[j][2 * half + col] * factor, acc[j + 1][2 * half + col] * factor,
-                                        acc[j + 2][2 * half + col] * factor, acc[j + 3][2 * half + col] * factor);
-                *reinterpret_cast<float4*>(merge_o + merge_index<D>(warp * kRows + row, (2 * t + col) * (D / 8) + j)) = w4;
+        for (int half = 0; half < 2; ++half) {
+            const int row = g + 8 * half;
+            const float factor = exp2f(row_max[half] - max_ref(block_ml[row][0]));
+#pragma unroll
+            for (int col = 0; col < 2; ++col) {
+#pragma unroll
+                for (int j = 0; j < D / 8; j += 4) {
+                    float4 w4 = make_float4(acc[j][2 * half + col] * factor, acc[j + 1][2 * half + col] * factor,
+                                            acc[j + 2][2 * half + col] * factor, acc[j + 3][2 * half + col] * factor);
+                    *reinterpret_cast<float4*>(merge_o + merge_index<D>(warp * kRows + row, (2 * t + col) * (D / 8) + j)) =
+                        w4;
+                }
             }
         }
     }
