@@ -105,6 +105,19 @@
 // (block-cooperative, 2-8 heads a block, 2-4 stages), K/V placement and the output's free
 // moved nothing; evict-first K/V copies (FATTN_DECODE_L2_EVICT_FIRST, a lab knob) cost that
 // row 4% and the 2048 row 4.5%, and took 7% off the 32k row.
+//
+// Session 52 (H200, lab/results/s52-call4..6): the tile's arithmetic is 1.8% of the
+// (32,32,8,1,4096) row under do_bench (a lab image with none, FATTN_DECODE_LAB_NO_MATH=1: 131.5
+// µs against 133.9; without PV alone, =2: 132.8), 2.4% of (8,32,8,1,8192). Blocks of at most 8
+// rows at head dim 128 (the GQA 4:1 and 8:1 one-query decodes) now run PV transposed, Oᵀ = Vᵀ
+// Pᵀ with 16 head dims as the m16 rows and the rows as n8: 8 mma a tile instead of 16, the
+// same V loads and byte permutes, P's fragment from S's accumulators with no shuffle, 32
+// accumulators a thread instead of 64 (ptxas: the dense bf16 d128 entry 222 → 228 registers,
+// no spills; 64 and 256 keep the m16 PV, where the second path cost registers and spills).
+// Same-call A/B against FATTN_DECODE_TRANSPOSED_PV=0, 2 rounds (call 5): (32,32,8,1,4096)
+// 133.3 / 133.5 µs against 134.1 / 134.1 (-0.6%; cuDNN 133.6 in that call), the other decode
+// rows within their round-to-round spread (2048 12.9 / 13.1 against 12.8 / 12.8, 8x8192 78.4 /
+// 78.4 against 78.3 / 78.2). Tests of both generations, the sweeps and memcheck pass.
 
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
