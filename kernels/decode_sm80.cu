@@ -262,6 +262,14 @@ __device__ __forceinline__ void load_chunk(T* dst, const T* src, int valid, bool
 
 __device__ __forceinline__ uint4 lds128(const void* p) { return *reinterpret_cast<const uint4*>(p); }
 
+// The 8×8 matrix of 16-bit elements whose row lane / 4, columns 2·(lane % 4) and + 1, this
+// lane holds in x, transposed into the same layout (movmatrix, sm_75+).
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+    uint32_t y;
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+    return y;
+}
+
 // The L2 prefetch size of the full tiles' K/V copies below (common/ptx.cuh
 // cp_async_16_to_prefetch): 0, none, unless a lab build sets it
 // (NVCC_FLAGS=-DFATTN_DECODE_L2_PREFETCH=128 or 256).
@@ -284,6 +292,13 @@ __device__ __forceinline__ uint4 lds128(const void* p) { return *reinterpret_cas
 // unless a lab build sets 0 (the A/B against the m16 PV of every block).
 #ifndef FATTN_DECODE_TRANSPOSED_PV
 #define FATTN_DECODE_TRANSPOSED_PV 1
+#endif
+// Lab only, prepared in session 52 and not yet run on a GPU: with it set to 1, `rows8` blocks
+// also compute QKᵀ transposed (Sᵀ = K Qᵀ, 16 keys as the m16 rows, 8 mma a tile instead of 16),
+// the softmax over Sᵀ's key axis (each row's keys on the 8 lanes of one t), and P for the
+// transposed PV through movmatrix.trans. Its stamps stop at the tile's start.
+#ifndef FATTN_DECODE_TRANSPOSED_QK
+#define FATTN_DECODE_TRANSPOSED_QK 0
 #endif
 
 // One warp copies a 16-key tile of K and V (keys [key0, key0+16), zero past `key_limit`)
@@ -842,6 +857,28 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     // Head dim 128 only: at 64 the second path took the dense entry from 126 to 166 registers
     // (4 → 3 blocks an SM), at 256 from 252 to 255 with 12-48 bytes of spills (ptxas, session 52).
     const bool rows8 = FATTN_DECODE_TRANSPOSED_PV && D == 128 && p.kv_group * p.seq_q <= 8;
+#if FATTN_DECODE_TRANSPOSED_QK
+    // Row facts for rows 2t and 2t + 1 (the transposed tile's columns).
+    int trow_lo[2], trow_hi[2], trow_diag[2];
+    float trow_slope[2];
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+        const int r = row_group * kRows + 2 * t + c;
+        trow_lo[c] = bk.key_begin;
+        trow_hi[c] = bk.key_end;
+        trow_diag[c] = 0;
+        trow_slope[c] = 0.f;
+        if (bk.seq.has_row(p, r)) {
+            const int hg = r / p.seq_q, i = r % p.seq_q;
+            const fattn::KeyRange keys = fattn::key_range(p, bk.mask, i);
+            trow_lo[c] = keys.lo;
+            trow_hi[c] = keys.hi;
+            trow_diag[c] = bk.mask.diag(i);
+            if (kScoreMod && p.alibi_slopes) trow_slope[c] = p.alibi_slopes[b * p.heads + kvh * p.kv_group + hg];
+        }
+        trow_hi[c] = min(trow_hi[c], split_end);
+    }
+#endif
 
     uint4 q_frag[Tr::kQInRegs ? D / 32 : 1][2];
     if (Tr::kQInRegs) {
@@ -880,6 +917,79 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         const int key0 = split_begin + (warp + n * kWarps) * kTileKeys;
 #if FATTN_DECODE_LAB_NO_MATH == 1
         continue;
+#endif
+#if FATTN_DECODE_TRANSPOSED_QK
+        if (rows8) {
+            // Sᵀ = K Qᵀ: st[e] = S[row 2t + (e & 1)][key key0 + g + 8·(e >> 1)]. K's A fragment
+            // takes keys g and g + 8 as today's B fragments take them (the same permuted dims);
+            // Qᵀ's B fragment is row g's Q fragment.
+            float st[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+            for (int cc = 0; cc < D / 32; ++cc) {
+                const uint4 qa = Tr::kQInRegs ? q_frag[Tr::kQInRegs ? cc : 0][0] : lds128(smem_q + Tr::offset(g, 4 * cc + t));
+                const uint4 k_lo = lds128(sk + Tr::offset(g, 4 * cc + t));
+                const uint4 k_hi = lds128(sk + Tr::offset(g + 8, 4 * cc + t));
+                const uint32_t a_lo[4] = {k_lo.x, k_hi.x, k_lo.y, k_hi.y};
+                const uint32_t a_hi[4] = {k_lo.z, k_hi.z, k_lo.w, k_hi.w};
+                E::mma(st, a_lo, qa.x, qa.y);
+                E::mma(st, a_hi, qa.z, qa.w);
+            }
+            const bool needs_mask_t = key0 < common_lo || key0 + kTileKeys > common_hi;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int c = e & 1, key = key0 + g + 8 * (e >> 1);
+                float x = st[e];
+                x = kScoreMod ? fattn::score_scaled_log2(p, x, trow_slope[c], trow_diag[c], key) : x * p.scale_log2;
+                if (needs_mask_t && (key < trow_lo[c] || key >= trow_hi[c])) x = kNegInf;
+                st[e] = x;
+            }
+            // Online softmax of rows 2t (c = 0) and 2t + 1: a row's 16 keys are on the 8 lanes of
+            // one t (two each); the sums stay per lane until the block's end.
+            float alpha_c[2];
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                float mx = fmaxf(st[c], st[2 + c]);
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+                const float m_new = fmaxf(row_max[c], mx);
+                const float m_ref = max_ref(m_new);
+                alpha_c[c] = exp2f(row_max[c] - m_ref);
+                row_max[c] = m_new;
+                st[c] = exp2f(st[c] - m_ref);
+                st[2 + c] = exp2f(st[2 + c] - m_ref);
+                row_sum[c] = row_sum[c] * alpha_c[c] + st[c] + st[2 + c];
+            }
+            if (__any_sync(0xffffffffu, alpha_c[0] != 1.f || alpha_c[1] != 1.f)) {
+#pragma unroll
+                for (int i = 0; i < D / 16; ++i) {
+                    acc[i][0] *= alpha_c[0], acc[i][2] *= alpha_c[0];
+                    acc[i][1] *= alpha_c[1], acc[i][3] *= alpha_c[1];
+                }
+            }
+            // Pᵀ's keys 0-7 and 8-15 as 8×8 blocks (row g = key, columns 2t, 2t + 1 = rows),
+            // transposed: lane (g, t) then holds P[row g][keys 2t, 2t + 1] (and + 8), the B
+            // fragment of the transposed PV.
+            const uint32_t pb0 = movmatrix_trans(E::pack(st[0], st[1]));
+            const uint32_t pb1 = movmatrix_trans(E::pack(st[2], st[3]));
+#pragma unroll
+            for (int u = 0; u < Tr::kVChunks; ++u) {
+                const int chunk = g * Tr::kVChunks + u;
+                const uint4 v0 = lds128(sv + Tr::offset(2 * t, chunk));
+                const uint4 v1 = lds128(sv + Tr::offset(2 * t + 1, chunk));
+                const uint4 v2 = lds128(sv + Tr::offset(2 * t + 8, chunk));
+                const uint4 v3 = lds128(sv + Tr::offset(2 * t + 9, chunk));
+                const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
+                const uint32_t w2[4] = {v2.x, v2.y, v2.z, v2.w}, w3[4] = {v3.x, v3.y, v3.z, v3.w};
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const uint32_t va[4] = {__byte_perm(w0[q], w1[q], 0x5410u), __byte_perm(w0[q], w1[q], 0x7632u),
+                                            __byte_perm(w2[q], w3[q], 0x5410u), __byte_perm(w2[q], w3[q], 0x7632u)};
+                    E::mma(acc[4 * u + q], va, pb0, pb1);
+                }
+            }
+            continue;
+        }
 #endif
 
         // S = Q Kᵀ: 16 rows × 16 keys (two n8 tiles: keys g and g + 8 of the tile).
@@ -1023,9 +1133,25 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     }
 
     // Merge the 4 warps: each scales its accumulator to the block max and adds into smem.
+#if FATTN_DECODE_TRANSPOSED_QK
+    // Transposed QKᵀ: row_max / row_sum [c] are rows 2t + c, the sums per lane over its keys.
+    const bool tqk = rows8;
+    if (tqk) {
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        row_sum[half] = quad_sum(row_sum[half]);
+        for (int c = 0; c < 2; ++c) {
+            row_sum[c] += __shfl_xor_sync(0xffffffffu, row_sum[c], 4);
+            row_sum[c] += __shfl_xor_sync(0xffffffffu, row_sum[c], 8);
+            row_sum[c] += __shfl_xor_sync(0xffffffffu, row_sum[c], 16);
+        }
+    } else
+#else
+    constexpr bool tqk = false;
+#endif
+    {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            row_sum[half] = quad_sum(row_sum[half]);
+        }
     }
     if (p.defer_combine == 2) {
         // The combine launch merges every warp's partial (splits × warps of them): each warp
@@ -1050,12 +1176,25 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
                     *reinterpret_cast<float4*>(dst + 4 * m) =
                         make_float4(acc[2 * m][c], acc[2 * m][2 + c], acc[2 * m + 1][c], acc[2 * m + 1][2 + c]);
             }
-            const int r = row_group * kRows + g;
-            if (t == 0 && bk.seq.has_row(p, r)) {
-                const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
-                const long long slot =
-                    (long long)(split * kWarps + warp) * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
-                reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(row_max[0], row_sum[0]);
+            if (tqk) {
+                // Rows 2t + c on the lanes of g = 0.
+#pragma unroll
+                for (int c = 0; c < 2; ++c) {
+                    const int r = row_group * kRows + 2 * t + c;
+                    if (g != 0 || !bk.seq.has_row(p, r)) continue;
+                    const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
+                    const long long slot =
+                        (long long)(split * kWarps + warp) * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
+                    reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(row_max[c], row_sum[c]);
+                }
+            } else {
+                const int r = row_group * kRows + g;
+                if (t == 0 && bk.seq.has_row(p, r)) {
+                    const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
+                    const long long slot =
+                        (long long)(split * kWarps + warp) * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
+                    reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(row_max[0], row_sum[0]);
+                }
             }
             FATTN_LAB_DEC_PHASE(18);
             return;
@@ -1085,7 +1224,16 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     __syncthreads();  // every warp is done with its ring: it becomes the merge buffer
     __shared__ float merge_ml[kWarps][kRows][2];
     __shared__ float block_ml[kRows][2];
-    if (t == 0) {
+    if (tqk) {
+        // Rows 2t + c from the lanes of g = 0; the padding rows 8 + 2t + c empty, from g = 1.
+        if (g < 2) {
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                merge_ml[warp][8 * g + 2 * t + c][0] = g == 0 ? row_max[c] : kNegInf;
+                merge_ml[warp][8 * g + 2 * t + c][1] = g == 0 ? row_sum[c] : 0.f;
+            }
+        }
+    } else if (t == 0) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             merge_ml[warp][g + 8 * half][0] = row_max[half];
