@@ -296,7 +296,10 @@ __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
 // Lab only, prepared in session 52 and not yet run on a GPU: with it set to 1, `rows8` blocks
 // also compute QKᵀ transposed (Sᵀ = K Qᵀ, 16 keys as the m16 rows, 8 mma a tile instead of 16),
 // the softmax over Sᵀ's key axis (each row's keys on the 8 lanes of one t), and P for the
-// transposed PV through movmatrix.trans. Its stamps stop at the tile's start.
+// transposed PV through movmatrix.trans. Its stamps stop at the tile's start. Its PV loop
+// repeats the `rows8` PV below on purpose: folding both into one helper changed the default
+// build's SASS (the dense bf16 d128 entry 0x12700 → 0x12780 bytes, ptxas, session 52), which
+// session 52 could no longer run on a GPU; whoever measures this macro merges them.
 #ifndef FATTN_DECODE_TRANSPOSED_QK
 #define FATTN_DECODE_TRANSPOSED_QK 0
 #endif
