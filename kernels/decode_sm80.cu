@@ -118,6 +118,16 @@
 // 133.3 / 133.5 µs against 134.1 / 134.1 (-0.6%; cuDNN 133.6 in that call), the other decode
 // rows within their round-to-round spread (2048 12.9 / 13.1 against 12.8 / 12.8, 8x8192 78.4 /
 // 78.4 against 78.3 / 78.2). Tests of both generations, the sweeps and memcheck pass.
+//
+// Session 53 (H200, lab/results/s53-call1): the same blocks now compute QKᵀ transposed too, Sᵀ
+// = K Qᵀ with 16 keys as the m16 rows (8 mma a tile instead of 16), the online softmax over
+// Sᵀ's key axis (a row's 16 keys on the 8 lanes of one t, sums per lane until the block's end)
+// and Pᵀ's B fragment through movmatrix.trans (ptxas: dense bf16 d128 entry 237 registers, no
+// spills). Same-call A/B, 3 rounds, against the transposed PV alone: (1,32,8,1,2048) 12.8 /
+// 12.8 / 12.8 µs against 13.1 / 13.0 / 13.1 (-1.8%), (32,32,8,1,4096) 133.0 / 132.9 / 132.7
+// against 133.3 / 133.4 / 133.6 (-0.4%), 8x8192, 32k and Sq 4 within ±0.2%; cuDNN in that call
+// 13.2, 132.7, 79.2, 50.1, 100.9. Decode tests of both generations, the sweeps and memcheck
+// pass on it.
 
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
@@ -288,20 +298,11 @@ __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
 #ifndef FATTN_DECODE_LAB_NO_MATH
 #define FATTN_DECODE_LAB_NO_MATH 0
 #endif
-// Whether blocks of at most 8 rows (head dim 128) run PV transposed (decode_block, `rows8`): 1
-// unless a lab build sets 0 (the A/B against the m16 PV of every block).
+// Whether blocks of at most 8 rows (head dim 128) run transposed (decode_block, `rows8`): QKᵀ
+// as Sᵀ = K Qᵀ and PV as Oᵀ = Vᵀ Pᵀ, 8 mma a tile each instead of 16. 1 unless a lab build sets
+// 0 (the A/B against the m16 tiles of every block).
 #ifndef FATTN_DECODE_TRANSPOSED_PV
 #define FATTN_DECODE_TRANSPOSED_PV 1
-#endif
-// Lab only, prepared in session 52 and not yet run on a GPU: with it set to 1, `rows8` blocks
-// also compute QKᵀ transposed (Sᵀ = K Qᵀ, 16 keys as the m16 rows, 8 mma a tile instead of 16),
-// the softmax over Sᵀ's key axis (each row's keys on the 8 lanes of one t), and P for the
-// transposed PV through movmatrix.trans. Its stamps stop at the tile's start. Its PV loop
-// repeats the `rows8` PV below on purpose: folding both into one helper changed the default
-// build's SASS (the dense bf16 d128 entry 0x12700 → 0x12780 bytes, ptxas, session 52), which
-// session 52 could no longer run on a GPU; whoever measures this macro merges them.
-#ifndef FATTN_DECODE_TRANSPOSED_QK
-#define FATTN_DECODE_TRANSPOSED_QK 0
 #endif
 
 // One warp copies a 16-key tile of K and V (keys [key0, key0+16), zero past `key_limit`)
@@ -853,15 +854,14 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     // Tiles inside [common_lo, common_hi) need no per-element mask for any row.
     const int common_lo = fattn::key_range(p, bk.mask, max(bk.seq.len_q - 1, 0)).lo;
     const int common_hi = min(fattn::key_range(p, bk.mask, 0).hi, split_end);
-    // At most 8 rows (GQA group × queries; row_groups is then 1): PV runs transposed, Oᵀ = Vᵀ Pᵀ
-    // on m16n8k16 with 16 head dims as the m rows and the 8 rows as n, half the mma of the
-    // m16 tile whose rows 8-15 are padding; the accumulators then hold rows 2t, 2t+1 at the
+    // At most 8 rows (GQA group × queries; row_groups is then 1): QKᵀ runs transposed, Sᵀ = K Qᵀ
+    // with 16 keys as the m rows, and PV too, Oᵀ = Vᵀ Pᵀ on m16n8k16 with 16 head dims as the m
+    // rows and the 8 rows as n: half the mma of the m16 tiles whose rows 8-15 are padding; the accumulators then hold rows 2t, 2t+1 at the
     // thread's dims g·D/8 + [0, D/8) in acc[0, D/16) (acc[i][2h + c] = O[2t + c][g·D/8 + 2i + h]).
     // Head dim 128 only: at 64 the second path took the dense entry from 126 to 166 registers
     // (4 → 3 blocks an SM), at 256 from 252 to 255 with 12-48 bytes of spills (ptxas, session 52).
     const bool rows8 = FATTN_DECODE_TRANSPOSED_PV && D == 128 && p.kv_group * p.seq_q <= 8;
-#if FATTN_DECODE_TRANSPOSED_QK
-    // Row facts for rows 2t and 2t + 1 (the transposed tile's columns).
+    // Row facts for rows 2t and 2t + 1 (the transposed tile's columns, `rows8` blocks).
     int trow_lo[2], trow_hi[2], trow_diag[2];
     float trow_slope[2];
 #pragma unroll
@@ -881,7 +881,6 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         }
         trow_hi[c] = min(trow_hi[c], split_end);
     }
-#endif
 
     uint4 q_frag[Tr::kQInRegs ? D / 32 : 1][2];
     if (Tr::kQInRegs) {
@@ -921,7 +920,6 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
 #if FATTN_DECODE_LAB_NO_MATH == 1
         continue;
 #endif
-#if FATTN_DECODE_TRANSPOSED_QK
         if (rows8) {
             // Sᵀ = K Qᵀ: st[e] = S[row 2t + (e & 1)][key key0 + g + 8·(e >> 1)]. K's A fragment
             // takes keys g and g + 8 as today's B fragments take them (the same permuted dims);
@@ -973,6 +971,9 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
             // Pᵀ's keys 0-7 and 8-15 as 8×8 blocks (row g = key, columns 2t, 2t + 1 = rows),
             // transposed: lane (g, t) then holds P[row g][keys 2t, 2t + 1] (and + 8), the B
             // fragment of the transposed PV.
+#if FATTN_DECODE_LAB_NO_MATH == 2
+            continue;
+#endif
             const uint32_t pb0 = movmatrix_trans(E::pack(st[0], st[1]));
             const uint32_t pb1 = movmatrix_trans(E::pack(st[2], st[3]));
 #pragma unroll
@@ -993,7 +994,6 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
             }
             continue;
         }
-#endif
 
         // S = Q Kᵀ: 16 rows × 16 keys (two n8 tiles: keys g and g + 8 of the tile).
         float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
@@ -1057,23 +1057,12 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         // long cache most tiles move no max (the D/2 multiplies were a quarter of the tile's
         // arithmetic, ncu session 23).
         if (__any_sync(0xffffffffu, alpha_h[0] != 1.f || alpha_h[1] != 1.f)) {
-            if (rows8) {
-                // Rows 2t and 2t + 1: their alphas live on lanes 8t and 8t + 4 (g = row, half 0).
-                const float a0 = __shfl_sync(0xffffffffu, alpha_h[0], 8 * t);
-                const float a1 = __shfl_sync(0xffffffffu, alpha_h[0], 8 * t + 4);
 #pragma unroll
-                for (int i = 0; i < D / 16; ++i) {
-                    acc[i][0] *= a0, acc[i][2] *= a0;
-                    acc[i][1] *= a1, acc[i][3] *= a1;
-                }
-            } else {
+            for (int half = 0; half < 2; ++half) {
 #pragma unroll
-                for (int half = 0; half < 2; ++half) {
-#pragma unroll
-                    for (int j = 0; j < D / 8; ++j) {
-                        acc[j][2 * half] *= alpha_h[half];
-                        acc[j][2 * half + 1] *= alpha_h[half];
-                    }
+                for (int j = 0; j < D / 8; ++j) {
+                    acc[j][2 * half] *= alpha_h[half];
+                    acc[j][2 * half + 1] *= alpha_h[half];
                 }
             }
         }
@@ -1083,46 +1072,23 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
 #if FATTN_DECODE_LAB_NO_MATH == 2
         continue;  // the softmax stays: row_max and row_sum reach the output
 #endif
-        if (rows8) {
-            // Oᵀ += Vᵀ Pᵀ. Pᵀ's B fragment (keys 2t, 2t+1 and 2t+8, 2t+9 of row g) is S's row-g
-            // accumulators as they are; Vᵀ's A fragment takes dims 2i (rows g) and 2i + 1 (rows
-            // g + 8) of the same words the m16 path pairs keys from.
-            const uint32_t pb0 = E::pack(s[0][0], s[0][1]), pb1 = E::pack(s[1][0], s[1][1]);
+        const uint32_t pa[4] = {E::pack(s[0][0], s[0][1]), E::pack(s[0][2], s[0][3]), E::pack(s[1][0], s[1][1]),
+                                E::pack(s[1][2], s[1][3])};
 #pragma unroll
-            for (int u = 0; u < Tr::kVChunks; ++u) {
-                const int chunk = g * Tr::kVChunks + u;
-                const uint4 v0 = lds128(sv + Tr::offset(2 * t, chunk));
-                const uint4 v1 = lds128(sv + Tr::offset(2 * t + 1, chunk));
-                const uint4 v2 = lds128(sv + Tr::offset(2 * t + 8, chunk));
-                const uint4 v3 = lds128(sv + Tr::offset(2 * t + 9, chunk));
-                const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
-                const uint32_t w2[4] = {v2.x, v2.y, v2.z, v2.w}, w3[4] = {v3.x, v3.y, v3.z, v3.w};
+        for (int u = 0; u < Tr::kVChunks; ++u) {
+            const int chunk = g * Tr::kVChunks + u;
+            const uint4 v0 = lds128(sv + Tr::offset(2 * t, chunk));
+            const uint4 v1 = lds128(sv + Tr::offset(2 * t + 1, chunk));
+            const uint4 v2 = lds128(sv + Tr::offset(2 * t + 8, chunk));
+            const uint4 v3 = lds128(sv + Tr::offset(2 * t + 9, chunk));
+            const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
+            const uint32_t w2[4] = {v2.x, v2.y, v2.z, v2.w}, w3[4] = {v3.x, v3.y, v3.z, v3.w};
 #pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    const uint32_t va[4] = {__byte_perm(w0[q], w1[q], 0x5410u), __byte_perm(w0[q], w1[q], 0x7632u),
-                                            __byte_perm(w2[q], w3[q], 0x5410u), __byte_perm(w2[q], w3[q], 0x7632u)};
-                    E::mma(acc[4 * u + q], va, pb0, pb1);
-                }
-            }
-        } else {
-            const uint32_t pa[4] = {E::pack(s[0][0], s[0][1]), E::pack(s[0][2], s[0][3]), E::pack(s[1][0], s[1][1]),
-                                    E::pack(s[1][2], s[1][3])};
-#pragma unroll
-            for (int u = 0; u < Tr::kVChunks; ++u) {
-                const int chunk = g * Tr::kVChunks + u;
-                const uint4 v0 = lds128(sv + Tr::offset(2 * t, chunk));
-                const uint4 v1 = lds128(sv + Tr::offset(2 * t + 1, chunk));
-                const uint4 v2 = lds128(sv + Tr::offset(2 * t + 8, chunk));
-                const uint4 v3 = lds128(sv + Tr::offset(2 * t + 9, chunk));
-                const uint32_t w0[4] = {v0.x, v0.y, v0.z, v0.w}, w1[4] = {v1.x, v1.y, v1.z, v1.w};
-                const uint32_t w2[4] = {v2.x, v2.y, v2.z, v2.w}, w3[4] = {v3.x, v3.y, v3.z, v3.w};
-#pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                    const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u;
-                    const uint32_t b0 = __byte_perm(w0[e / 2], w1[e / 2], sel);
-                    const uint32_t b1 = __byte_perm(w2[e / 2], w3[e / 2], sel);
-                    E::mma(acc[8 * u + e], pa, b0, b1);
-                }
+            for (int e = 0; e < 8; ++e) {
+                const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u;
+                const uint32_t b0 = __byte_perm(w0[e / 2], w1[e / 2], sel);
+                const uint32_t b1 = __byte_perm(w2[e / 2], w3[e / 2], sel);
+                E::mma(acc[8 * u + e], pa, b0, b1);
             }
         }
 #ifdef FATTN_LAB_DECODE_STAMPS
@@ -1136,21 +1102,16 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     }
 
     // Merge the 4 warps: each scales its accumulator to the block max and adds into smem.
-#if FATTN_DECODE_TRANSPOSED_QK
-    // Transposed QKᵀ: row_max / row_sum [c] are rows 2t + c, the sums per lane over its keys.
-    const bool tqk = rows8;
-    if (tqk) {
+    // `rows8` blocks (transposed QKᵀ): row_max / row_sum [c] are rows 2t + c, the sums per lane
+    // over its keys.
+    if (rows8) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
             row_sum[c] += __shfl_xor_sync(0xffffffffu, row_sum[c], 4);
             row_sum[c] += __shfl_xor_sync(0xffffffffu, row_sum[c], 8);
             row_sum[c] += __shfl_xor_sync(0xffffffffu, row_sum[c], 16);
         }
-    } else
-#else
-    constexpr bool tqk = false;
-#endif
-    {
+    } else {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             row_sum[half] = quad_sum(row_sum[half]);
@@ -1164,8 +1125,8 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
         cp_async_wait<0>();  // no copy into the ring outlives the block
         const long long rows_total = (long long)p.batch * p.seq_q * p.heads;
         if (rows8) {
-            // Rows 2t + c, dims g·D/8 + [0, D/8) (acc[0, D/16)); (max, sum) from the S layout
-            // (row g on lane 4g, half 0; rows g + 8 are padding).
+            // Rows 2t + c, dims g·D/8 + [0, D/8) (acc[0, D/16)); (max, sum) of rows 2t + c from
+            // the lanes of g = 0.
 #pragma unroll
             for (int c = 0; c < 2; ++c) {
                 const int row = 2 * t + c, r = row_group * kRows + row;
@@ -1179,25 +1140,14 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
                     *reinterpret_cast<float4*>(dst + 4 * m) =
                         make_float4(acc[2 * m][c], acc[2 * m][2 + c], acc[2 * m + 1][c], acc[2 * m + 1][2 + c]);
             }
-            if (tqk) {
-                // Rows 2t + c on the lanes of g = 0.
 #pragma unroll
-                for (int c = 0; c < 2; ++c) {
-                    const int r = row_group * kRows + 2 * t + c;
-                    if (g != 0 || !bk.seq.has_row(p, r)) continue;
-                    const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
-                    const long long slot =
-                        (long long)(split * kWarps + warp) * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
-                    reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(row_max[c], row_sum[c]);
-                }
-            } else {
-                const int r = row_group * kRows + g;
-                if (t == 0 && bk.seq.has_row(p, r)) {
-                    const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
-                    const long long slot =
-                        (long long)(split * kWarps + warp) * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
-                    reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(row_max[0], row_sum[0]);
-                }
+            for (int c = 0; c < 2; ++c) {
+                const int r = row_group * kRows + 2 * t + c;
+                if (g != 0 || !bk.seq.has_row(p, r)) continue;
+                const int hg = r / p.seq_q, i = r % p.seq_q, h = kvh * p.kv_group + hg;
+                const long long slot =
+                    (long long)(split * kWarps + warp) * rows_total + ((long long)b * p.seq_q + i) * p.heads + h;
+                reinterpret_cast<float2*>(p.partial_ml)[slot] = make_float2(row_max[c], row_sum[c]);
             }
             FATTN_LAB_DEC_PHASE(18);
             return;
@@ -1227,7 +1177,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     __syncthreads();  // every warp is done with its ring: it becomes the merge buffer
     __shared__ float merge_ml[kWarps][kRows][2];
     __shared__ float block_ml[kRows][2];
-    if (tqk) {
+    if (rows8) {
         // Rows 2t + c from the lanes of g = 0; the padding rows 8 + 2t + c empty, from g = 1.
         if (g < 2) {
 #pragma unroll
@@ -1246,8 +1196,8 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     merge_row_stats(merge_ml, block_ml);
     float* merge_o = reinterpret_cast<float*>(smem_kv);  // [warps][rows][D]
     if (rows8) {
-        // Rows 2t + c of this warp, dims g·D/8 + [0, D/8); the row's max is merge_ml's (its
-        // S-layout owner stored it). Rows 8-15 stay unwritten: store_block_rows reads valid rows only.
+        // Rows 2t + c of this warp, dims g·D/8 + [0, D/8); the row's max is merge_ml's (the
+        // lanes of g = 0 stored it). Rows 8-15 stay unwritten: store_block_rows reads valid rows only.
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
             const int row = 2 * t + c;
