@@ -28,6 +28,12 @@
 #                              # rows, torch run 2 (python3 lab/results/s28-call3/table.py $R)
 #   table_call PACK            # synccheck of the subset, then table_runs
 #   table_md                   # table.py of $R into $R/table.md (printed) and $R/table_readme.md
+#   coldstart_stage PACK       # device-run.sh's coldstart stage on the pack (CUDA_CACHE_DISABLE=1)
+#   sanitize_stage PACK        # device-run.sh's sanitize stage: memcheck and racecheck of gpu_sanitizer_
+#   synccheck_stage PACK       # synccheck of gpu_sanitizer_subset and of gpu_hopper_multicast
+#   ncu_vs_cudnn PACK "KERNEL B H HKV SQ SK D CAUSAL ROW" ...  # ncu (clocks free, 3 launches) of our
+#                              # kernel on the bench row and of cuDNN's on the same shape: time,
+#                              # clock, DRAM %, issue %, tensor pipe %, registers, grid
 #   pack_tests PACK TEST...    # those tests of the pack's GPU binary, each --exact, 100 s at
 #                              # most, into $R/tests.log; prints each one's rc and summary lines
 #   archived FUNCTION          # runs it, its output also in $R/call.log, then $R as $OUT/r.tgz
@@ -240,4 +246,36 @@ cuda_hunt() {  # PACK [SECONDS]: tests/panic_hunt.rs on CUDA (a synchronize afte
        compute-sanitizer --tool memcheck --show-backtrace no bin/panic_hunt panic_hunt --nocapture --test-threads=1 > "$R/memcheck.log" 2>&1
      echo "memcheck rc=$?"; grep -E "Invalid|at fattn|ERROR SUMMARY" "$R/memcheck.log" | sort | uniq -c | head
    fi)
+}
+coldstart_stage() {  # PACK (sessions 52-53)
+  DEVICE_RUN_WORK=/tmp/dr LIMIT_COLDSTART=60 bash "$L/scripts/device-run.sh" "$L/device-pack/h90-$1-9.tar.xz" "$R/dr" coldstart > "$R/coldstart_run.log" 2>&1
+  echo "coldstart rc=$?"; grep -E "^== |^coldstart " "$R/coldstart_run.log" "$R/dr/coldstart.log" | cut -c1-250
+}
+sanitize_stage() {  # PACK: memcheck and racecheck of gpu_sanitizer_ (racecheck ~175 s on an H200)
+  SANITIZE_FILTER=gpu_sanitizer_ DEVICE_RUN_WORK=/tmp/dr bash "$L/scripts/device-run.sh" "$L/device-pack/h90-$1-9.tar.xz" "$R/dr" sanitize > "$R/sanitize_run.log" 2>&1
+  echo "sanitize stage rc=$?"; grep -E "^== " "$R/sanitize_run.log" | cut -c1-250
+  grep -E "^test result|SUMMARY|exit .* after" "$R/dr/sanitize.log" | cut -c1-200
+}
+synccheck_stage() {  # PACK
+  unpack "$1" || return 1
+  (cd "/tmp/$1"
+   timeout 100 compute-sanitizer --tool synccheck --error-exitcode 97 bin/gpu gpu_sanitizer_subset --exact --nocapture > "$R/san_sync_subset.log" 2>&1
+   echo "synccheck subset rc=$?"; grep -E "SUMMARY|test result" "$R/san_sync_subset.log" | cut -c1-200 | tail -2
+   FUSED_ATTN_NAIVE_ON_CPU=1 timeout 60 compute-sanitizer --tool synccheck --error-exitcode 97 --kernel-name kns=fattn bin/gpu gpu_hopper_multicast --exact --nocapture > "$R/san_sync_mc.log" 2>&1
+   echo "synccheck multicast rc=$?"; grep -E "SUMMARY|test result" "$R/san_sync_mc.log" | cut -c1-200 | tail -2)
+}
+ncu_vs_cudnn() {  # PACK "KERNEL B H HKV SQ SK D CAUSAL ROW" ... (session 53 call 4)
+  local t="$1"; shift; unpack "$t" || return 1
+  local M="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size"
+  local keep="^  [a-zA-Z_].*\\(|gpu__|sm__|dram__|smsp__|launch__|ERR"
+  for spec in "$@"; do
+    set -- $spec
+    local kn=$1 name=$9
+    (cd "/tmp/$t" && timeout 80 ncu --clock-control none --metrics "$M" --kernel-name "regex:$kn" --launch-skip 20 --launch-count 3 \
+       bin/bench "cuda_fused_attn_bf16/$name\$" --bench --warm-up-time 0.3 --measurement-time 0.5 --sample-size 10 --noplot > "$R/ncu_ours_$name.txt" 2>&1)
+    echo "== ncu ours $name rc=$?"; grep -E "$keep" "$R/ncu_ours_$name.txt" | head -30
+    timeout 80 ncu --clock-control none --metrics "$M" --kernel-name regex:"fprop|flash|cudnn" --launch-skip 20 --launch-count 3 \
+       python3 "$L/lab/results/s46-call6/cudnn_row.py" $2 $3 $4 $5 $6 $7 $8 0.2 > "$R/ncu_cudnn_$name.txt" 2>&1
+    echo "== ncu cudnn $name rc=$?"; grep -E "$keep" "$R/ncu_cudnn_$name.txt" | head -30
+  done
 }

@@ -3,6 +3,8 @@
 # test binary and the PyTorch float64 oracle.
 # PREDICTION: every test passes; decode rows as call 1's tqk (2048 ~12.8 µs, 32x4096 ~133),
 # prefill unchanged (no prefill code changed).
+# (The stages below are check_ab.sh helpers since the end of session 53; they hold the exact
+# commands this call ran inline.)
 . lab/decode/check_ab.sh
 P=s53b
 body() {
@@ -12,8 +14,7 @@ body() {
   table_runs $P
   table_md
   echo "table done at $(( $(date +%s) - S0 )) s"
-  DEVICE_RUN_WORK=/tmp/dr LIMIT_COLDSTART=60 bash scripts/device-run.sh "$L/device-pack/h90-$P-9.tar.xz" "$R/dr" coldstart > "$R/coldstart_run.log" 2>&1
-  echo "coldstart rc=$?"; grep -E "^== |^coldstart " "$R/coldstart_run.log" "$R/dr/coldstart.log" | cut -c1-250
+  coldstart_stage $P
   echo "coldstart done at $(( $(date +%s) - S0 )) s"
   gpu_all $P $(( 520 - ($(date +%s) - S0) ))
   echo "elapsed $(( $(date +%s) - S0 )) s"

@@ -5,22 +5,18 @@
 # DRAM throughput, clocks).
 # PREDICTION: every tool clean; decode: both kernels at 88-91% of DRAM peak within 1-2% of each
 # other's duration (session 46); prefill: ours ahead in duration under ncu (as in session 46).
+# (Its sanitizer stages are check_ab.sh helpers since the end of session 53; they hold the exact
+# commands this call ran inline.)
+# Its ncu loop stays as it ran (with the empty ${10}); call 4 ran it fixed, now ncu_vs_cudnn.
 . lab/decode/check_ab.sh
 P=s53b
 H=lab/results/s46-call6
 body() {
   S0=$(date +%s)
   gpu_info
-  SANITIZE_FILTER=gpu_sanitizer_ DEVICE_RUN_WORK=/tmp/dr bash scripts/device-run.sh "$L/device-pack/h90-$P-9.tar.xz" "$R/dr" sanitize > "$R/sanitize_run.log" 2>&1
-  echo "sanitize stage rc=$?"; grep -E "^== " "$R/sanitize_run.log" | cut -c1-250
-  grep -E "^test result|SUMMARY|exit .* after" "$R/dr/sanitize.log" | cut -c1-200
+  sanitize_stage $P
   echo "sanitize done at $(( $(date +%s) - S0 )) s"
-  unpack $P
-  (cd /tmp/$P
-   timeout 100 compute-sanitizer --tool synccheck --error-exitcode 97 bin/gpu gpu_sanitizer_subset --exact --nocapture > "$R/san_sync_subset.log" 2>&1
-   echo "synccheck subset rc=$?"; grep -E "SUMMARY|test result" "$R/san_sync_subset.log" | cut -c1-200 | tail -2
-   FUSED_ATTN_NAIVE_ON_CPU=1 timeout 60 compute-sanitizer --tool synccheck --error-exitcode 97 --kernel-name kns=fattn bin/gpu gpu_hopper_multicast --exact --nocapture > "$R/san_sync_mc.log" 2>&1
-   echo "synccheck multicast rc=$?"; grep -E "SUMMARY|test result" "$R/san_sync_mc.log" | cut -c1-200 | tail -2)
+  synccheck_stage $P
   echo "synccheck done at $(( $(date +%s) - S0 )) s"
   M="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size"
   for spec in "fattn_decode 32 32 8 1 4096 128 0 b32_h32_kv8_q1_k4096_d128" "fattn_fwd 16 16 16 2048 2048 128 0 b16_h16_kv16_q2048_k2048_d128"; do
