@@ -858,8 +858,9 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     const int common_hi = min(fattn::key_range(p, bk.mask, 0).hi, split_end);
     // At most 8 rows (GQA group × queries; row_groups is then 1): QKᵀ runs transposed, Sᵀ = K Qᵀ
     // with 16 keys as the m rows, and PV too, Oᵀ = Vᵀ Pᵀ on m16n8k16 with 16 head dims as the m
-    // rows and the 8 rows as n: half the mma of the m16 tiles whose rows 8-15 are padding; the accumulators then hold rows 2t, 2t+1 at the
-    // thread's dims g·D/8 + [0, D/8) in acc[0, D/16) (acc[i][2h + c] = O[2t + c][g·D/8 + 2i + h]).
+    // rows and the 8 rows as n: half the mma of the m16 tiles whose rows 8-15 are padding; the
+    // accumulators then hold rows 2t, 2t+1 at the thread's dims g·D/8 + [0, D/8) in acc[0, D/16)
+    // (acc[i][2h + c] = O[2t + c][g·D/8 + 2i + h]).
     // Head dim 128 only: at 64 the second path took the dense entry from 126 to 166 registers
     // (4 → 3 blocks an SM), at 256 from 252 to 255 with 12-48 bytes of spills (ptxas, session 52).
     const bool rows8 = FATTN_DECODE_TRANSPOSED_PV && D == 128 && p.kv_group * p.seq_q <= 8;
@@ -929,7 +930,8 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
             float st[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
             for (int cc = 0; cc < D / 32; ++cc) {
-                const uint4 qa = Tr::kQInRegs ? q_frag[Tr::kQInRegs ? cc : 0][0] : lds128(smem_q + Tr::offset(g, 4 * cc + t));
+                const uint4 qa =
+                    Tr::kQInRegs ? q_frag[Tr::kQInRegs ? cc : 0][0] : lds128(smem_q + Tr::offset(g, 4 * cc + t));
                 const uint4 k_lo = lds128(sk + Tr::offset(g, 4 * cc + t));
                 const uint4 k_hi = lds128(sk + Tr::offset(g + 8, 4 * cc + t));
                 const uint32_t a_lo[4] = {k_lo.x, k_hi.x, k_lo.y, k_hi.y};
@@ -970,12 +972,12 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
                     acc[i][1] *= alpha_c[1], acc[i][3] *= alpha_c[1];
                 }
             }
+#if FATTN_DECODE_LAB_NO_MATH == 2
+            continue;  // the softmax stays: row_max and row_sum reach the output
+#endif
             // Pᵀ's keys 0-7 and 8-15 as 8×8 blocks (row g = key, columns 2t, 2t + 1 = rows),
             // transposed: lane (g, t) then holds P[row g][keys 2t, 2t + 1] (and + 8), the B
             // fragment of the transposed PV.
-#if FATTN_DECODE_LAB_NO_MATH == 2
-            continue;
-#endif
             const uint32_t pb0 = movmatrix_trans(E::pack(st[0], st[1]));
             const uint32_t pb1 = movmatrix_trans(E::pack(st[2], st[3]));
 #pragma unroll
