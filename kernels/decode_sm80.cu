@@ -130,6 +130,14 @@
 // pass on it (and, as the default, the whole GPU binary, the oracle, racecheck and synccheck,
 // s53-call2/3). ncu on (32,32,8,1,4096) (s53-call4): 124.8-127.6 µs at 87.9-89.5% of DRAM
 // peak, 5.9% tensor-pipe activity, 237 registers; cuDNN's kernel 124.1-125.9 µs at 89.1-90.0%.
+//
+// Session 54 (H200, lab/results/s54-call1): the three copies of a row's key range, diagonal and
+// ALiBi slope set-up (rows g and g + 8, the transposed rows 2t and 2t + 1, the f32 path's 8
+// rows) are one `row_facts` helper; same arithmetic, new SASS. Decode tests of both
+// generations, varlen/paged decode, LSE, the sweeps, the sanitizer subset and memcheck pass;
+// same-call A/B against session 53's image, 3 rounds, µs: 2048 12.9 / 12.8 / 12.8 against 12.8
+// / 12.8 / 12.8, 32x4096 135.3 / 135.1 / 135.4 against 135.4 / 135.3 / 135.2, 8x8192, 32k and
+// Sq 4 within ±0.5%.
 
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
@@ -724,6 +732,29 @@ __device__ __forceinline__ BlockKeys block_keys(const FattnParams& p, int b) {
     }
 }
 
+// What row r (of the block's row groups: GQA head × query) may see of this split: its key
+// range [lo, hi) clipped to the split's end, its diagonal and its ALiBi slope. A row past the
+// sequence keeps the block's key range (its scores are never stored).
+struct RowFacts {
+    int lo, hi, diag;
+    float slope;
+};
+template <bool kScoreMod>
+__device__ __forceinline__ RowFacts row_facts(const FattnParams& p, const BlockKeys& bk, int r, int b, int kvh,
+                                              int split_end) {
+    RowFacts f{bk.key_begin, bk.key_end, 0, 0.f};
+    if (bk.seq.has_row(p, r)) {
+        const int hg = r / p.seq_q, i = r % p.seq_q;
+        const fattn::KeyRange keys = fattn::key_range(p, bk.mask, i);
+        f.lo = keys.lo;
+        f.hi = keys.hi;
+        f.diag = bk.mask.diag(i);
+        if (kScoreMod && p.alibi_slopes) f.slope = p.alibi_slopes[b * p.heads + kvh * p.kv_group + hg];
+    }
+    f.hi = min(f.hi, split_end);
+    return f;
+}
+
 template <typename T, int D, bool kScoreMod, bool kPacked, int kStages = Traits<D>::kStages>
 __device__ __forceinline__ void decode_block(const FattnParams& p) {
     using Tr = Traits<D, kStages>;
@@ -831,28 +862,8 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     FATTN_LAB_DEC_PHASE(1);
 
     // Per-thread row facts for rows g and g + 8.
-    int row_lo[2], row_hi[2];
-    int row_diag[2];
-    float row_slope[2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        const int r = row_group * kRows + g + 8 * half;
-        row_lo[half] = bk.key_begin;
-        row_hi[half] = bk.key_end;
-        row_diag[half] = 0;
-        row_slope[half] = 0.f;
-        if (bk.seq.has_row(p, r)) {
-            const int hg = r / p.seq_q, i = r % p.seq_q;
-            const fattn::KeyRange keys = fattn::key_range(p, bk.mask, i);
-            row_lo[half] = keys.lo;
-            row_hi[half] = keys.hi;
-            row_diag[half] = bk.mask.diag(i);
-            if (kScoreMod && p.alibi_slopes) {
-                row_slope[half] = p.alibi_slopes[b * p.heads + kvh * p.kv_group + hg];
-            }
-        }
-        row_hi[half] = min(row_hi[half], split_end);
-    }
+    const RowFacts rf[2] = {row_facts<kScoreMod>(p, bk, row_group * kRows + g, b, kvh, split_end),
+                            row_facts<kScoreMod>(p, bk, row_group * kRows + g + 8, b, kvh, split_end)};
     // Tiles inside [common_lo, common_hi) need no per-element mask for any row.
     const int common_lo = fattn::key_range(p, bk.mask, max(bk.seq.len_q - 1, 0)).lo;
     const int common_hi = min(fattn::key_range(p, bk.mask, 0).hi, split_end);
@@ -865,25 +876,8 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
     // (4 → 3 blocks an SM), at 256 from 252 to 255 with 12-48 bytes of spills (ptxas, session 52).
     const bool rows8 = FATTN_DECODE_TRANSPOSED_PV && D == 128 && p.kv_group * p.seq_q <= 8;
     // Row facts for rows 2t and 2t + 1 (the transposed tile's columns, `rows8` blocks).
-    int trow_lo[2], trow_hi[2], trow_diag[2];
-    float trow_slope[2];
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-        const int r = row_group * kRows + 2 * t + c;
-        trow_lo[c] = bk.key_begin;
-        trow_hi[c] = bk.key_end;
-        trow_diag[c] = 0;
-        trow_slope[c] = 0.f;
-        if (bk.seq.has_row(p, r)) {
-            const int hg = r / p.seq_q, i = r % p.seq_q;
-            const fattn::KeyRange keys = fattn::key_range(p, bk.mask, i);
-            trow_lo[c] = keys.lo;
-            trow_hi[c] = keys.hi;
-            trow_diag[c] = bk.mask.diag(i);
-            if (kScoreMod && p.alibi_slopes) trow_slope[c] = p.alibi_slopes[b * p.heads + kvh * p.kv_group + hg];
-        }
-        trow_hi[c] = min(trow_hi[c], split_end);
-    }
+    const RowFacts trf[2] = {row_facts<kScoreMod>(p, bk, row_group * kRows + 2 * t, b, kvh, split_end),
+                             row_facts<kScoreMod>(p, bk, row_group * kRows + 2 * t + 1, b, kvh, split_end)};
 
     uint4 q_frag[Tr::kQInRegs ? D / 32 : 1][2];
     if (Tr::kQInRegs) {
@@ -944,8 +938,8 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
             for (int e = 0; e < 4; ++e) {
                 const int c = e & 1, key = key0 + g + 8 * (e >> 1);
                 float x = st[e];
-                x = kScoreMod ? fattn::score_scaled_log2(p, x, trow_slope[c], trow_diag[c], key) : x * p.scale_log2;
-                if (needs_mask_t && (key < trow_lo[c] || key >= trow_hi[c])) x = kNegInf;
+                x = kScoreMod ? fattn::score_scaled_log2(p, x, trf[c].slope, trf[c].diag, key) : x * p.scale_log2;
+                if (needs_mask_t && (key < trf[c].lo || key >= trf[c].hi)) x = kNegInf;
                 st[e] = x;
             }
             // Online softmax of rows 2t (c = 0) and 2t + 1: a row's 16 keys are on the 8 lanes of
@@ -1030,8 +1024,8 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
                 const int half = e >> 1;
                 const int key = key0 + nt * 8 + 2 * t + (e & 1);
                 float x = s[nt][e];
-                x = kScoreMod ? fattn::score_scaled_log2(p, x, row_slope[half], row_diag[half], key) : x * p.scale_log2;
-                if (needs_mask && (key < row_lo[half] || key >= row_hi[half])) x = kNegInf;
+                x = kScoreMod ? fattn::score_scaled_log2(p, x, rf[half].slope, rf[half].diag, key) : x * p.scale_log2;
+                if (needs_mask && (key < rf[half].lo || key >= rf[half].hi)) x = kNegInf;
                 s[nt][e] = x;
             }
         }
@@ -1306,24 +1300,11 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
     __syncthreads();
 
     const int kk = lane % kTileKeys, rh = lane / kTileKeys;  // score lane: key kk, rows rh·8..
-    int row_lo[8], row_hi[8], row_diag[8];
-    float row_slope[8], row_max[8], row_sum[8];
+    RowFacts rf[8];
+    float row_max[8], row_sum[8];
 #pragma unroll
     for (int x = 0; x < 8; ++x) {
-        const int r = row_group * kRows + rh * 8 + x;
-        row_lo[x] = bk.key_begin;
-        row_hi[x] = bk.key_end;
-        row_diag[x] = 0;
-        row_slope[x] = 0.f;
-        if (bk.seq.has_row(p, r)) {
-            const int hg = r / p.seq_q, i = r % p.seq_q;
-            const fattn::KeyRange keys = fattn::key_range(p, bk.mask, i);
-            row_lo[x] = keys.lo;
-            row_hi[x] = keys.hi;
-            row_diag[x] = bk.mask.diag(i);
-            if (kScoreMod && p.alibi_slopes) row_slope[x] = p.alibi_slopes[b * p.heads + kvh * p.kv_group + hg];
-        }
-        row_hi[x] = min(row_hi[x], split_end);
+        rf[x] = row_facts<kScoreMod>(p, bk, row_group * kRows + rh * 8 + x, b, kvh, split_end);
         row_max[x] = kNegInf;
         row_sum[x] = 0.f;
     }
@@ -1362,8 +1343,8 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
 #pragma unroll
         for (int x = 0; x < 8; ++x) {
             float v = s[x];
-            v = kScoreMod ? fattn::score_scaled_log2(p, v, row_slope[x], row_diag[x], key) : v * p.scale_log2;
-            if (key < row_lo[x] || key >= row_hi[x]) v = kNegInf;
+            v = kScoreMod ? fattn::score_scaled_log2(p, v, rf[x].slope, rf[x].diag, key) : v * p.scale_log2;
+            if (key < rf[x].lo || key >= rf[x].hi) v = kNegInf;
             // The 16 lanes of a half-warp hold one row's 16 keys.
             float mx = v;
 #pragma unroll
