@@ -251,6 +251,14 @@
 // 0 errors. Call 3's table: 17 of 19 rows at or above cuDNN in both torch runs (18 of 19 in
 // call 1); d128 2048 948.9 µs = 579 TF/s (1.019 / 1.019x), 4096 602 TF/s (1.017 / 1.019x), GQA
 // 8:1 608 TF/s (1.017 / 1.017x), 16k 627 TF/s (1.033 / 1.034x), d256 630 TF/s, d64 458 TF/s.
+//
+// Session 54 (lab/results/s54-call1, lab/hopper/cluster_occupancy.py): K multicast over
+// clusters of four is out. For the plain d128 block (384 threads, 197 736 B), the wide d128
+// (214 104 B) and the plain d64 (512 threads, 148 616 B), the driver's max active clusters are
+// 132 / 66 / 30 / 15 for clusters of 1 / 2 / 4 / 8: pairs cover all 132 SMs, clusters of four
+// only 120 (a probe grid's first wave touched 120 SMs), and a persistent grid of one block an
+// SM would leave 12 idle (9%) to save at most a few % of L2 bytes. The wide instance at 2048
+// keys (176-key blocks, 3.1% padding) is 5.0% slower than the plain one there (s54-call2).
 
 #include <type_traits>
 

@@ -202,7 +202,9 @@ fn wide_padding() -> Option<f64> {
 /// 128) 1818.0-1822.5 and 1795.6-1798.9 against 1824.9-1836.9 and 1812.7-1821.6 (-0.6%,
 /// -1.1%); while the wide instance keeps (1,32,32,16384,16384,128): 6950.4-7052.3 against
 /// 7101.2-7149.4 plain (-1.4 to -2.0%). The wide instance multicasting K only too was level
-/// (+0.0 to +0.5%, fwd_sm90 image `FATTN_SM90_LAB_WIDE_MC_V=0`, s51-call2).
+/// (+0.0 to +0.5%, fwd_sm90 image `FATTN_SM90_LAB_WIDE_MC_V=0`, s51-call2). At 2048 keys the
+/// wide instance (3.1% padding, `FUSED_ATTN_SM90_WIDE_PADDING=1.04`) against the rule, session 54
+/// call 2 (3 rounds): (16,16,16,2048,2048,128) 991.6-999.6 µs against 947.8-952.8 (+5.0%).
 const WIDE_PADDING: f64 = 1.02;
 
 /// Whether the wide instances apply: `FUSED_ATTN_SM90_TILE_RULES` unset or naming `wide`.
@@ -466,7 +468,9 @@ fn pair_split(p: &Problem, inst: &Instance, grid: Grid, tiles: usize, sms: usize
 /// Measured: session 49's probe (H200, `lab/results/s49-call2/`, timing only: each block
 /// loaded half of every K/V tile) ran (16,16,16,2048,2048,128) 9.5% and (4,32,32,4096,4096,128)
 /// 10.5% faster, at an SM clock of 1950 against 1770 MHz under the 700 W cap: the L2-to-SM
-/// bytes of K/V cost power that the tensor cores then lack.
+/// bytes of K/V cost power that the tensor cores then lack. Clusters of four would halve K's
+/// bytes again, but the H200 holds at most 30 clusters of four of these blocks (120 of 132
+/// SMs; pairs: 66, every SM), session 54 (`lab/hopper/cluster_occupancy.py`).
 fn kv_multicast(p: &Problem, inst: &Instance, grid: Grid, query_blocks: usize) -> bool {
     match grid {
         Grid::Strided(blocks) => {
