@@ -266,6 +266,11 @@
 // each K and V tile (0, the default: all), so the L2-to-SM bytes of K/V fall to N / panels
 // (session 49's probe of whether those bytes bound the d128 rows; d64 tiles are one panel:
 // the control).
+// The plain d128 instance keeps its consumers' Q rows in registers for Q·Kᵀ (wgmma with A
+// from registers, session 55): 1, or 0 for the lab's A/B against Q from shared memory.
+#ifndef FATTN_SM90_Q_IN_REGS
+#define FATTN_SM90_Q_IN_REGS 1
+#endif
 #ifndef FATTN_SM90_LAB_KV_PANELS
 #define FATTN_SM90_LAB_KV_PANELS 0
 #endif
@@ -427,6 +432,10 @@ struct HopperConfig {
     // (4096 keys) level: -0.4% (4,32,32), +0.8% (GQA 8:1); again level in session 51 call 2
     // (4096 and 16k keys, +0.0 to +0.5%), so the wide instance keeps K+V. Set per instance below.
     static constexpr bool kMulticastV = true;
+    // Q·Kᵀ with A (this consumer's 64 Q rows) from registers, loaded once per tile with
+    // ldmatrix, instead of from shared memory at every key block: D/4 more registers a
+    // thread, 16 KiB less shared-memory reading per key block and consumer. Set per instance.
+    static constexpr bool kQInRegs = false;
 
     static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "a wgmma n of 16..256 in steps of 16");
@@ -476,6 +485,7 @@ struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {
     static constexpr bool kMulticastV = false;
     static constexpr bool kStepDescriptors = true;
     static constexpr bool kConditionalRescale = false;
+    static constexpr bool kQInRegs = FATTN_SM90_Q_IN_REGS != 0;
 };
 template <>
 struct HopperTraits<128, 1> : HopperConfig<128, 128, 2, 2, 24, 240> {
@@ -532,6 +542,23 @@ static_assert(kSlotFreeBarrier + 3 <= 16, "16 named barriers");
 // trimmed width: `trim_last` in fwd_hopper), issued (not waited for): D/16 k-steps; a step is
 // 32 bytes into the 128-byte rows of a panel. The instruction writes the first N / 2
 // accumulators of the block's S (wgmma.cuh's layout: its first N keys), here in s of its own.
+// The same with Q's A fragments in registers (kQInRegs): qf[kk] holds this warp's 16 rows
+// at columns 16kk..16kk+15.
+template <class Cfg, class E, int N>
+__device__ __forceinline__ void issue_qk_width(float (&s)[N / 2], const uint32_t (&qf)[Cfg::kHeadDim / 16][4],
+                                               uint32_t k_tile) {
+    constexpr int D = Cfg::kHeadDim, BN = Cfg::kBlockN;
+    static_assert(N % 16 == 0 && N <= BN, "a trimmed Q·Kᵀ covers the block's first keys");
+    const uint64_t b0 = sm90::desc_sw128(k_tile, 16, 1024);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+        const int b_off = (kk / 4) * BN * 128 + (kk % 4) * 32;
+        const uint64_t b = Cfg::kStepDescriptors ? b0 + static_cast<uint64_t>(b_off >> 4)
+                                                 : sm90::desc_sw128(k_tile + b_off, 16, 1024);
+        sm90::Wgmma<E, N>::rs_kb(s, qf[kk], b, kk > 0 ? 1 : 0);
+    }
+    sm90::wgmma_commit();
+}
 template <class Cfg, class E, int N>
 __device__ __forceinline__ void issue_qk_width(float (&s)[N / 2], uint32_t q_tile, uint32_t k_tile) {
     constexpr int D = Cfg::kHeadDim, BN = Cfg::kBlockN, BM = Cfg::kBlockM;
@@ -924,6 +951,8 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     BlockSpan warp_visible{};
     float alibi_log2 = 0.f;
     uint32_t q_tile = 0;
+    // kQInRegs: this warp's 16 Q rows as wgmma A fragments, per 16-column step.
+    uint32_t qf[Cfg::kQInRegs ? D / 16 : 1][4];
 
     float o[D / 2];
     float row_max[2];
@@ -932,7 +961,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // S = Q Kᵀ of the key block in stage `st`, issued (not waited for): D/16 k-steps; a step
     // is 32 bytes into the 128-byte rows of a panel.
     auto issue_qk = [&](float(&s)[BN / 2], int st) {
-        issue_qk_width<Cfg, E, BN>(s, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
+        if constexpr (Cfg::kQInRegs) {
+            issue_qk_width<Cfg, E, BN>(s, qf, smem_addr(sK) + st * Cfg::kKVBytes);
+        } else {
+            issue_qk_width<Cfg, E, BN>(s, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
+        }
     };
     // The trimmed width (`trim_last`): 64 keys where the block is wider. One width, one extra
     // copy of the loop's step per instance: a second width (128 of the wide instance's 176)
@@ -1171,6 +1204,19 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
             }
             FATTN_LAB_ITEM_PHASE(cw, 1, tid == 0);
             if constexpr (!kPersistent) sm90::mbar_wait(&bar_q[b], 0);
+            if constexpr (Cfg::kQInRegs) {
+                // One ldmatrix .x4 per 16-column step: matrices 0-3 are rows 0-7 / 8-15 of this
+                // warp's 16 at the step's first / second 16-byte chunk (the A fragment's a0-a3);
+                // lane L gives row (L % 8) + 8 ((L / 8) % 2) at chunk L / 16, in the 128-byte
+                // swizzle (chunk c of row r at (c ^ r % 8) · 16), as the epilogue's stmatrix.
+                const int r = cw * 64 + warp * 16 + (lane % 8) + 8 * ((lane / 8) % 2);
+                const uint32_t row_addr = smem_addr(sQ) + r * 128;
+#pragma unroll
+                for (int kk = 0; kk < D / 16; ++kk) {
+                    const int chunk = 2 * (kk % 4) + lane / 16;
+                    ldmatrix_x4(qf[Cfg::kQInRegs ? kk : 0], row_addr + (kk / 4) * BM * 128 + ((chunk ^ (r % 8)) * 16));
+                }
+            }
             FATTN_LAB_ITEM_PHASE(cw, 2, tid == 0);
             float s[BN / 2];
             uint32_t pf[BN / 16][4];
@@ -1218,7 +1264,11 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 // untouched part of s would be, at the merge of the paths).
                 float t[N < BN ? N / 2 : 1];
                 if constexpr (N < BN) {
-                    issue_qk_width<Cfg, E, N>(t, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
+                    if constexpr (Cfg::kQInRegs) {
+                        issue_qk_width<Cfg, E, N>(t, qf, smem_addr(sK) + st * Cfg::kKVBytes);
+                    } else {
+                        issue_qk_width<Cfg, E, N>(t, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
+                    }
                 } else {
                     issue_qk(s, st);
                 }

@@ -37,15 +37,26 @@ def ss(tag, ptx, n, trans_b=False):
 """
 
 
-def rs(tag, ptx, n):
+def rs(tag, ptx, n, trans_b=True):
+    """The RS form: A from registers; B MN-major with trans-b (`rs`, P·V's V), or K-major
+    (`rs_kb`, Q·Kᵀ's K with Q in registers)."""
     r = n // 2
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(r))
-    return f"""    // d (+)= A·B, A (64×16) from registers (the mma.sync m16n8k16 A fragment per warp), B
-    // (16×N) from a shared memory descriptor of an MN-major (N contiguous) tile.
-    __device__ __forceinline__ static void rs(float (&d)[{r}], const uint32_t (&a)[4], uint64_t b, int accumulate) {{
+    if trans_b:
+        name, doc = "rs", [
+            "d (+)= A·B, A (64×16) from registers (the mma.sync m16n8k16 A fragment per warp), B",
+            "(16×N) from a shared memory descriptor of an MN-major (N contiguous) tile.",
+        ]
+    else:
+        name, doc = "rs_kb", [
+            "d (+)= A·B, A (64×16) from registers (the mma.sync m16n8k16 A fragment per warp), B",
+            "(N×16, K-major) from a shared memory descriptor.",
+        ]
+    comment = "".join(f"    // {line}\n" for line in doc)
+    return f"""{comment}    __device__ __forceinline__ static void {name}(float (&d)[{r}], const uint32_t (&a)[4], uint64_t b, int accumulate) {{
         asm volatile(
             "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 5}, 0;\\n"
-            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} {{{acc_list(r)}}}, {{%{r},%{r + 1},%{r + 2},%{r + 3}}}, %{r + 4}, p, 1, 1, 1;\\n}}\\n"
+            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} {{{acc_list(r)}}}, {{%{r},%{r + 1},%{r + 2},%{r + 3}}}, %{r + 4}, p, 1, 1, {int(trans_b)};\\n}}\\n"
             : {outs}
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
     }}
@@ -78,6 +89,7 @@ def main():
             out.append(ss(tag, ptx, n).rstrip("\n"))
             out.append(ss(tag, ptx, n, trans_b=True).rstrip("\n"))
             out.append(rs(tag, ptx, n).rstrip("\n"))
+            out.append(rs(tag, ptx, n, trans_b=False).rstrip("\n"))
             out.append("};")
     out += ["", "}  // namespace sm90", "}  // namespace fattn", ""]
     path = sys.argv[1] if len(sys.argv) > 1 else "kernels/common/wgmma.cuh"
