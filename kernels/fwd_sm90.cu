@@ -259,18 +259,31 @@
 // only 120 (a probe grid's first wave touched 120 SMs), and a persistent grid of one block an
 // SM would leave 12 idle (9%) to save at most a few % of L2 bytes. The wide instance at 2048
 // keys (176-key blocks, 3.1% padding) is 5.0% slower than the plain one there (s54-call2).
+// Session 55: the plain d128 instance (HopperTraits<128, 0>::kQInRegs) loads each consumer's
+// 64 Q rows into registers once per tile (8 ldmatrix.x4 a thread: the wgmma A fragments) and
+// runs Q·Kᵀ with A from registers: 16 KiB less shared-memory reading per key block and
+// consumer (of 80 KiB) and no per-step A descriptors (the key loop 956 -> 901 SASS, R2UR
+// 17 -> 1; registers up to R226 of 240, no spills). These rows run at the 700 W cap (~690 W,
+// SM clock ~1.68 GHz in the call), where bytes and instructions cost time. Same-call A/B
+// against HEAD's image (H200, 3 rounds, lab/results/s55-call2): (16,16,2048,d128) 918.5-922.3
+// µs against 932.9-938.2 (-1.5%), causal -1.8%, (4,32,4096,d128) -1.2%, causal -1.8%, GQA 8:1
+// -1.0%, causal -1.4%. The wide d128 and plain d64 instances spill with it (128 / 96 bytes of
+// stores; their S or third consumer leaves no room). Not kept, same session: naming and
+// setting up the next item under the last P·V instead of at the loop top (s55-call1,
+// early-item.diff): level or slower (+0.0 to +0.7%): idle cycles at a tile's edge are not
+// time at the power cap.
 
 #include <type_traits>
 
-// Lab, timing only (wrong results): the producer loads only the first N 64-column panels of
-// each K and V tile (0, the default: all), so the L2-to-SM bytes of K/V fall to N / panels
-// (session 49's probe of whether those bytes bound the d128 rows; d64 tiles are one panel:
-// the control).
 // The plain d128 instance keeps its consumers' Q rows in registers for Q·Kᵀ (wgmma with A
 // from registers, session 55): 1, or 0 for the lab's A/B against Q from shared memory.
 #ifndef FATTN_SM90_Q_IN_REGS
 #define FATTN_SM90_Q_IN_REGS 1
 #endif
+// Lab, timing only (wrong results): the producer loads only the first N 64-column panels of
+// each K and V tile (0, the default: all), so the L2-to-SM bytes of K/V fall to N / panels
+// (session 49's probe of whether those bytes bound the d128 rows; d64 tiles are one panel:
+// the control).
 #ifndef FATTN_SM90_LAB_KV_PANELS
 #define FATTN_SM90_LAB_KV_PANELS 0
 #endif
