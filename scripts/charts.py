@@ -9,7 +9,7 @@ each chart's caption), except the CPU llama rows, which exist only as the README
 log was committed); those are written out below with that source. Re-run this script whenever a
 README table is re-measured and its raw file replaced (and point the paths below at it).
 
-    gpu-h200.svg              README "GPU prefill and decode, H200": session 54 call 2
+    gpu-h200.svg              README "GPU prefill and decode, H200": session 55 call 3
     gpu-prefill/decode.svg    README "GPU prefill and decode, H100 (session 20)"
     cpu-torch.svg             README "CPU against PyTorch's CPU SDPA" (Sapphire Rapids, Zen 4)
     cpu.svg                   README "CPU against candle's naive attention" (older Zen 3 run)
@@ -39,7 +39,7 @@ H100_LLAMA = RESULTS / "h100-2026-11-22-final.md"  # runs 14 and 15
 CPU_CRITERION = RESULTS / "cpu-criterion-1537ee7.txt"  # run 1 = the README table
 LAB = ROOT / "lab" / "results"
 H200_TABLE = LAB / "s28-call3" / "table.py"  # builds the README's H200 table from a call's directory
-H200_RUN = LAB / "s54-call2" / "r"  # medians.txt (ours), torch1/ and torch2/ (PyTorch before and after)
+H200_RUN = LAB / "s55-call3" / "r"  # medians.txt (ours), torch1/ and torch2/ (PyTorch before and after)
 CPU_TORCH = (  # the README's "CPU against PyTorch's CPU SDPA" tables: (title, bench_torch_cpu.py json)
     ("Sapphire Rapids, AMX allowed", LAB / "s11-cpu-host" / "cpu_bench.json"),
     ("Sapphire Rapids, no AMX", LAB / "s11-cpu-host" / "noamx" / "cpu_bench.json"),
@@ -254,7 +254,7 @@ def h200_chart():
         ax.set_title(f"{pts[0][0]} ({len(pts)} rows; no mask unless causal)", fontsize=9)
     axes[0].set_ylabel("torch time / our time (> 1: ours faster)")
     axes[1].legend(fontsize=6, loc="upper left")
-    fig.suptitle(f"{gpu.split(',')[0]} (driver {gpu.split(',')[1].strip()}), bf16, 2026-12-02, session 54 call 2: "
+    fig.suptitle(f"{gpu.split(',')[0]} (driver {gpu.split(',')[1].strip()}), bf16, 2026-12-02, session 55 call 3: "
                  "ours vs PyTorch 2.11 SDPA (FA2, cuDNN), one device call", fontsize=9)
     fig.text(0.01, -0.1, f"Source: {H200_RUN.relative_to(ROOT)}/ via {H200_TABLE.relative_to(ROOT)} (the README's table). "
              "Order in the call: torch run 1, ours, torch run 2. Ours: criterion medians; torch: do_bench medians; L2 flushed\n"
