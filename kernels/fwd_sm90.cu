@@ -975,13 +975,16 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 
     // S = Q Kᵀ of the key block in stage `st`, issued (not waited for): D/16 k-steps; a step
     // is 32 bytes into the 128-byte rows of a panel.
-    auto issue_qk = [&](float(&s)[BN / 2], int st) {
+    // Q·Kᵀ at width N into `acc` (N / 2 floats), Q from registers (kQInRegs) or shared memory.
+    auto issue_qk_n = [&](auto& acc, int st, auto width) {
+        constexpr int N = decltype(width)::value;
         if constexpr (Cfg::kQInRegs) {
-            issue_qk_width<Cfg, E, BN>(s, qf, smem_addr(sK) + st * Cfg::kKVBytes);
+            issue_qk_width<Cfg, E, N>(acc, qf, smem_addr(sK) + st * Cfg::kKVBytes);
         } else {
-            issue_qk_width<Cfg, E, BN>(s, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
+            issue_qk_width<Cfg, E, N>(acc, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
         }
     };
+    auto issue_qk = [&](float(&s)[BN / 2], int st) { issue_qk_n(s, st, std::integral_constant<int, BN>{}); };
     // The trimmed width (`trim_last`): 64 keys where the block is wider. One width, one extra
     // copy of the loop's step per instance: a second width (128 of the wide instance's 176)
     // took fwd_sm90's compile from ~39 to ~61 s, for tiles that the wide rule rarely sends
@@ -1229,7 +1232,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
 #pragma unroll
                 for (int kk = 0; kk < D / 16; ++kk) {
                     const int chunk = 2 * (kk % 4) + lane / 16;
-                    ldmatrix_x4(qf[Cfg::kQInRegs ? kk : 0], row_addr + (kk / 4) * BM * 128 + ((chunk ^ (r % 8)) * 16));
+                    ldmatrix_x4(qf[kk], row_addr + (kk / 4) * BM * 128 + ((chunk ^ (r % 8)) * 16));
                 }
             }
             FATTN_LAB_ITEM_PHASE(cw, 2, tid == 0);
@@ -1279,11 +1282,7 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                 // untouched part of s would be, at the merge of the paths).
                 float t[N < BN ? N / 2 : 1];
                 if constexpr (N < BN) {
-                    if constexpr (Cfg::kQInRegs) {
-                        issue_qk_width<Cfg, E, N>(t, qf, smem_addr(sK) + st * Cfg::kKVBytes);
-                    } else {
-                        issue_qk_width<Cfg, E, N>(t, q_tile, smem_addr(sK) + st * Cfg::kKVBytes);
-                    }
+                    issue_qk_n(t, st, width);
                 } else {
                     issue_qk(s, st);
                 }
