@@ -626,7 +626,7 @@ fn write_generated_cpp(dir: &Path) {
 }
 
 /// What a kernel file's fatbin was built from: both nvcc command lines and a 64-bit FNV-1a
-/// hash of every input's bytes (the generated unit, the kernel file, the common headers and
+/// hash of every input's bytes (the generated unit, the kernel file and the kernel files it includes, the common headers and
 /// the generated header it includes), as text; the caller prepends nvcc's version. Equal keys
 /// mean equal outputs.
 fn input_key(commands: &[&Command], file: &str, unit: &Path, out_dir: &Path, headers: &[PathBuf]) -> String {
@@ -635,7 +635,10 @@ fn input_key(commands: &[&Command], file: &str, unit: &Path, out_dir: &Path, hea
         writeln!(key, "{:?}", cmd).unwrap();
     }
     let generated = out_dir.join("fattn_generated.cuh");
-    let inputs = [PathBuf::from(file), unit.to_path_buf(), generated].into_iter().chain(headers.iter().cloned());
+    let inputs = [PathBuf::from(file), unit.to_path_buf(), generated]
+        .into_iter()
+        .chain(kernel_includes(file))
+        .chain(headers.iter().cloned());
     for path in inputs {
         let bytes = fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -645,6 +648,20 @@ fn input_key(commands: &[&Command], file: &str, unit: &Path, out_dir: &Path, hea
         writeln!(key, "{} {} {h:016x}", path.display(), bytes_len(&path)).unwrap();
     }
     key
+}
+
+/// The other kernel files that `file` includes (`#include "decode_sm80.cu"` in
+/// kernels/decode_sm90.cu), one level deep: inputs of its fatbin as much as its own text. Without
+/// them, an edit of decode_sm80.cu left decode_sm90's fatbin (its combine, built from
+/// decode_sm80.cu's merge) as it was.
+fn kernel_includes(file: &str) -> Vec<PathBuf> {
+    let dir = Path::new(file).parent().expect("kernel file in a directory");
+    let text = fs::read_to_string(file).unwrap_or_else(|e| panic!("read {file}: {e}"));
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("#include \"")?.split('"').next())
+        .filter(|name| name.ends_with(".cu"))
+        .map(|name| dir.join(name))
+        .collect()
 }
 
 fn bytes_len(path: &Path) -> u64 {

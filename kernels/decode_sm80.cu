@@ -139,17 +139,14 @@
 // / 12.8 / 12.8, 32x4096 135.3 / 135.1 / 135.4 against 135.4 / 135.3 / 135.2, 8x8192, 32k and
 // Sq 4 within ±0.5%.
 //
-// Session 56 (H200, lab/results/s56-call1): QKᵀ runs two accumulator chains at head dims up to
-// 128 (FATTN_DECODE_QK_CHAINS): the a_hi half of each 32-dim step into its own accumulator, added
-// at the end, so the tile's dependent mma chain is D/32 long instead of D/16 (ptxas: dense
-// bf16 d128 237 → 238 registers, d64 125 → 128, no spills; d256 keeps one chain, where two
-// spilled 4 bytes in the modded varlen entry). Same-call A/B against HEAD's image, 4 rounds
-// alternating, µs: (1,32,8,1,2048) 12.6 / 12.6 / 12.8 / 12.5 against 12.8 / 12.9 / 12.9 / 12.8
-// (-2.0%), (1,32,8,1,32768) -0.3%, (8,32,8,1,8192) -0.2%, (32,32,8,1,4096) 134.9-135.1 against
-// 135.1-135.3 (-0.1%); cuDNN in that call 13.3 / 50.3 / 80.0 / 136.4. Not kept from the same call
-// (lab/results/s56-call1/knobs.diff): each stage's K half refilled right after the tile's QKᵀ and
-// its V half after PV, two cp.async groups a tile (K copies issued ~60% of a tile's arithmetic
-// earlier): 32x4096 +0.3%, 32k +0.8%, with chains +0.4% / +0.7%.
+// Session 56 (H200, lab/results/s56-call1..3; not kept, diffs there). (1) Each stage's K half
+// refilled right after the tile's QKᵀ and its V half after PV, two cp.async groups a tile (the K
+// copies ~60% of a tile's arithmetic earlier): (32,32,8,1,4096) +0.3%, (1,32,8,1,32768) +0.8%
+// (same-call A/B, 4 rounds). (2) QKᵀ in two accumulator chains of D/32 mma instead of one of
+// D/16 (ptxas: d128 237 → 238 registers): the 2048 row -2.0% in call 1 (4 rounds), +0.6% in
+// call 2 (2 rounds) and -0.5% in call 3 (3 rounds); 32x4096, 8x8192 and 32k within ±0.3%
+// throughout. Neither the ring's hold on a stage nor the tile's mma chain is what the
+// 32x4096 row waits on.
 
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
@@ -325,13 +322,6 @@ __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
 // 0 (the A/B against the m16 tiles of every block).
 #ifndef FATTN_DECODE_TRANSPOSED_PV
 #define FATTN_DECODE_TRANSPOSED_PV 1
-#endif
-// How many independent accumulator chains a tile's QKᵀ runs at head dims up to 128: 2, the two
-// k16 halves of each 32-dim step into their own accumulators, added once at the end (a
-// dependent chain of D/32 mma instead of D/16); 1 (a lab build's -DFATTN_DECODE_QK_CHAINS=1)
-// the one chain of before. Head dim 256 keeps one: its modded varlen entry spills 4 bytes with two.
-#ifndef FATTN_DECODE_QK_CHAINS
-#define FATTN_DECODE_QK_CHAINS 2
 #endif
 
 // One warp copies a 16-key tile of K and V (keys [key0, key0+16), zero past `key_limit`)
@@ -778,7 +768,6 @@ template <typename T, int D, bool kScoreMod, bool kPacked, int kStages = Traits<
 __device__ __forceinline__ void decode_block(const FattnParams& p) {
     using Tr = Traits<D, kStages>;
     using E = Elem<T>;
-    constexpr bool kTwoChains = FATTN_DECODE_QK_CHAINS == 2 && D <= 128;
     extern __shared__ __align__(kSmemAlign) unsigned char smem_raw[];
     T* smem_q = reinterpret_cast<T*>(smem_raw);
     T* smem_kv = smem_q + kRows * D;
@@ -941,7 +930,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
             // Sᵀ = K Qᵀ: st[e] = S[row 2t + (e & 1)][key key0 + g + 8·(e >> 1)]. K's A fragment
             // takes keys g and g + 8 as today's B fragments take them (the same permuted dims);
             // Qᵀ's B fragment is row g's Q fragment.
-            float st[4] = {0.f, 0.f, 0.f, 0.f}, st2[4] = {0.f, 0.f, 0.f, 0.f};
+            float st[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
             for (int cc = 0; cc < D / 32; ++cc) {
                 const uint4 qa =
@@ -951,15 +940,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
                 const uint32_t a_lo[4] = {k_lo.x, k_hi.x, k_lo.y, k_hi.y};
                 const uint32_t a_hi[4] = {k_lo.z, k_hi.z, k_lo.w, k_hi.w};
                 E::mma(st, a_lo, qa.x, qa.y);
-                if constexpr (kTwoChains) {
-                    E::mma(st2, a_hi, qa.z, qa.w);
-                } else {
-                    E::mma(st, a_hi, qa.z, qa.w);
-                }
-            }
-            if constexpr (kTwoChains) {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) st[e] += st2[e];
+                E::mma(st, a_hi, qa.z, qa.w);
             }
             const bool needs_mask_t = key0 < common_lo || key0 + kTileKeys > common_hi;
 #pragma unroll
@@ -1023,7 +1004,6 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
 
         // S = Q Kᵀ: 16 rows × 16 keys (two n8 tiles: keys g and g + 8 of the tile).
         float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-        float s2[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};  // the second chain
 #pragma unroll
         for (int cc = 0; cc < D / 32; ++cc) {
             uint4 qa, qb;
@@ -1040,18 +1020,8 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
             for (int nt = 0; nt < 2; ++nt) {
                 const uint4 kb = lds128(sk + Tr::offset(nt * 8 + g, 4 * cc + t));
                 E::mma(s[nt], a_lo, kb.x, kb.y);
-                if constexpr (kTwoChains) {
-                    E::mma(s2[nt], a_hi, kb.z, kb.w);
-                } else {
-                    E::mma(s[nt], a_hi, kb.z, kb.w);
-                }
+                E::mma(s[nt], a_hi, kb.z, kb.w);
             }
-        }
-        if constexpr (kTwoChains) {
-#pragma unroll
-            for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) s[nt][e] += s2[nt][e];
         }
 
         // Scores in log2 units; masks only on tiles that straddle a boundary.
