@@ -626,9 +626,9 @@ fn write_generated_cpp(dir: &Path) {
 }
 
 /// What a kernel file's fatbin was built from: both nvcc command lines and a 64-bit FNV-1a
-/// hash of every input's bytes (the generated unit, the kernel file and the kernel files it includes, the common headers and
-/// the generated header it includes), as text; the caller prepends nvcc's version. Equal keys
-/// mean equal outputs.
+/// hash of every input's bytes (the generated unit, the kernel file and the kernel files it
+/// includes, the common headers and the generated header), as text; the caller prepends nvcc's
+/// version. Equal keys mean equal outputs.
 fn input_key(commands: &[&Command], file: &str, unit: &Path, out_dir: &Path, headers: &[PathBuf]) -> String {
     let mut key = String::new();
     for cmd in commands {
