@@ -9,14 +9,15 @@ each chart's caption), except the CPU llama rows, which exist only as the README
 log was committed); those are written out below with that source. Re-run this script whenever a
 README table is re-measured and its raw file replaced (and point the paths below at it).
 
-    gpu-h200.svg              README "GPU prefill and decode, H200": session 55 call 3
-    gpu-prefill/decode.svg    README "GPU prefill and decode, H100 (session 20)"
+    gpu-h200.svg              README "GPU prefill and decode, H200": session 58 calls 1 and 4
+    gpu-h100.svg              README "GPU prefill and decode, H100": session 57 call 1
+    gpu-prefill/decode.svg    docs/measurements.md "GPU prefill, H100 (session 20)"
     cpu-torch.svg             README "CPU against PyTorch's CPU SDPA" (Sapphire Rapids, Zen 4)
     cpu.svg                   README "CPU against candle's naive attention" (older Zen 3 run)
     llama-tokens.svg          README "LLaMA example"
 
-The H200 chart runs lab/results/s28-call3/table.py (the script that builds the README's table)
-on its directory and takes its parsed dicts, so the chart's ratios are the table's.
+The H200 chart runs lab/results/s58-call1/pooled.py and the H100 chart lab/results/s28-call3/table.py
+(the scripts that build the README's tables) and take their parsed rows, so the charts' ratios are the tables'.
 """
 import contextlib
 import io
@@ -38,8 +39,11 @@ H100_RUNS = RESULTS / "h100-2026-11-27-session20.md"  # runs A (prefill) and B (
 H100_LLAMA = RESULTS / "h100-2026-11-22-final.md"  # runs 14 and 15
 CPU_CRITERION = RESULTS / "cpu-criterion-1537ee7.txt"  # run 1 = the README table
 LAB = ROOT / "lab" / "results"
-H200_TABLE = LAB / "s28-call3" / "table.py"  # builds the README's H200 table from a call's directory
-H200_RUN = LAB / "s55-call3" / "r"  # medians.txt (ours), torch1/ and torch2/ (PyTorch before and after)
+TABLE_PY = LAB / "s28-call3" / "table.py"  # a table call's table (ours between two torch runs)
+POOLED_PY = LAB / "s58-call1" / "pooled.py"  # a pooled call's table (ours 3 runs between torch's 4)
+H200_RUN = LAB / "s58-call1" / "r"  # medians{1..3}.txt (ours), torch{1..4}/ (PyTorch)
+H200_RUN2 = LAB / "s58-call4" / "r"  # the same call on another H200
+H100_RUN = LAB / "s57-call1" / "r"  # medians.txt (ours), torch1/ and torch2/ (PyTorch before and after)
 CPU_TORCH = (  # the README's "CPU against PyTorch's CPU SDPA" tables: (title, bench_torch_cpu.py json)
     ("Sapphire Rapids, AMX allowed", LAB / "s11-cpu-host" / "cpu_bench.json"),
     ("Sapphire Rapids, no AMX", LAB / "s11-cpu-host" / "noamx" / "cpu_bench.json"),
@@ -201,18 +205,19 @@ def cpu_chart():
     save(fig, "cpu.svg")
 
 
-def h200_rows():
-    """The README's H200 table, row by row: [(kind, shape, mask, ours µs, FA2 µs run 1, cuDNN µs run 1, run 2)].
+def table_rows(run):
+    """A table call's rows: [(kind, shape, mask, ours µs, FA2 µs run 1, cuDNN µs run 1, run 2)].
 
-    Runs table.py on H200_RUN (its printed table discarded) and takes its dicts: `ours` from
-    medians.txt, `t1` / `t2` from torch{1,2}/bench_torch.md and decode/bench_torch.md. Rows are
-    t1's in file order, those with a criterion median, as table.py prints them.
+    Runs table.py (the script that builds the README's H100 table) on RUN, its printed table
+    discarded, and takes its dicts: `ours` from medians.txt, `t1` / `t2` from
+    torch{1,2}/bench_torch.md and decode/bench_torch.md. Rows are t1's in file order, those with
+    a criterion median, as table.py prints them.
     """
     argv = sys.argv
-    sys.argv = [str(H200_TABLE), str(H200_RUN)]
+    sys.argv = [str(TABLE_PY), str(run)]
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            g = runpy.run_path(str(H200_TABLE), run_name="table")
+            g = runpy.run_path(str(TABLE_PY), run_name="table")
     finally:
         sys.argv = argv
     ours, t1, t2 = g["ours"], g["t1"], g["t2"]
@@ -220,47 +225,90 @@ def h200_rows():
             for key, (kind, fa, cu) in t1.items() if key in ours]
 
 
+def pooled_rows(run, n):
+    """pooled.py's rows of a call of N interleaved runs: {key: (kind, ours, cuDNN, FA2, ratio, min, max)}."""
+    g = runpy.run_path(str(POOLED_PY), run_name="pooled")
+    return g["pooled"](str(run), n)
+
+
 def seq(s, sep=" "):
     """'2048' when Sq = Sk, else 'q1 k8192'."""
     return str(s[3]) if s[3] == s[4] else f"q{s[3]}{sep}k{s[4]}"
 
 
-def h200_chart():
-    rows = h200_rows()
-    gpu = (H200_RUN / "gpu0.txt").read_text().splitlines()[1]  # "NVIDIA H200, 580.159.04, 1980 MHz"
+def gpu_bars(bars_of, rows, legend_panel=0):
+    """Two panels (prefill, decode) of grouped bars. ROWS: [(kind, shape, mask, ours µs, ...)];
+    BARS_OF(row) -> [(label, ratio, low, high or None, hatch, color)]."""
     panels = [[r for r in rows if r[0] == "prefill"], [r for r in rows if r[0] == "decode"]]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.0), gridspec_kw={"width_ratios": [len(p) + 1 for p in panels]})
     width = 0.27
     for ax, pts in zip(axes, panels):
-        top = 0.0
-        for i, (kind, s, mask, o, fa, cu1, cu2) in enumerate(pts):
-            for j, (label, r, hatch, color) in enumerate((
-                    ("FA2 (run 1)", fa / o, None, COLORS["FA2"]),
-                    ("cuDNN run 1", cu1 / o, None, COLORS["cuDNN"]),
-                    ("cuDNN run 2", cu2 / o, "////", "#c7c7c7"))):
-                x = i + (j - 1) * width
+        top = min(2.6, max(b[1] for row in pts for b in bars_of(row))) * 1.15
+        for i, row in enumerate(pts):
+            bars = bars_of(row)
+            for j, (label, r, lo, hi, hatch, color) in enumerate(bars):
+                x = i + (j - (len(bars) - 1) / 2) * width
                 ax.bar(x, r, width, color=color, hatch=hatch, edgecolor="white", linewidth=0,
                        label=label if i == 0 else None)
-                ax.text(x, r + 0.02, f"{r:.2f}" if j == 0 else f"{r:.3f}", ha="center", va="bottom",
-                        fontsize=5, rotation=90)
-                top = max(top, r)
+                if lo is not None:
+                    ax.errorbar(x, r, yerr=[[max(r - lo, 0)], [max(min(hi, top) - r, 0)]], fmt="none", ecolor="black", elinewidth=0.6, capsize=1.5)
+                # Above the axis (the four-query decode's 4.5): the value written inside the bar's top.
+                y, va = (max(r, hi or r) + 0.02, "bottom") if max(r, hi or r) < top * 0.9 else (top * 0.97, "top")
+                ax.text(x, y, f"{r:.2f}" if label.startswith("FA2") else f"{r:.3f}",
+                        ha="center", va=va, fontsize=5, rotation=90, color="black" if va == "bottom" else "white")
         ax.axhline(1.0, color=COLORS["ours"], linewidth=1, label="ours (= 1)")
         ax.set_xticks(range(len(pts)))
         ax.set_xticklabels([f"{s[0]},{s[1]},{s[2]}\n{seq(s)}\nd{s[5]}" + ("\ncausal" if mask == "causal" else "")
                             + f"\n{o:.1f} µs" for _, s, mask, o, *_ in pts], fontsize=5.5)
-        ax.set_ylim(0, top * 1.15)
+        ax.set_ylim(0, top)
         ax.set_xlim(-0.6, len(pts) - 0.4)
         ax.grid(axis="y", alpha=0.3)
         ax.set_title(f"{pts[0][0]} ({len(pts)} rows; no mask unless causal)", fontsize=9)
     axes[0].set_ylabel("torch time / our time (> 1: ours faster)")
-    axes[1].legend(fontsize=6, loc="upper left")
-    fig.suptitle(f"{gpu.split(',')[0]} (driver {gpu.split(',')[1].strip()}), bf16, 2026-12-02, session 55 call 3: "
-                 "ours vs PyTorch 2.11 SDPA (FA2, cuDNN), one device call", fontsize=9)
-    fig.text(0.01, -0.1, f"Source: {H200_RUN.relative_to(ROOT)}/ via {H200_TABLE.relative_to(ROOT)} (the README's table). "
-             "Order in the call: torch run 1, ours, torch run 2. Ours: criterion medians; torch: do_bench medians; L2 flushed\n"
-             "per rep on both. Bars: FA2 run 1 (the README's FA2 column), cuDNN run 1 and run 2 shown separately "
-             "(not averaged). Tick labels: B,H,Hkv / Sq=Sk or Sq,Sk / head dim, our time.", fontsize=7)
+    axes[legend_panel].legend(fontsize=6, loc="upper left")
+    return fig
+
+
+def h200_chart():
+    a, b = pooled_rows(H200_RUN, 3), pooled_rows(H200_RUN2, 3)
+    rows = [(v[0], key[0], key[1], v[1], key) for key, v in a.items()]
+    gpu = (H200_RUN / "gpu0.txt").read_text().splitlines()[1]  # "NVIDIA H200, 580.159.04, 1980 MHz"
+
+    def bars(row):
+        key = row[4]
+        _, o, cu, fa, r, lo, hi = a[key]
+        r2, lo2, hi2 = b[key][4:]
+        return [("FA2 (median of 4 runs)", fa / o, None, None, None, COLORS["FA2"]),
+                ("cuDNN, call 1 (median of 4; bar: the 6 per-table ratios)", r, lo, hi, None, COLORS["cuDNN"]),
+                ("cuDNN, call 4 on another H200", r2, lo2, hi2, "////", "#c7c7c7")]
+    fig = gpu_bars(bars, rows)
+    fig.suptitle(f"{gpu.split(',')[0]} (driver {gpu.split(',')[1].strip()}), bf16, 2026-12-03, session 58 calls 1 and 4: "
+                 "ours vs PyTorch 2.11 SDPA (FA2, cuDNN), pooled over interleaved runs", fontsize=9)
+    fig.text(0.01, -0.16, f"Source: {H200_RUN.relative_to(ROOT)}/ and {H200_RUN2.relative_to(ROOT)}/ via "
+             f"{POOLED_PY.relative_to(ROOT)} (the README's table). Each call: torch warm-up (discarded), then torch 1,\n"
+             "ours 1, torch 2, ours 2, torch 3, ours 3, torch 4. Ratio: median of cuDNN's 4 runs / median of our 3 "
+             "(criterion medians; torch: do_bench medians; L2 flushed per rep). Error bars: the\n6 single-table ratios "
+             "(ours k against torch k and k+1). Tick labels: B,H,Hkv / Sq=Sk or Sq,Sk / head dim, our time in call 1.", fontsize=7)
     save(fig, "gpu-h200.svg")
+
+
+def h100_chart():
+    rows = table_rows(H100_RUN)
+    gpu = (H100_RUN / "gpu0.txt").read_text().splitlines()[1]
+
+    def bars(row):
+        _, _, _, o, fa, cu1, cu2 = row
+        return [("FA2 (run 1)", fa / o, None, None, None, COLORS["FA2"]),
+                ("cuDNN run 1", cu1 / o, None, None, None, COLORS["cuDNN"]),
+                ("cuDNN run 2", cu2 / o, None, None, "////", "#c7c7c7")]
+    fig = gpu_bars(bars, rows)
+    fig.suptitle(f"{gpu.split(',')[0]} (driver {gpu.split(',')[1].strip()}), bf16, 2026-12-02, session 57 call 1: "
+                 "ours vs PyTorch 2.11 SDPA (FA2, cuDNN), one device call", fontsize=9)
+    fig.text(0.01, -0.16, f"Source: {H100_RUN.relative_to(ROOT)}/ via {TABLE_PY.relative_to(ROOT)} (the README's H100 table). "
+             "Order in the call: torch run 1, ours, torch run 2. Ours: criterion medians; torch: do_bench medians;\nL2 "
+             "flushed per rep on both. Bars: FA2 run 1, cuDNN run 1 and run 2 shown separately (not averaged). "
+             "Tick labels: B,H,Hkv / Sq=Sk or Sq,Sk / head dim, our time.", fontsize=7)
+    save(fig, "gpu-h100.svg")
 
 
 def ratio(x):
@@ -364,6 +412,7 @@ def main():
     prefill_chart(run_a[0])
     decode_chart(run_b[0])
     h200_chart()
+    h100_chart()
     cpu_chart()
     cpu_torch_chart()
     llama_chart()
