@@ -28,6 +28,9 @@
 #                              # rows, torch run 2 (python3 lab/results/s28-call3/table.py $R)
 #   table_call PACK            # synccheck of the subset, then table_runs
 #   table_md                   # table.py of $R into $R/table.md (printed) and $R/table_readme.md
+#   pooled_runs PACK [N]       # issue 14's table pooled (session 58): a warm-up torch run, then
+#                              # torch 1, ours 1, ..., ours N, torch N+1 (default N 3), nvidia-smi
+#                              # into $R/smi.csv; each table k in $R/tk/, the pooled verdict in $R/pooled.md
 #   coldstart_stage PACK       # device-run.sh's coldstart stage on the pack (CUDA_CACHE_DISABLE=1)
 #   sanitize_stage PACK        # device-run.sh's sanitize stage: memcheck and racecheck of gpu_sanitizer_
 #   synccheck_stage PACK       # synccheck of gpu_sanitizer_subset and of gpu_hopper_multicast
@@ -278,4 +281,24 @@ ncu_vs_cudnn() {  # PACK "KERNEL B H HKV SQ SK D CAUSAL ROW" ... (session 53 cal
        python3 "$L/lab/results/s46-call6/cudnn_row.py" $2 $3 $4 $5 $6 $7 $8 0.2 > "$R/ncu_cudnn_$name.txt" 2>&1
     echo "== ncu cudnn $name rc=$?"; grep -E "$keep" "$R/ncu_cudnn_$name.txt" | head -30
   done
+}
+pooled_runs() {  # PACK [N] (session 58 calls 1 and 4 ran this body inline)
+  local t="$1" n="${2:-3}"; unpack "$t" || return 1
+  nvidia-smi --query-gpu=timestamp,temperature.gpu,power.draw,clocks.sm,clocks.mem,clocks_throttle_reasons.active --format=csv -lms 500 > "$R/smi.csv" 2>&1 &
+  local smi=$!
+  echo "warmup $(date +%s.%N)" >> "$R/marks.txt"; torch_both 0
+  for k in $(seq "$n"); do
+    echo "torch$k $(date +%s.%N)" >> "$R/marks.txt"; torch_both "$k"
+    echo "ours$k $(date +%s.%N)" >> "$R/marks.txt"
+    CRITERION_HOME=/tmp/crit-ours$k timeout 220 "/tmp/$t/bin/bench" cuda_fused_attn_bf16 --bench --warm-up-time 1 --measurement-time 2 --sample-size 10 --noplot > "$R/bench$k.log" 2>&1
+    echo "ours$k rc=$?"; medians /tmp/crit-ours$k > "$R/medians$k.txt"
+  done
+  echo "torch$((n + 1)) $(date +%s.%N)" >> "$R/marks.txt"; torch_both $((n + 1)); echo "end $(date +%s.%N)" >> "$R/marks.txt"
+  kill "$smi"
+  for k in $(seq "$n"); do
+    mkdir -p "$R/t$k"; cp -r "$R/torch$k" "$R/t$k/torch1"; cp -r "$R/torch$((k + 1))" "$R/t$k/torch2"; cp "$R/medians$k.txt" "$R/t$k/medians.txt"
+    python3 "$L/lab/results/s28-call3/table.py" "$R/t$k" > "$R/t$k/table.md" 2>&1
+    echo "== table $k (torch $k, ours $k, torch $((k + 1)))"; tail -3 "$R/t$k/table.md"
+  done
+  python3 "$L/lab/results/s58-call1/pooled.py" "$R" "$n" > "$R/pooled.md" 2>&1; cat "$R/pooled.md"
 }
