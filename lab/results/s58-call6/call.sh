@@ -1,3 +1,4 @@
+# NOT RUN in session 58: too little device time was left to start a machine. Ready for the next one.
 # Session 58, call 6 (pack s58a, an H200): where the ~1% of extra cycles on the unmasked d128
 # rows go (call 5: ours 1 418k cycles against cuDNN's kernel's 1 408k at 2048 keys). ncu with
 # clocks free, one launch each after 20, the sections WarpStateStats, SchedulerStats and
