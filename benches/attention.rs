@@ -82,6 +82,17 @@ const CUDA_SHAPES: &[Shape] = &[
     shape((1, 32, 8, 4, 8192, 128), false),
 ];
 
+/// Head dims between the table's, as groups of their own (`cuda_fused_attn_hd_bf16`): d96
+/// (Phi-3) and d80 (Phi-2) run on the Hopper d96 instance (scripts/bench_torch.py
+/// `--only headdim` times torch on the same rows).
+#[cfg(feature = "cuda")]
+const HEAD_DIM_SHAPES: &[Shape] = &[
+    shape((16, 16, 16, 2048, 2048, 96), false),
+    shape((16, 16, 16, 2048, 2048, 96), true),
+    shape((4, 32, 32, 4096, 4096, 96), false),
+    shape((16, 16, 16, 2048, 2048, 80), false),
+];
+
 fn device_prefix(dev: &Device) -> &'static str {
     if dev.is_cpu() {
         "cpu"
@@ -104,10 +115,23 @@ fn dtype_name(dtype: DType) -> &'static str {
 /// Benches fused and naive attention on `dev` for every `(dtype, shape)`. The naive path
 /// is skipped where it would not fit (`naive_max_scores` bounds its B·H·Sq·Sk f32 scores).
 fn bench_device(c: &mut Criterion, dev: &Device, dtypes: &[DType], shapes: &[Shape], naive_max_scores: usize) {
+    bench_device_tagged(c, dev, dtypes, shapes, naive_max_scores, "");
+}
+
+/// [`bench_device`] with `tag` after the kind in the group names (`cuda_fused_attn{tag}_bf16`),
+/// so that a filter of the untagged groups leaves these out.
+fn bench_device_tagged(
+    c: &mut Criterion,
+    dev: &Device,
+    dtypes: &[DType],
+    shapes: &[Shape],
+    naive_max_scores: usize,
+    tag: &str,
+) {
     let prefix = device_prefix(dev);
     for &dtype in dtypes {
         for (kind, fused) in [("fused_attn", true), ("naive", false)] {
-            let mut group = c.benchmark_group(format!("{prefix}_{kind}_{}", dtype_name(dtype)));
+            let mut group = c.benchmark_group(format!("{prefix}_{kind}{tag}_{}", dtype_name(dtype)));
             for s in shapes {
                 if !fused && s.b * s.h * s.sq * s.sk > naive_max_scores {
                     continue;
@@ -611,6 +635,7 @@ fn benches(c: &mut Criterion) {
                 }
             }
             bench_device(c, &dev, &[DType::BF16], CUDA_SHAPES, 1 << 30);
+            bench_device_tagged(c, &dev, &[DType::BF16], HEAD_DIM_SHAPES, 1 << 30, "_hd");
             bench_cuda_varlen(c, &dev).expect("varlen benches");
             bench_cuda_decode_layout(c, &dev).expect("decode layout benches");
             // Naive autograd keeps several f32 copies of the scores: bound it lower.

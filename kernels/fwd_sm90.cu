@@ -351,10 +351,13 @@ struct HopperConfig {
     static constexpr int kConsumers = kConsumers_;
     static constexpr int kBlockM = 64 * kConsumers;
     static constexpr int kThreads = 128 * (kConsumers + 1);
-    // Head-dim panels of 64 columns: the width of the 128-byte swizzle, one TMA box each.
-    static constexpr int kPanels = kHeadDim / 64;
-    static constexpr int kQBytes = kBlockM * kHeadDim * 2;
-    static constexpr int kKVBytes = kBlockN * kHeadDim * 2;  // one K or one V tile
+    // Head-dim panels of 64 columns: the width of the 128-byte swizzle, one TMA box each. At
+    // d96 the second panel holds 32 columns: its tiles take a whole panel's shared memory and
+    // its TMA boxes read zeros past the head dim (the tensor maps end there), but the GEMMs
+    // run over the 96 columns only: Q·Kᵀ in 6 k-steps, P·V at n96 (48 O floats a thread).
+    static constexpr int kPanels = (kHeadDim + 63) / 64;
+    static constexpr int kQBytes = kBlockM * kPanels * 64 * 2;
+    static constexpr int kKVBytes = kBlockN * kPanels * 64 * 2;  // one K or one V tile
     // Panels of a K or V tile the producer loads: all but under FATTN_SM90_LAB_KV_PANELS.
     static constexpr int kLoadPanels =
         FATTN_SM90_LAB_KV_PANELS > 0 && FATTN_SM90_LAB_KV_PANELS < kPanels ? FATTN_SM90_LAB_KV_PANELS : kPanels;
@@ -452,7 +455,7 @@ struct HopperConfig {
     // thread, 16 KiB less shared-memory reading per key block and consumer. Set per instance.
     static constexpr bool kQInRegs = false;
 
-    static_assert(kHeadDim % 64 == 0, "the head dim is whole 64-column panels");
+    static_assert(kHeadDim % 64 == 0 || kHeadDim == 96, "whole 64-column panels, or d96's one and a half");
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "a wgmma n of 16..256 in steps of 16");
     static_assert(kBlockN % 8 == 0 && kBlockM % 8 == 0, "tiles are whole 8-row swizzle atoms");
     static_assert(kBlockM <= 256, "one TMA box holds at most 256 rows");
@@ -493,6 +496,16 @@ struct HopperTraits<64, 0> : HopperConfig<64, 128, 3, 3, 32, 160, 2, true> {
 // the host asks (kPairSplit).
 template <>
 struct HopperTraits<64, 1> : HopperConfig<64, 128, 3, 2, 24, 240, 1, false, true, true> {};
+// d96 (Phi-3 and kin; session 59): d128's tiles and ring, whose second panel is half used,
+// with the GEMMs at 96 columns (a quarter less tensor work than the d128 instance it ran on
+// before, zero-padded); persistent like the other plain instances up to d128, without d128's
+// tail split and multicast (tuned on d128 rows), with Q in registers as d128.
+template <>
+struct HopperTraits<96, 0> : HopperConfig<96, 128, 2, 2, 24, 240, 2, true> {
+    static constexpr bool kQInRegs = FATTN_SM90_Q_IN_REGS != 0;
+};
+template <>
+struct HopperTraits<96, 1> : HopperConfig<96, 128, 2, 2, 24, 240> {};
 template <>
 struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {
     static constexpr bool kTailSplit = true;
@@ -1666,12 +1679,13 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
                         *reinterpret_cast<const uint4*>(src + i * kPassRows * 128);
             }
         } else {
-            // d192 / d256: a warp stores 4 rows of one 64-column panel (128 contiguous bytes
-            // each); a thread keeps its chunk c of the panel and its row's place in the
+            // d96 / d192 / d256: a warp stores 4 rows of one 64-column panel (128 contiguous
+            // bytes each); a thread keeps its chunk c of the panel and its row's place in the
             // 8-row swizzle atom, and moves by whole panels and by 16 rows from pass to pass,
-            // so its shared and global addresses advance by constants.
-            static_assert(kChunks % 8 == 0, "whole 64-column panels");
-            constexpr int kPanels = kChunks / 8;
+            // so its shared and global addresses advance by constants. d96's second panel
+            // holds 4 chunks: the head-dim test below ends the rest.
+            static_assert(kChunks % 4 == 0, "whole 64-column panels or half of one");
+            constexpr int kPanels = Cfg::kPanels;
             const int c = tid % 8, r0 = cw * 64 + tid / 8;
             const uint8_t* const src = sQ + r0 * 128 + ((c ^ (r0 % 8)) * 16);
             uint16_t* const dst = og + static_cast<int64_t>(qb.m0 + r0) * p.o_seq_stride + c * 8;

@@ -70,6 +70,14 @@ DECODE = [
     (32, 32, 8, 1, 4096, 128, False),
     (1, 32, 8, 4, 8192, 128, False),
 ]
+# Head dims between the table's (`--only headdim`, not in the default run): d96 (Phi-3) and
+# d80 (Phi-2) run on the Hopper d96 instance (benches/attention.rs `HEAD_DIM_SHAPES`).
+HEAD_DIM = [
+    (16, 16, 16, 2048, 2048, 96, False),
+    (16, 16, 16, 2048, 2048, 96, True),
+    (4, 32, 32, 4096, 4096, 96, False),
+    (16, 16, 16, 2048, 2048, 80, False),
+]
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 
 
@@ -251,7 +259,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--rep-ms", type=int, default=200, help="do_bench repetition time per measurement")
-    ap.add_argument("--only", choices=["prefill", "decode"], default=None)
+    ap.add_argument("--only", choices=["prefill", "decode", "headdim"], default=None,
+                    help="one kind of row; headdim: the HEAD_DIM rows, run only when asked")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--flush", choices=["torch", "candle"], default=os.environ.get("FUSED_ATTN_BENCH_FLUSH", "torch"),
                     help="the L2 flush before each rep (module docs)")
@@ -274,14 +283,16 @@ def main():
         "method": "triton.testing.do_bench median, L2 flushed per rep; FLOPs 4BHSqSkD (halved causal)",
         "flush": args.flush,
     }
-    if args.only != "decode" and not args.no_matmul and args.rows is None:
+    if args.only not in ("decode", "headdim") and not args.no_matmul and args.rows is None:
         meta["matmul"] = matmul_peak(args.rep_ms, gen)
     print(f"bench_torch: {meta}", flush=True)
     results = []
     rows = [("prefill", r) for r in PREFILL] + [("decode", r) for r in DECODE]
+    if args.only == "headdim":
+        rows = [("prefill", r) for r in HEAD_DIM]
     keep = None if args.rows is None else {int(i) for i in args.rows.split(",")}
     for idx, (kind, row) in enumerate(rows):
-        if args.only and args.only != kind:
+        if args.only and args.only not in (kind, "headdim"):
             continue
         if keep is not None and idx not in keep:
             continue

@@ -7,7 +7,7 @@ Run it from the repository root after changing SHAPES; the header is checked in.
 """
 import sys
 
-SHAPES = [64, 80, 128, 176, 192, 256]  # N of the instructions the kernels use
+SHAPES = [64, 80, 96, 128, 176, 192, 256]  # N of the instructions the kernels use
 TYPES = [("BF16", "bf16"), ("F16", "f16")]
 
 

@@ -439,7 +439,7 @@ fn gpu_hopper_prefill() {
     }
     let seed = fresh_seed(test);
     let limits = Limits { decode_fraction: 0.0, ..Limits::gpu() };
-    // Every instance (64, 128, 192, 256) and dims padded up to each; 13 entries, so that the
+    // Every instance (64, 96, 128, 192, 256) and dims padded up to each; 13 entries, so that the
     // dtype (i % 2) meets every dim.
     const DIMS: [usize; 13] = [8, 40, 64, 72, 96, 104, 120, 128, 136, 176, 192, 200, 256];
     // FUSED_ATTN_HOPPER_CASES=N runs fewer (compute-sanitizer runs of this test).
@@ -478,6 +478,11 @@ fn gpu_hopper_prefill() {
     if std::env::var_os("FUSED_ATTN_SM90_TILE_RULES").is_none() {
         for name in wide {
             assert!(tally.ran.contains(name), "{test}: no case ran {name} (ran: {:?})", tally.ran);
+        }
+        // Head dims 72-96 run on the d96 instances (unless FUSED_ATTN_SM90_D96=0 sends them to d128).
+        if std::env::var("FUSED_ATTN_SM90_D96").map_or(true, |v| v.trim() != "0") {
+            let d96 = ["fattn_fwd_bf16_d96_sm90", "fattn_fwd_f16_d96_sm90"];
+            assert!(d96.iter().all(|n| tally.ran.contains(n)), "{test}: no case ran {d96:?} (ran: {:?})", tally.ran);
         }
         // Small d64 grids split their tiles over clusters of blocks (src/cuda/prefill_sm90.rs
         // `pair_split`): the random cases must have run some.
@@ -598,7 +603,7 @@ fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
         // (batch, heads, kv_heads, seq_q, seq_k, head_dim): tiles
         (2, 16, 2, 1000, 777, 64),   // 6 · 32 = 192 tiles of 192 rows
         (3, 12, 12, 900, 513, 128),  // 8 · 36 = 288
-        (1, 32, 4, 1100, 300, 96),   // 9 · 32 = 288, d96 padded to the d128 instance
+        (1, 32, 4, 1100, 300, 96),   // 9 · 32 = 288, the persistent d96 instance
         (4, 12, 1, 530, 1031, 64),   // 3 · 48 = 144: 12 blocks take two tiles, 120 one
         (5, 10, 1, 531, 260, 128),   // 5 · 50 = 250, MQA
         (2, 16, 2, 1000, 1200, 64),  // causal: blocks draw tiles of unequal cost
@@ -617,6 +622,8 @@ fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
         // padded), 192 tiles (last round of 60 in 2 pieces).
         (2, 20, 4, 1024, 1024, 128),
         (1, 24, 24, 1000, 700, 104),
+        // d96 (d80 padded), causal: drawn tiles of the persistent d96 instance (bf16).
+        (2, 16, 4, 900, 1100, 80),
     ];
     shapes
         .iter()
@@ -640,6 +647,7 @@ fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
                 13 => c.causal = true,
                 14 => (c.window_left, c.window_right) = (Some(200), Some(60)),
                 15 => (c.causal, c.window_left) = (true, Some(300)),
+                18 => c.causal = true,
                 16 => {
                     c.layouts = [
                         common::InputLayout::Contiguous,

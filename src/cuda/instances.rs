@@ -363,10 +363,11 @@ macro_rules! fwd_tc {
 
 /// Hopper prefill instances, `HopperTraits<D, variant>` in kernels/fwd_sm90.cu: a producer
 /// warpgroup and `rows / 64` consumer warpgroups (threads = 128 · (1 + rows / 64)), block_n keys;
-/// shared memory 1024 (alignment slack) + Q buffers·rows·D·2 + stages·2·block_n·D·2 + barriers
+/// shared memory 1024 (alignment slack) + Q buffers·rows·P·2 + stages·2·block_n·P·2 + barriers
 /// (one per Q buffer, two when persistent, four per stage)·8 + 8 (persistent: the tile slot) bytes,
 /// and, for the cluster split (d64 `_mods`), padding to 16 bytes, a 16-byte mbarrier slot and
-/// consumers·(D/8 + 1)·128·16 bytes of the other block's partial.
+/// consumers·(D/8 + 1)·128·16 bytes of the other block's partial; P is D rounded up to whole
+/// 64-column panels (d96's tiles are d128's).
 macro_rules! fwd_sm90 {
     ($name:literal, $dtype:ident, $d:literal, $variant:ident, $threads:literal, $rows:literal, $keys:literal, $smem:literal) => {
         Instance {
@@ -548,6 +549,10 @@ pub const INSTANCES: &[Instance] = &[
     fwd_sm90!("fattn_fwd_bf16_d192_mods_sm90", BF16, 192, Mods, 384, 128, 64, 197736),
     fwd_sm90!("fattn_fwd_bf16_d256_sm90", BF16, 256, Plain, 384, 128, 64, 197704),
     fwd_sm90!("fattn_fwd_bf16_d256_mods_sm90", BF16, 256, Mods, 384, 128, 64, 197704),
+    fwd_sm90!("fattn_fwd_f16_d96_sm90", F16, 96, Plain, 384, 128, 128, 197736),
+    fwd_sm90!("fattn_fwd_f16_d96_mods_sm90", F16, 96, Mods, 384, 128, 128, 164936),
+    fwd_sm90!("fattn_fwd_bf16_d96_sm90", BF16, 96, Plain, 384, 128, 128, 197736),
+    fwd_sm90!("fattn_fwd_bf16_d96_mods_sm90", BF16, 96, Mods, 384, 128, 128, 164936),
     fwd_sm90!("fattn_fwd_f16_d128_wide_sm90", F16, 128, Wide, 384, 128, 176, 214104),
     fwd_sm90!("fattn_fwd_bf16_d128_wide_sm90", BF16, 128, Wide, 384, 128, 176, 214104),
     fwd_sm90!("fattn_fwd_f16_d256_wide_sm90", F16, 256, Wide, 384, 128, 80, 230472),

@@ -128,7 +128,9 @@ fn instance<T: KernelDtype>(p: &Problem, dev: &candle_core::CudaDevice) -> Resul
         return Ok(None);
     }
     let mods = super::prefill_needs_mods(p);
-    let key = KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods };
+    // Head dims 72-96 run on the d96 instance, or on the d128 one with `FUSED_ATTN_SM90_D96=0`.
+    let head_dim = if !d96_instance() && (65..=96).contains(&p.head_dim) { 128 } else { p.head_dim };
+    let key = KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim, mods };
     let Ok(mut inst) = heuristics::instance(key, Arch::Sm90a) else { return Ok(None) };
     // The smaller query tile of the `mods` instance (see the module docs); it computes the
     // same thing, its modifiers off.
@@ -206,6 +208,14 @@ fn wide_padding() -> Option<f64> {
 /// wide instance (3.1% padding, `FUSED_ATTN_SM90_WIDE_PADDING=1.04`) against the rule, session 54
 /// call 2 (3 rounds): (16,16,16,2048,2048,128) 991.6-999.6 µs against 947.8-952.8 (+5.0%).
 const WIDE_PADDING: f64 = 1.02;
+
+/// Whether head dims 72-96 run on the d96 instances (a quarter less tensor work than the
+/// zero-padded d128 ones they ran on before session 59): `FUSED_ATTN_SM90_D96` unset or not
+/// `0` (read once), an A/B switch.
+fn d96_instance() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("FUSED_ATTN_SM90_D96").map_or(true, |v| v.trim() != "0"))
+}
 
 /// Whether the wide instances apply: `FUSED_ATTN_SM90_TILE_RULES` unset or naming `wide`.
 fn wide_rule() -> bool {
