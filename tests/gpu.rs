@@ -590,7 +590,7 @@ fn gpu_hopper_multicast() {
 }
 
 /// Problems with more query tiles than an H100 or H200 has SMs (132), so that the plain
-/// d64/d128 and the wide d128 Hopper instances run a persistent grid (the wide d256 one
+/// d64/d96/d128 and the wide d128 Hopper instances run a persistent grid (the wide d256 one
 /// takes one block per tile, on many tiles) in which each block
 /// takes two or more tiles (src/cuda/prefill_sm90.rs), by a fixed stride (unmasked) or drawn
 /// from a counter (causal, windows): tiles of 192 (d64) and 128 rows, partial last tiles and
@@ -622,8 +622,10 @@ fn persistent_cases(seed: u64, first: usize) -> Vec<(DType, Case)> {
         // padded), 192 tiles (last round of 60 in 2 pieces).
         (2, 20, 4, 1024, 1024, 128),
         (1, 24, 24, 1000, 700, 104),
-        // d96 (d80 padded), causal: drawn tiles of the persistent d96 instance (bf16).
+        // The persistent d96 instance in both dtypes: d80 padded, causal, drawn tiles (bf16);
+        // unmasked, 3 · 8 · 8 = 192 tiles (f16).
         (2, 16, 4, 900, 1100, 80),
+        (3, 8, 8, 1000, 600, 96),
     ];
     shapes
         .iter()
