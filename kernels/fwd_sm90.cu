@@ -22,7 +22,8 @@
 //
 // Tensor maps are made on the host from the real strides (src/cuda/prefill_sm90.rs); rows past
 // the sequence and columns past the head dim arrive as zeros, so any seq_q, seq_k and any head
-// dim that is a multiple of 8 up to the instance's runs without a separate tail path. Problems
+// dim that is a multiple of 8 up to the instance's runs without a separate tail path.
+// Instances: d64, d128, d192, d256 (each plain and `_mods`), d96 (plain), wide d128 and d256. Problems
 // TMA cannot describe (unaligned strides), f32, other head dims and paged caches whose pages
 // are not whole key blocks or whole 8-row atoms dividing one run on the sm_80 kernel.
 //
@@ -274,6 +275,20 @@
 // time at the power cap. Issue 14's table on this code (s55-call3, torch in the same call): 18
 // of 19 rows at or above cuDNN in both torch runs, d128 2048 586 TF/s (1.003 / 1.023x), 16k
 // d128 623 TF/s, d64 2048 459, d256 2048 628.
+// Session 59: d96 instances (HopperTraits<96, 0>, Phi-3's head dim; d72-d96 run there, but
+// softcap/ALiBi problems, which stay on d128's `_mods` instance: build time):
+// d128's tiles (the second panel half used) with Q·Kᵀ over 6 k-steps and P·V at m64n96k16.
+// H200, same binary against the zero-padded d128 instance (FUSED_ATTN_SM90_D96=0), 2 rounds
+// A B / B A, torch before and after (lab/results/s59-call2): (16,16,2048,d96) 860.0-862.7 µs
+// against 906.2-915.7 (-5.4%) = 479 TF/s, 1.055x cuDNN (908-913 µs: cuDNN runs d96 on its
+// 64x128x128 kernel, padded too) and 1.40x FA2; causal 478.8-479.1 against 526.3-526.4 (-9.0%),
+// 1.14x cuDNN; (4,32,4096,d96) 1657-1666 against 1761-1768 (-5.8%), 1.09x; (16,16,2048,d80)
+// 834-841 against 888-898 (-6.2%), 1.05-1.09x. Less than the 12-20% predicted: ncu (call 4)
+// puts the tensor pipe at 59% of active cycles against 72% padded: the GEMMs shrank by a
+// quarter, each block's softmax and barrier waits did not, and two consumers no longer hide
+// them (what d64's third consumer does; at d96 its O, S and P do not fit 160 registers). Every
+// existing entry's PTX is unchanged (label numbers aside). Tests, oracle, memcheck, racecheck
+// and synccheck clean (s59-call2, s59-call3).
 
 #include <type_traits>
 
@@ -499,13 +514,12 @@ struct HopperTraits<64, 1> : HopperConfig<64, 128, 3, 2, 24, 240, 1, false, true
 // d96 (Phi-3 and kin; session 59): d128's tiles and ring, whose second panel is half used,
 // with the GEMMs at 96 columns (a quarter less tensor work than the d128 instance it ran on
 // before, zero-padded); persistent like the other plain instances up to d128, without d128's
-// tail split and multicast (tuned on d128 rows), with Q in registers as d128.
+// tail split and multicast (tuned on d128 rows), with Q in registers as d128. No `_mods`
+// instance: softcap/ALiBi at d72-96 run zero-padded on d128's (src/cuda/instances.rs).
 template <>
 struct HopperTraits<96, 0> : HopperConfig<96, 128, 2, 2, 24, 240, 2, true> {
     static constexpr bool kQInRegs = FATTN_SM90_Q_IN_REGS != 0;
 };
-template <>
-struct HopperTraits<96, 1> : HopperConfig<96, 128, 2, 2, 24, 240> {};
 template <>
 struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {
     static constexpr bool kTailSplit = true;

@@ -549,10 +549,12 @@ pub const INSTANCES: &[Instance] = &[
     fwd_sm90!("fattn_fwd_bf16_d192_mods_sm90", BF16, 192, Mods, 384, 128, 64, 197736),
     fwd_sm90!("fattn_fwd_bf16_d256_sm90", BF16, 256, Plain, 384, 128, 64, 197704),
     fwd_sm90!("fattn_fwd_bf16_d256_mods_sm90", BF16, 256, Mods, 384, 128, 64, 197704),
+    // d96: plain only. Softcap/ALiBi at head dims 72-96 run on d128's `_mods` instance,
+    // zero-padded: the d96 `_mods` pair took fwd_sm90's compile (front end + ptxas, one after
+    // the other on session 59's 2-vCPU VM) from 59.7 to 72.6 s, the plain pair from 57.6 to
+    // 59.7 (issue 14's build-time bar), for problems (Phi-3 has neither) rare at these dims.
     fwd_sm90!("fattn_fwd_f16_d96_sm90", F16, 96, Plain, 384, 128, 128, 197736),
-    fwd_sm90!("fattn_fwd_f16_d96_mods_sm90", F16, 96, Mods, 384, 128, 128, 164936),
     fwd_sm90!("fattn_fwd_bf16_d96_sm90", BF16, 96, Plain, 384, 128, 128, 197736),
-    fwd_sm90!("fattn_fwd_bf16_d96_mods_sm90", BF16, 96, Mods, 384, 128, 128, 164936),
     fwd_sm90!("fattn_fwd_f16_d128_wide_sm90", F16, 128, Wide, 384, 128, 176, 214104),
     fwd_sm90!("fattn_fwd_bf16_d128_wide_sm90", BF16, 128, Wide, 384, 128, 176, 214104),
     fwd_sm90!("fattn_fwd_f16_d256_wide_sm90", F16, 256, Wide, 384, 128, 80, 230472),
