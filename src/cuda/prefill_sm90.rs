@@ -92,6 +92,12 @@
 //! causal -1.8% (-1.5% in call 9), d256 -0.7%, none slower (lab/results/s35-call7/, -call9/); not
 //! in the `_mods` instances (compile time).
 //! `FUSED_ATTN_SM90_TRIM=0` (read once) runs every block at full width, an A/B switch.
+//!
+//! **Head dims 72-96.** Plain problems run on the d96 instance (d128's tiles, GEMMs over 96
+//! columns): H200, bf16, (16,16,16,2048,2048,96) 861 µs against 911 on the zero-padded d128
+//! instance, causal -9.0%, (4,32,32,4096,4096,96) -5.8% (lab/results/s59-call2/); softcap/ALiBi
+//! problems stay on d128's `_mods` instance. `FUSED_ATTN_SM90_D96=0` (read once) sends them all
+//! to d128, an A/B switch.
 
 use candle_core::cuda_backend::cudarc::driver::{CudaViewMut, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
