@@ -286,7 +286,9 @@
 // 834-841 against 888-898 (-6.2%), 1.05-1.09x. Less than the 12-20% predicted: ncu (call 4)
 // puts the tensor pipe at 59% of active cycles against 72% padded: the GEMMs shrank by a
 // quarter, each block's softmax and barrier waits did not, and two consumers no longer hide
-// them (what d64's third consumer does; at d96 its O, S and P do not fit 160 registers). Every
+// them (what d64's third consumer does; at d96, compiled as a lab entry with three consumers
+// and 512 threads, ptxas allocates for the launch bound's 128 registers and spills 200 bytes,
+// 364 with Q in registers). Every
 // existing entry's PTX is unchanged (label numbers aside). Tests, oracle, memcheck, racecheck
 // and synccheck clean (s59-call2, s59-call3).
 
