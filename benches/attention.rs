@@ -93,6 +93,17 @@ const HEAD_DIM_SHAPES: &[Shape] = &[
     shape((16, 16, 16, 2048, 2048, 80), false),
 ];
 
+/// The FlashAttention-3 paper's non-causal 16k shapes: hidden size 2048, so 32 heads at d64,
+/// 16 at d128 (issue 14's d128 row has 32) and 8 at d256, batch 1 (`cuda_fused_attn_fa3_bf16`; the paper's
+/// H100 figures are 497 TF/s at d64, 648 at d128, 740 at d256). scripts/bench_torch.py
+/// `--only fa3` times torch on the same rows.
+#[cfg(feature = "cuda")]
+const FA3_SHAPES: &[Shape] = &[
+    shape((1, 32, 32, 16384, 16384, 64), false),
+    shape((1, 16, 16, 16384, 16384, 128), false),
+    shape((1, 8, 8, 16384, 16384, 256), false),
+];
+
 fn device_prefix(dev: &Device) -> &'static str {
     if dev.is_cpu() {
         "cpu"
@@ -636,6 +647,7 @@ fn benches(c: &mut Criterion) {
             }
             bench_device(c, &dev, &[DType::BF16], CUDA_SHAPES, 1 << 30);
             bench_device_tagged(c, &dev, &[DType::BF16], HEAD_DIM_SHAPES, 1 << 30, "_hd");
+            bench_device_tagged(c, &dev, &[DType::BF16], FA3_SHAPES, 1 << 30, "_fa3");
             bench_cuda_varlen(c, &dev).expect("varlen benches");
             bench_cuda_decode_layout(c, &dev).expect("decode layout benches");
             // Naive autograd keeps several f32 copies of the scores: bound it lower.

@@ -78,6 +78,14 @@ HEAD_DIM = [
     (4, 32, 32, 4096, 4096, 96, False),
     (16, 16, 16, 2048, 2048, 80, False),
 ]
+# The FlashAttention-3 paper's non-causal 16k shapes (`--only fa3`, not in the default run):
+# hidden size 2048 (32 heads at d64, 16 at d128, 8 at d256), batch 1 (benches/attention.rs
+# `FA3_SHAPES`).
+FA3 = [
+    (1, 32, 32, 16384, 16384, 64, False),
+    (1, 16, 16, 16384, 16384, 128, False),
+    (1, 8, 8, 16384, 16384, 256, False),
+]
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 
 
@@ -259,8 +267,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--rep-ms", type=int, default=200, help="do_bench repetition time per measurement")
-    ap.add_argument("--only", choices=["prefill", "decode", "headdim"], default=None,
-                    help="one kind of row; headdim: the HEAD_DIM rows, run only when asked")
+    ap.add_argument("--only", choices=["prefill", "decode", "headdim", "fa3"], default=None,
+                    help="one kind of row; headdim / fa3: the HEAD_DIM / FA3 rows, run only when asked")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--flush", choices=["torch", "candle"], default=os.environ.get("FUSED_ATTN_BENCH_FLUSH", "torch"),
                     help="the L2 flush before each rep (module docs)")
@@ -283,16 +291,18 @@ def main():
         "method": "triton.testing.do_bench median, L2 flushed per rep; FLOPs 4BHSqSkD (halved causal)",
         "flush": args.flush,
     }
-    if args.only not in ("decode", "headdim") and not args.no_matmul and args.rows is None:
+    if args.only not in ("decode", "headdim", "fa3") and not args.no_matmul and args.rows is None:
         meta["matmul"] = matmul_peak(args.rep_ms, gen)
     print(f"bench_torch: {meta}", flush=True)
     results = []
     rows = [("prefill", r) for r in PREFILL] + [("decode", r) for r in DECODE]
     if args.only == "headdim":
         rows = [("prefill", r) for r in HEAD_DIM]
+    if args.only == "fa3":
+        rows = [("prefill", r) for r in FA3]
     keep = None if args.rows is None else {int(i) for i in args.rows.split(",")}
     for idx, (kind, row) in enumerate(rows):
-        if args.only and args.only not in (kind, "headdim"):
+        if args.only and args.only not in (kind, "headdim", "fa3"):
             continue
         if keep is not None and idx not in keep:
             continue
