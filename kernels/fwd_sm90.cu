@@ -306,6 +306,12 @@
 #ifndef FATTN_SM90_LAB_KV_PANELS
 #define FATTN_SM90_LAB_KV_PANELS 0
 #endif
+// Lab: 1 gives the plain d128 instance the conditional rescale (HopperConfig::
+// kConditionalRescale) that session 30 measured level to +0.6% on it, before Q in registers,
+// the multicast and the energy reading of sessions 49-55; 0, the default: every block rescales.
+#ifndef FATTN_SM90_LAB_D128_COND_RESCALE
+#define FATTN_SM90_LAB_D128_COND_RESCALE 0
+#endif
 
 #include "common/grid.cuh"
 #include "common/kv_addr.cuh"
@@ -528,7 +534,7 @@ struct HopperTraits<128, 0> : HopperConfig<128, 128, 2, 2, 24, 240, 2, true> {
     static constexpr bool kMulticast = true;
     static constexpr bool kMulticastV = false;
     static constexpr bool kStepDescriptors = true;
-    static constexpr bool kConditionalRescale = false;
+    static constexpr bool kConditionalRescale = FATTN_SM90_LAB_D128_COND_RESCALE != 0;
     static constexpr bool kQInRegs = FATTN_SM90_Q_IN_REGS != 0;
 };
 template <>
