@@ -142,9 +142,11 @@ fn bench_device_tagged(
     let prefix = device_prefix(dev);
     for &dtype in dtypes {
         for (kind, fused) in [("fused_attn", true), ("naive", false)] {
-            let mut group = c.benchmark_group(format!("{prefix}_{kind}{tag}_{}", dtype_name(dtype)));
+            let name = format!("{prefix}_{kind}{tag}_{}", dtype_name(dtype));
+            let mut group = c.benchmark_group(&name);
             for s in shapes {
-                if !fused && s.b * s.h * s.sq * s.sk > naive_max_scores {
+                if (!fused && s.b * s.h * s.sq * s.sk > naive_max_scores) || !selected(&format!("{name}/{}", s.label()))
+                {
                     continue;
                 }
                 let (q, k, v) = inputs(s, dev, dtype).expect("bench inputs");
@@ -207,6 +209,67 @@ fn cuda_rep_times(
 #[path = "common/do_bench.rs"]
 mod do_bench;
 
+/// Whether criterion will run the benchmark `id` (`group/function`) under this process's
+/// filter (the command line's positional argument, a regex; `--exact`: the whole id), so that
+/// the untimed sizing call of each shape (and the naive rows' f32 scores) runs only for the
+/// rows a filtered run times: before, `-- cuda_fused_attn_fa3_bf16` paid a sizing call of
+/// every other row, naive ones included, and ncu's `--launch-skip` counted their launches.
+/// Criterion skips whatever this keeps that it would not; an unreadable filter keeps all.
+fn selected(id: &str) -> bool {
+    use std::sync::OnceLock;
+    // criterion 0.5's options that take a value (`--name value`; `--name=value` is one arg).
+    const VALUED: &[&str] = &[
+        "--save-baseline",
+        "-s",
+        "--baseline",
+        "-b",
+        "--baseline-lenient",
+        "--load-baseline",
+        "--sample-size",
+        "--warm-up-time",
+        "--measurement-time",
+        "--nresamples",
+        "--noise-threshold",
+        "--confidence-level",
+        "--significance-level",
+        "--profile-time",
+        "--output-format",
+        "--color",
+        "-c",
+        "--format",
+        "--plotting-backend",
+        "--logfile",
+    ];
+    static FILTER: OnceLock<(Option<regex::Regex>, Option<String>)> = OnceLock::new();
+    let (re, exact) = FILTER.get_or_init(|| {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let exact_flag = args.iter().any(|a| a == "--exact");
+        let mut filter = None;
+        let mut i = 0;
+        while i < args.len() {
+            let a = &args[i];
+            if VALUED.contains(&a.as_str()) {
+                i += 2;
+                continue;
+            }
+            if !a.starts_with('-') && filter.is_none() {
+                filter = Some(a.clone());
+            }
+            i += 1;
+        }
+        match filter {
+            Some(f) if exact_flag => (None, Some(f)),
+            Some(f) => (regex::Regex::new(&f).ok(), None),
+            None => (None, None),
+        }
+    });
+    match (re, exact) {
+        (_, Some(e)) => id == e,
+        (Some(r), None) => r.is_match(id),
+        (None, None) => true,
+    }
+}
+
 /// Random q, k, v of the shape in `dtype` on `dev` (normal, std 1).
 fn inputs(s: &Shape, dev: &Device, dtype: DType) -> candle_core::Result<(Tensor, Tensor, Tensor)> {
     let randn = |seq: usize, heads: usize| Tensor::randn(0f32, 1.0, (s.b, seq, heads, s.d), dev)?.to_dtype(dtype);
@@ -241,9 +304,11 @@ fn bench_backward(c: &mut Criterion, dev: &Device, dtype: DType, shapes: &[Shape
     let prefix = device_prefix(dev);
     for (what, with_fwd) in [("bwd", false), ("fwdbwd", true)] {
         for (kind, fused) in [("fused", true), ("naive", false)] {
-            let mut group = c.benchmark_group(format!("{prefix}_{what}_{kind}_{}", dtype_name(dtype)));
+            let name = format!("{prefix}_{what}_{kind}_{}", dtype_name(dtype));
+            let mut group = c.benchmark_group(&name);
             for s in shapes {
-                if !fused && s.b * s.h * s.sq * s.sk > naive_max_scores {
+                if (!fused && s.b * s.h * s.sq * s.sk > naive_max_scores) || !selected(&format!("{name}/{}", s.label()))
+                {
                     continue;
                 }
                 let (q, k, v) = inputs(s, dev, dtype).expect("bench inputs");

@@ -48,8 +48,10 @@ def report(path):
     groups = defaultdict(list)
     for d in data:
         groups[execs(d)].append(d)
-    hgmma = Counter(execs(d) for d in data if opcode(d[ix["Source"]]) == "HGMMA" and execs(d) > 0)
-    loop = max(hgmma, key=lambda e: (hgmma[e], e)) if hgmma else None
+    # The key-block loop: of the groups holding HGMMA instructions, the one with the most
+    # samples (the per-tile code holds more HGMMAs, unrolled, but runs far less).
+    hgmma = {execs(d) for d in data if opcode(d[ix["Source"]]) == "HGMMA" and execs(d) > 0}
+    loop = max(hgmma, key=lambda e: sum(samples(d) for d in groups[e])) if hgmma else None
     print("  groups by execution count (the most samples first):")
     for e, ds in sorted(groups.items(), key=lambda kv: -sum(samples(d) for d in kv[1]))[:8]:
         s = sum(samples(d) for d in ds)
@@ -71,5 +73,9 @@ def report(path):
               " ".join(f"{a}={b}" for a, b in rs if b))
 
 
-for p in sys.argv[1:]:
-    report(p)
+if __name__ == "__main__":
+    try:
+        for p in sys.argv[1:]:
+            report(p)
+    except BrokenPipeError:  # | head
+        sys.stderr.close()
