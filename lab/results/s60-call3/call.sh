@@ -1,4 +1,4 @@
-# Session 60, call 3 (pack s60a + two fwd_sm90 images of this commit's kernel source, loaded
+# Session 60, call 3 (pack s60b + two fwd_sm90 images of this commit's kernel source, loaded
 # through FUSED_ATTN_LAB_KERNEL_IMAGES; an H200): the conditional rescale on the plain d128
 # instance. Calls 1-2 (SASS stall sampling): the plain d128 loop is 474 instructions per key
 # block per warp, 66 of them FMUL (64 the O rescale of every block); the instance rescales
@@ -12,7 +12,7 @@
 # PREDICTION: cond -0.3 to -1.0% on the unmasked rows (the warp-uniform skip holds on most
 # blocks past the first few), level on the causal ones (shorter rows of blocks).
 . lab/decode/check_ab.sh
-P=s60a
+P=s60b
 BASE="FUSED_ATTN_LAB_KERNEL_IMAGES=fwd_sm90=$L/device-pack/fwd_sm90-base.fatbin"
 COND="FUSED_ATTN_LAB_KERNEL_IMAGES=fwd_sm90=$L/device-pack/fwd_sm90-cond.fatbin"
 ROWS='cuda_fused_attn_bf16/(b16_h16_kv16_q2048_k2048_d128|b4_h32_kv32_q4096_k4096_d128|b4_h32_kv4_q4096_k4096_d128|b1_h32_kv32_q16384_k16384_d128_causal)'
