@@ -307,8 +307,10 @@
 #define FATTN_SM90_LAB_KV_PANELS 0
 #endif
 // Lab: 1 gives the plain d128 instance the conditional rescale (HopperConfig::
-// kConditionalRescale) that session 30 measured level to +0.6% on it, before Q in registers,
-// the multicast and the energy reading of sessions 49-55; 0, the default: every block rescales.
+// kConditionalRescale) that session 30 measured level to +0.6% on it; 0, the default: every
+// block rescales. Again in session 60, after Q in registers and the multicast (H200, same
+// binary, two images, 3 rounds alternating, lab/results/s60-call3/): +0.95 to +1.79% slower
+// on all seven of the instance's bench rows (2048 941-945 µs against 929-936), every round.
 #ifndef FATTN_SM90_LAB_D128_COND_RESCALE
 #define FATTN_SM90_LAB_D128_COND_RESCALE 0
 #endif
