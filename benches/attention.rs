@@ -94,9 +94,9 @@ const HEAD_DIM_SHAPES: &[Shape] = &[
 ];
 
 /// The FlashAttention-3 paper's non-causal 16k shapes: hidden size 2048, so 32 heads at d64,
-/// 16 at d128 (issue 14's d128 row has 32) and 8 at d256, batch 1 (`cuda_fused_attn_fa3_bf16`; the paper's
-/// H100 figures are 497 TF/s at d64, 648 at d128, 740 at d256). scripts/bench_torch.py
-/// `--only fa3` times torch on the same rows.
+/// 16 at d128 (issue 14's d128 row has 32) and 8 at d256, batch 1 (`cuda_fused_attn_fa3_bf16`;
+/// the paper's H100 figures are 497 TF/s at d64, 648 at d128, 740 at d256).
+/// scripts/bench_torch.py `--only fa3` times torch on the same rows.
 #[cfg(feature = "cuda")]
 const FA3_SHAPES: &[Shape] = &[
     shape((1, 32, 32, 16384, 16384, 64), false),
