@@ -39,9 +39,6 @@
 #                              # clock, DRAM %, issue %, tensor pipe %, registers, grid
 #   pack_tests PACK TEST...    # those tests of the pack's GPU binary, each --exact, 100 s at
 #                              # most, into $R/tests.log; prints each one's rc and summary lines
-#   sass_prof NAME CMD...      # ncu SourceCounters + WarpStateStats of CMD (add --kernel-name,
-#                              # --launch-skip, --launch-count before the binary), the source page
-#                              # as $R/NAME_sass.csv.gz, lab/tools/sass_stalls.py's summary (session 60)
 #   archived FUNCTION          # runs it, its output also in $R/call.log, then $R as $OUT/r.tgz
 # Packs are lab pack tags: device-pack/h90-TAG-9.tar.xz, unpacked to /tmp/TAG. $R is the
 # results folder, $L the checkout (defaults below). The device tool returns only a few files of $OUT: archive.
@@ -110,17 +107,6 @@ gpu_info() {
   # margins (session 46): record what tells them apart.
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit,power.max_limit,vbios_version,pci.bus_id,uuid \
     --format=csv > "$R/gpu0.txt"; cat "$R/gpu0.txt"
-}
-sass_prof() {  # NAME CMD... (session 60 calls 1, 2 and 4 ran this body inline)
-  local name=$1; shift
-  timeout 150 ncu --clock-control none --section SourceCounters --section WarpStateStats \
-    --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread \
-    --import-source yes -o "/tmp/$name" "$@" > "$R/$name.log" 2>&1
-  echo "$name rc=$?"
-  ncu -i "/tmp/$name.ncu-rep" --page source --csv --print-source sass 2> "$R/${name}_sass.err" | gzip -9 > "$R/${name}_sass.csv.gz"
-  ncu -i "/tmp/$name.ncu-rep" --page details --print-details all > "$R/${name}_details.txt" 2>&1
-  grep -E "^  [a-z_]+.*\(|Duration|Elapsed Cycles|hmma|Registers Per|Active Warps Per" "$R/${name}_details.txt" | head -8
-  python3 "$L/lab/tools/sass_stalls.py" "$R/${name}_sass.csv.gz" | head -14
 }
 archived() {
   "$@" 2>&1 | tee "$R/call.log"

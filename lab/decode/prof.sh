@@ -4,8 +4,9 @@
 #   . lab/decode/prof.sh; cd <unpacked pack>; R=$OUT/r
 #   prof TAG KERNEL_REGEX SKIP ROW [GROUP]   # GROUP: criterion group, default cuda_decode_layout_bf16
 #   prof_torch TAG KERNEL_REGEX ROW_INDEX    # cuDNN's kernel, lab/decode/sdpa_layout.py --ncu ROW_INDEX
-# SKIP counts earlier launches of that kernel: the bench makes one untimed call per row, in
-# table order, before its filter applies. Summaries: python3 lab/decode/sass_stalls.py r/sass_TAG.csv
+# SKIP counts earlier launches of that kernel. Until session 60 the bench made one untimed call
+# per row of every group before its filter applied; now only of the rows the filter keeps.
+# Summaries (printed by prof): python3 lab/tools/sass_stalls.py r/sass_TAG.csv
 PROF_LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 prof_summary() {
   grep -E "Duration|DRAM Throughput|L2 Cache Throughput|Executed Instructions  |Elapsed Cycles|Warp Cycles Per Issued|Achieved Occupancy|Registers Per" \
@@ -18,6 +19,7 @@ prof() {
   ncu -i "/tmp/src_$1.ncu-rep" --page details > "$R/details_$1.txt" 2>&1
   ncu -i "/tmp/src_$1.ncu-rep" --page source --csv --print-source sass > "$R/sass_$1.csv" 2>&1
   prof_summary "$1"
+  python3 "$PROF_LAB/tools/sass_stalls.py" "$R/sass_$1.csv" | head -16
 }
 prof_torch() {
   timeout 200 ncu --set full -k "regex:$2" -c 1 -f -o "/tmp/src_$1" python3 "$PROF_LAB/decode/sdpa_layout.py" --ncu "$3" \

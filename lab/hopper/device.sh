@@ -36,9 +36,9 @@ for s in "${steps[@]}"; do
          done > "$R/ncu.log" 2>&1
          grep -E "fattn_fwd|Duration|Throughput|Pipe|Issue Slots|Stall|Warp Cycles|Registers|Achieved Occ|Eligible" "$R/ncu.log" | head -90 ;;
     ncusrc) # Per-instruction stall samples (SASS, --set full) of the launches NCU_SRC picks: entries
-      # "TAG KERNEL_REGEX SKIP ROW" separated by ';'. SKIP counts earlier launches of that kernel:
-      # the bench makes one untimed call per row, in table order, before its filter applies.
-      # Summaries: python3 lab/decode/sass_stalls.py r/sass_TAG.csv
+      # "TAG KERNEL_REGEX SKIP ROW" separated by ';'. SKIP counts earlier launches of that kernel
+      # (since session 60 the bench's untimed sizing calls are those of the filtered rows only).
+      # Summaries: python3 lab/tools/sass_stalls.py r/sass_TAG.csv
       IFS=';' read -ra picks <<< "${NCU_SRC:-d128_2048 ^fattn_fwd_bf16_d128_sm90$ 0 b16_h16_kv16_q2048_k2048_d128$}"
       for pick in "${picks[@]}"; do
         set -- $pick
