@@ -326,10 +326,6 @@ __device__ __forceinline__ void load_tile(uint16_t* tile, const uint16_t* g, int
 template <class Cfg, class E, bool kMods, bool kPacked>
 __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
     const FattnParams& p = bp.fwd;
-    // An instance with the softcap/ALiBi code runs plain problems too (one kernel per head dim
-    // and dtype, half the compile time): they take the plain arithmetic, the same condition as
-    // src/cuda/backward.rs picks `_mods` by, so a gradient's bits do not depend on the instance.
-    const bool mods_on = kMods && (p.softcap > 0.f || p.alibi_slopes != nullptr);
     constexpr int D = Cfg::kHeadDim;
     constexpr int DO = Cfg::kDOut;
     constexpr int BM = Cfg::kBlockM;
@@ -516,7 +512,7 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
             const int m0_next = next_head ? m_first : m0 + BM;
             // The head's ALiBi slope, loaded here so its latency hides behind the first GEMM.
             float alibi_log2 = 0.f;
-            if (mods_on && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[b * p.heads + h] * kLog2e;
+            if (kMods && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[b * p.heads + h] * kLog2e;
             if constexpr (ST == 2) {
                 // Everything of this item landed, and every warp is done with the previous
                 // item, whose stage (and the dS tile) the next loads and writes reuse.
@@ -562,7 +558,7 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
                             const float dsum = e % 2 == 0 ? d2.x : d2.y;
                             const float dot = sT[mt][nt][e];
                             float pr, ds;
-                            if (mods_on) {
+                            if constexpr (kMods) {
                                 // row + sk - sq - key
                                 const int rel = m0 + nt * 8 + 2 * t + e % 2 + (sv.sk - sv.sq) -
                                                 (n0 + kw0 + mt * 16 + g + 8 * (e / 2));
@@ -1131,8 +1127,7 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
 // FATTN_INSTANCE_BWD_CONVERT once per instance of this file (the generated lists
 // FATTN_INSTANCES_BWD_SM80, FATTN_INSTANCES_BWD_PREPROCESS_SM80, FATTN_INSTANCES_BWD_CONVERT_SM80)
 // into its extern "C" kernel, and checks that the numbers the crate launches it with are what
-// the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`), 2 both (the softcap/ALiBi
-// code behind a run-time switch: every instance since session 61). Each main-kernel
+// the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`), 2 both. Each main-kernel
 // instance (tensor-core and f32) has two entry points: NAME, the dense kernel, and
 // NAME_varlen, the packed one (src/cuda/backward.rs picks by the problem's layout), so that
 // the packed path's registers never change the dense kernel's allocation.
@@ -1162,7 +1157,7 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
 #define FATTN_BWD_ENTRY_TC(ELEM, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM)              \
     static_assert(fattn::bwd::BwdTraitsLarge<D>::kSmemBytes == LARGE_SMEM,                                         \
                   #NAME ": large-smem tile bytes differ from src/cuda/instances.rs");                               \
-    static_assert(VARIANT >= 0 && VARIANT <= 2, #NAME ": a tensor-core instance is plain, _mods or both");        \
+    static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a tensor-core instance is plain or _mods");               \
     static_assert(fattn::bwd::BwdTraits<D>::kHeadDim == D, #NAME ": head dim");                                   \
     static_assert(fattn::bwd::BwdTraits<D>::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs"); \
     static_assert(fattn::bwd::BwdTraits<D>::kBlockM == ROWS, #NAME ": query rows differ from src/cuda/instances.rs");  \
@@ -1173,12 +1168,12 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraits<D>::kThreads,                                 \
                                                  fattn::bwd::BwdTraits<D>::kMinBlocksPerSM)                          \
         NAME(const __grid_constant__ FattnBwdParams p) {                                                             \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT != 0, false>(p);                  \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT == 1, false>(p);                  \
     }                                                                                                                \
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraits<D>::kThreads,                                 \
                                                  fattn::bwd::BwdTraits<D>::kMinBlocksPerSM)                          \
         NAME##_varlen(const __grid_constant__ FattnBwdParams p) {                                                    \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT != 0, true>(p);                   \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT == 1, true>(p);                   \
     }
 
 #define FATTN_BWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM)                   \

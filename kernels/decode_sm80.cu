@@ -767,10 +767,6 @@ __device__ __forceinline__ RowFacts row_facts(const FattnParams& p, const BlockK
 template <typename T, int D, bool kScoreMod, bool kPacked, int kStages = Traits<D>::kStages>
 __device__ __forceinline__ void decode_block(const FattnParams& p) {
     using Tr = Traits<D, kStages>;
-    // An instance with the softcap/ALiBi code runs plain problems too (one kernel per head dim
-    // and dtype, half the compile time): they take the plain arithmetic, the same condition as
-    // src/cuda/decode.rs picks `_mod` by, so a row's bits do not depend on the instance.
-    const bool mods_on = kScoreMod && (p.softcap > 0.f || p.alibi_slopes != nullptr);
     using E = Elem<T>;
     extern __shared__ __align__(kSmemAlign) unsigned char smem_raw[];
     T* smem_q = reinterpret_cast<T*>(smem_raw);
@@ -951,7 +947,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
             for (int e = 0; e < 4; ++e) {
                 const int c = e & 1, key = key0 + g + 8 * (e >> 1);
                 float x = st[e];
-                x = mods_on ? fattn::score_scaled_log2(p, x, trf[c].slope, trf[c].diag, key) : x * p.scale_log2;
+                x = kScoreMod ? fattn::score_scaled_log2(p, x, trf[c].slope, trf[c].diag, key) : x * p.scale_log2;
                 if (needs_mask_t && (key < trf[c].lo || key >= trf[c].hi)) x = kNegInf;
                 st[e] = x;
             }
@@ -1037,7 +1033,7 @@ __device__ __forceinline__ void decode_block(const FattnParams& p) {
                 const int half = e >> 1;
                 const int key = key0 + nt * 8 + 2 * t + (e & 1);
                 float x = s[nt][e];
-                x = mods_on ? fattn::score_scaled_log2(p, x, rf[half].slope, rf[half].diag, key) : x * p.scale_log2;
+                x = kScoreMod ? fattn::score_scaled_log2(p, x, rf[half].slope, rf[half].diag, key) : x * p.scale_log2;
                 if (needs_mask && (key < rf[half].lo || key >= rf[half].hi)) x = kNegInf;
                 s[nt][e] = x;
             }
@@ -1268,10 +1264,6 @@ __device__ __forceinline__ void load4_f32(float* dst, const float* src, int vali
 template <int D, bool kScoreMod, bool kPacked>
 __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
     using Tr = TraitsF32<D>;
-    // An instance with the softcap/ALiBi code runs plain problems too (one kernel per head dim
-    // and dtype, half the compile time): they take the plain arithmetic, the same condition as
-    // src/cuda/decode.rs picks `_mod` by, so a row's bits do not depend on the instance.
-    const bool mods_on = kScoreMod && (p.softcap > 0.f || p.alibi_slopes != nullptr);
     extern __shared__ __align__(kSmemAlign) unsigned char smem_raw[];
     float* smem_q = reinterpret_cast<float*>(smem_raw);  // [rows][D]
     float* smem_kv = smem_q + kRows * D;                  // per warp: K then V tile
@@ -1360,7 +1352,7 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
 #pragma unroll
         for (int x = 0; x < 8; ++x) {
             float v = s[x];
-            v = mods_on ? fattn::score_scaled_log2(p, v, rf[x].slope, rf[x].diag, key) : v * p.scale_log2;
+            v = kScoreMod ? fattn::score_scaled_log2(p, v, rf[x].slope, rf[x].diag, key) : v * p.scale_log2;
             if (key < rf[x].lo || key >= rf[x].hi) v = kNegInf;
             // The 16 lanes of a half-warp hold one row's 16 keys.
             float mx = v;
@@ -1435,8 +1427,7 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
 // FATTN_INSTANCE_DECODE once per instance of this file (the generated list
 // FATTN_INSTANCES_DECODE_SM80) into its extern "C" kernel, and checks that the numbers the
 // crate launches it with are what the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi
-// (`_mod`), 2 both (the softcap/ALiBi code behind a run-time switch: every instance since
-// session 61). Each instance has a dense entry NAME and a packed one NAME_varlen.
+// (`_mod`). Each instance has a dense entry NAME and a packed one NAME_varlen.
 
 #define FATTN_INSTANCE_DECODE(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM) \
     FATTN_DECODE_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)
@@ -1444,7 +1435,7 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
 #define FATTN_DECODE_ENTRY_F16(...) FATTN_DECODE_ENTRY_16(__half, __VA_ARGS__)
 
 #define FATTN_DECODE_CHECK_GEOMETRY(NAME, VARIANT, THREADS, ROWS, KEYS)                                     \
-    static_assert(VARIANT >= 0 && VARIANT <= 2, #NAME ": a decode instance is plain, _mod or both");         \
+    static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a decode instance is plain or _mod");              \
     static_assert(fattn_decode::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs"); \
     static_assert(fattn_decode::kRows == ROWS, #NAME ": block rows differ from src/cuda/instances.rs");    \
     static_assert(fattn_decode::kWarps * fattn_decode::kTileKeys == KEYS,                                 \
@@ -1455,10 +1446,10 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
     static_assert(fattn_decode::Traits<D>::kSmemElems * 2 == SMEM,                                            \
                   #NAME ": smem bytes differ from src/cuda/instances.rs");                                    \
     extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {          \
-        fattn_decode::decode_block<T, D, VARIANT != 0, false>(p);                                                  \
+        fattn_decode::decode_block<T, D, VARIANT == 1, false>(p);                                                  \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME##_varlen(const FattnParams p) { \
-        fattn_decode::decode_block<T, D, VARIANT != 0, true>(p);                                                   \
+        fattn_decode::decode_block<T, D, VARIANT == 1, true>(p);                                                   \
     }
 
 #define FATTN_DECODE_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                     \
@@ -1466,8 +1457,8 @@ __device__ __forceinline__ void decode_block_f32(const FattnParams& p) {
     static_assert(fattn_decode::TraitsF32<D>::kSmemFloats * 4 == SMEM,                                        \
                   #NAME ": smem bytes differ from src/cuda/instances.rs");                                    \
     extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME(const FattnParams p) {          \
-        fattn_decode::decode_block_f32<D, VARIANT != 0, false>(p);                                                  \
+        fattn_decode::decode_block_f32<D, VARIANT == 1, false>(p);                                                  \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(fattn_decode::kThreads) NAME##_varlen(const FattnParams p) { \
-        fattn_decode::decode_block_f32<D, VARIANT != 0, true>(p);                                                   \
+        fattn_decode::decode_block_f32<D, VARIANT == 1, true>(p);                                                   \
     }

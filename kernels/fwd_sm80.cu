@@ -410,12 +410,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 
     // This thread's rows: warp_row0 + mt·16 + g + half·8.
     float alibi_log2 = 0.f;
-    // An instance with the softcap/ALiBi code runs plain problems too (one kernel per head dim
-    // and dtype, half the compile time): they take the plain arithmetic, the same condition as
-    // src/cuda/mod.rs `prefill_needs_mods`, so a row's bits do not depend on the instance.
-    const bool mods_on = kMods && (p.softcap > 0.f || p.alibi_slopes != nullptr || !(p.scale > 0.f) ||
-                                   p.scale_log2 > kFattnPrescaleAboveLog2);
-    if (mods_on && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[b * p.heads + h] * CUDART_L2E_F;
+    if (kMods && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[b * p.heads + h] * CUDART_L2E_F;
 
     float o[MT][DC / 8][4];
     float row_max[MT][2];
@@ -469,7 +464,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     // arithmetic runs only on blocks that some row of the CTA sees partially.
     auto mods_and_mask = [&](STile& s, int nb) {
         const int n0 = nb * BN;
-        if (mods_on) {
+        if constexpr (kMods) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -499,7 +494,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 }
         }
     };
-    const float exp_scale = mods_on ? 1.f : p.scale_log2;
+    const float exp_scale = kMods ? 1.f : p.scale_log2;
     // Online softmax on one block: new row max, rescale the running sum and O, and S
     // becomes P = exp2(scale·(x - max)) in place.
     auto softmax_step = [&](STile& s) {
@@ -824,9 +819,8 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
 // FATTN_INSTANCE_FWD once per instance of this file (the generated list
 // FATTN_INSTANCES_FWD_SM80) into its extern "C" kernel, and checks that the numbers the crate
 // launches it with are what the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`),
-// 2 both (every instance since session 61: the softcap/ALiBi code behind a run-time switch).
-// SMEM 0: a function of the head dim, checked for every head dim against the generated table
-// fattn_gen::NAME_smem_bytes.
+// 2 both (the f32 kernel). SMEM 0: a function of the head dim, checked for every head dim
+// against the generated table fattn_gen::NAME_smem_bytes.
 
 #define FATTN_INSTANCE_FWD(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM) \
     FATTN_FWD_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)
@@ -837,7 +831,7 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
 // (varlen/paged) one, so that the packed path's registers never change the dense kernel's
 // allocation (one entry with both paths spilled at d64-d256 under ptxas 13.0, sm_90).
 #define FATTN_FWD_ENTRY_TC(ELEM, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                        \
-    static_assert(VARIANT >= 0 && VARIANT <= 2, #NAME ": a tensor-core instance is plain, _mods or both");          \
+    static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a tensor-core instance is plain or _mods");                 \
     static_assert(fattn::FwdTraits<D>::kHeadDim == D, #NAME ": head dim");                                          \
     static_assert(fattn::FwdTraits<D>::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs");   \
     static_assert(fattn::FwdTraits<D>::kBlockM == ROWS, #NAME ": block rows differ from src/cuda/instances.rs");    \
@@ -845,11 +839,11 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     static_assert(fattn::FwdTraits<D>::kSmemBytes == SMEM, #NAME ": smem bytes differ from src/cuda/instances.rs"); \
     extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
         NAME(const __grid_constant__ FattnParams p) {                                                                \
-        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT != 0, false>(p);                           \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT == 1, false>(p);                           \
     }                                                                                                                \
     extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
         NAME##_varlen(const __grid_constant__ FattnParams p) {                                                       \
-        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT != 0, true>(p);                            \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT == 1, true>(p);                            \
     }
 
 #define FATTN_FWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                         \

@@ -50,10 +50,9 @@ unsafe impl DeviceRepr for FattnBwdParams {}
 // SAFETY: as `FattnBwdParams`.
 unsafe impl DeviceRepr for FattnBwdConvertParams {}
 
-/// The instance of `family` that runs `p` in `T`. Every sm_80 instance serves both: softcap/ALiBi
-/// switch the kernel onto its `_mods` arithmetic at run time on this same condition
-/// (kernels/bwd_sm80.cu `mods_on`); the plain arithmetic takes any scale (it multiplies by it
-/// before exp2, no row max).
+/// The instance of `family` that runs `p` in `T`. `_mods` instances apply softcap/ALiBi (the
+/// plain ones take any scale: they multiply by it before exp2, no row max); the f32 main
+/// kernel and the preprocess/convert kernels serve both.
 fn instance<T: KernelDtype>(p: &Problem, family: Family) -> Result<&'static Instance> {
     let mods = p.softcap > 0.0 || p.has_alibi;
     heuristics::instance(KernelKey { family, dtype: T::DTYPE, head_dim: p.head_dim, mods }, Arch::Sm80)

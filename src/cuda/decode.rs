@@ -129,8 +129,7 @@ pub(super) fn forward<T: KernelDtype>(
 ) -> Result<(Option<CudaStorage>, Option<CudaStorage>)> {
     let dev = &q.device;
     let stream = dev.cuda_stream();
-    // The decode kernels take any scale on their plain arithmetic; softcap/ALiBi switch on their
-    // `_mod` arithmetic at run time on this same condition (kernels/decode_sm80.cu `mods_on`).
+    // The decode kernels compute any scale in their plain instances; `_mod` adds softcap/ALiBi.
     let mods = p.softcap > 0.0 || p.has_alibi;
     let inst = heuristics::instance(
         KernelKey { family: Family::Decode, dtype: T::DTYPE, head_dim: p.head_dim, mods },

@@ -19,10 +19,8 @@ use super::{
 };
 use crate::problem::Problem;
 
-/// The prefill instance for `p` in `T`. Every sm_80 instance serves plain and `_mods` problems
-/// ([`super::prefill_needs_mods`]: softcap/ALiBi, scales ≤ 0, large scales), the kernel
-/// switching at run time on the same condition (kernels/fwd_sm80.cu `mods_on`); `mods` stays in
-/// the key for the lookup's contract.
+/// The prefill instance for `p` in `T`: `_mods` ([`super::prefill_needs_mods`]) for
+/// softcap/ALiBi, scales ≤ 0 and large scales (the f32 kernel serves both).
 fn instance<T: KernelDtype>(p: &Problem) -> Result<&'static Instance> {
     let mods = super::prefill_needs_mods(p);
     heuristics::instance(KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods }, Arch::Sm80)
