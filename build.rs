@@ -619,8 +619,6 @@ fn write_generated_cpp(dir: &Path) {
         for &family in src.families {
             writeln!(unit, "{}(FATTN_INSTANCE_{})", list_name(family, src), family.cpp_tag()).unwrap();
         }
-        // Entry points a kernel file lists by hand (kernels/bwd_sm80.cu: its large-smem tiles).
-        unit.push_str("#ifdef FATTN_EXTRA_ENTRIES\nFATTN_EXTRA_ENTRIES\n#endif\n");
         write_if_changed(&dir.join(format!("{stem}.gen.cu")), &unit);
     }
 }

@@ -19,7 +19,7 @@
 // * `fattn_bwd_preprocess_{f16,bf16,f32}`: one warp per (batch, head, row) of the padded
 //   query length: D_i, and lse_i·log2 e (with -inf → +inf, so exp2(x - lse) is exactly 0 for
 //   empty rows without a test), both 0/+inf on padding rows.
-// * `fattn_bwd_{f16,bf16}_d{D}[_mods]` (tensor cores, mma.sync m16n8k16, f32 accumulators):
+// * `fattn_bwd_{f16,bf16}_d{D}` (tensor cores, mma.sync m16n8k16, f32 accumulators):
 //   one CTA per (key block of kBlockN keys, d-split, kv split, kv head, batch). Each warp owns
 //   16 keys and holds their dK and dV (kDOut columns) in registers for the whole CTA. The CTA
 //   walks the (q head of its group) × (query block of kBlockM rows) items that see its key
@@ -34,7 +34,13 @@
 //   K/V/Q/dO tiles are XOR-swizzled (conflict-free ldmatrix), loaded with 16-byte cp.async
 //   where rows are 16-byte aligned and with zero-filled element loads otherwise (padding rows
 //   and columns are zero, so head dims below an instance's run on it unchanged).
-//   `_mods` instances add softcap/ALiBi; the plain ones skip that arithmetic.
+//   One instance per dtype and head dim (`Both`, since session 62) serves plain and
+//   softcap/ALiBi problems: the element pass is instantiated once per arithmetic and picked
+//   by one uniform branch per item on `mods_on` (the host's selection condition), so plain
+//   problems issue none of the softcap/ALiBi instructions. Measured (H200, sm_80 kernels
+//   forced, 2 rounds A B / B A, lab/results/s62-call1): d64, d128 and the 9-head d64 rows,
+//   causal and not, within ±0.13% of the plain/`_mods` pairs (session 61's per-element
+//   `if (mods_on)`, predicated by ptxas, cost d64 29%).
 //   With kv_splits > 1 (small grids under GQA), a CTA covers a subset of its group and adds
 //   dK/dV into f32 accumulators with atomics; otherwise it stores them directly.
 // * `fattn_bwd_f32`: the same algorithm on CUDA cores in plain f32 FMA (no TF32), 16×16
@@ -323,9 +329,21 @@ __device__ __forceinline__ void load_tile(uint16_t* tile, const uint16_t* g, int
 
 // ---- tensor-core kernel -------------------------------------------------------------------
 
-template <class Cfg, class E, bool kMods, bool kPacked>
+// A compile-time bool as a value, to instantiate a generic lambda once per branch.
+template <bool B>
+struct BoolTag {
+    static constexpr bool value = B;
+};
+
+// kMods: the instance has the softcap/ALiBi code; kSwitch: it serves plain problems too, the
+// code behind a run-time switch (a `Both` instance, src/cuda/instances.rs).
+template <class Cfg, class E, bool kMods, bool kPacked, bool kSwitch>
 __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
     const FattnParams& p = bp.fwd;
+    // A `Both` instance runs plain problems too (one kernel per head dim and dtype, half the
+    // compile time): they take the plain arithmetic, on the condition src/cuda/backward.rs
+    // used to pick `_mods` by, so a gradient's bits do not depend on the instance.
+    const bool mods_on = kMods && (!kSwitch || p.softcap > 0.f || p.alibi_slopes != nullptr);
     constexpr int D = Cfg::kHeadDim;
     constexpr int DO = Cfg::kDOut;
     constexpr int BM = Cfg::kBlockM;
@@ -512,7 +530,7 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
             const int m0_next = next_head ? m_first : m0 + BM;
             // The head's ALiBi slope, loaded here so its latency hides behind the first GEMM.
             float alibi_log2 = 0.f;
-            if (kMods && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[b * p.heads + h] * kLog2e;
+            if (mods_on && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[b * p.heads + h] * kLog2e;
             if constexpr (ST == 2) {
                 // Everything of this item landed, and every warp is done with the previous
                 // item, whose stage (and the dS tile) the next loads and writes reuse.
@@ -543,9 +561,14 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
             // column nt·8 + 2t + e%2 of the item. Computed for every element first; on tiles
             // that some row sees partially (or with padding rows/keys), a second pass then
             // zeroes the masked ones exactly (whatever exp2 gave there).
-            {
-                const float* lse_s = sLse + st * BM;
-                const float* dsum_s = sDsum + st * BM;
+            // The pass is instantiated once per arithmetic and chosen by one uniform branch per
+            // tile: a per-element `if (mods_on)` was if-converted by ptxas into predicated code
+            // that plain problems issued too (d64: 4 144 SASS instructions against 2 968, 132
+            // MUFU against 36, +29% time; lab/README.md, session 61).
+            const float* lse_s = sLse + st * BM;
+            const float* dsum_s = sDsum + st * BM;
+            auto element_pass = [&](auto mods_tag) {
+                constexpr bool kM = decltype(mods_tag)::value;
 #pragma unroll
                 for (int nt = 0; nt < BM / 8; ++nt) {
                     const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);
@@ -558,7 +581,7 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
                             const float dsum = e % 2 == 0 ? d2.x : d2.y;
                             const float dot = sT[mt][nt][e];
                             float pr, ds;
-                            if constexpr (kMods) {
+                            if constexpr (kM) {
                                 // row + sk - sq - key
                                 const int rel = m0 + nt * 8 + 2 * t + e % 2 + (sv.sk - sv.sq) -
                                                 (n0 + kw0 + mt * 16 + g + 8 * (e / 2));
@@ -574,6 +597,12 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
                             dpt[mt][nt][e] = ds;
                         }
                 }
+            };
+            if (mods_on)
+                element_pass(BoolTag<true>{});
+            else
+                element_pass(BoolTag<false>{});
+            {
                 const bool full =
                     block_fully_visible_seq(sv, p.window_left, p.window_right, m0, m0 + BM - 1, n0, n0 + BN);
                 if (!full) {
@@ -1127,7 +1156,8 @@ __device__ __forceinline__ void bwd_f32(const FattnBwdParams& bp) {
 // FATTN_INSTANCE_BWD_CONVERT once per instance of this file (the generated lists
 // FATTN_INSTANCES_BWD_SM80, FATTN_INSTANCES_BWD_PREPROCESS_SM80, FATTN_INSTANCES_BWD_CONVERT_SM80)
 // into its extern "C" kernel, and checks that the numbers the crate launches it with are what
-// the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`), 2 both. Each main-kernel
+// the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`), 2 both (the softcap/ALiBi
+// code behind a run-time switch: every instance since session 62). Each main-kernel
 // instance (tensor-core and f32) has two entry points: NAME, the dense kernel, and
 // NAME_varlen, the packed one (src/cuda/backward.rs picks by the problem's layout), so that
 // the packed path's registers never change the dense kernel's allocation.
@@ -1153,11 +1183,11 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
 
 // LARGE_SMEM (src/cuda/instances.rs, bwd_large_smem): the bytes of the instance's large-smem
 // tile (BwdTraitsLarge<D>), 0 for none; its entry points NAME_l and NAME_l_varlen are
-// listed by hand after the generated ones (FATTN_BWD_LARGE_ENTRIES).
+// FATTN_BWD_LARGE_<LARGE_SMEM> below.
 #define FATTN_BWD_ENTRY_TC(ELEM, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM)              \
     static_assert(fattn::bwd::BwdTraitsLarge<D>::kSmemBytes == LARGE_SMEM,                                         \
                   #NAME ": large-smem tile bytes differ from src/cuda/instances.rs");                               \
-    static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a tensor-core instance is plain or _mods");               \
+    static_assert(VARIANT >= 0 && VARIANT <= 2, #NAME ": a tensor-core instance is plain, _mods or both");        \
     static_assert(fattn::bwd::BwdTraits<D>::kHeadDim == D, #NAME ": head dim");                                   \
     static_assert(fattn::bwd::BwdTraits<D>::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs"); \
     static_assert(fattn::bwd::BwdTraits<D>::kBlockM == ROWS, #NAME ": query rows differ from src/cuda/instances.rs");  \
@@ -1168,13 +1198,14 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraits<D>::kThreads,                                 \
                                                  fattn::bwd::BwdTraits<D>::kMinBlocksPerSM)                          \
         NAME(const __grid_constant__ FattnBwdParams p) {                                                             \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT == 1, false>(p);                  \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT != 0, false, VARIANT == 2>(p);                  \
     }                                                                                                                \
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraits<D>::kThreads,                                 \
                                                  fattn::bwd::BwdTraits<D>::kMinBlocksPerSM)                          \
         NAME##_varlen(const __grid_constant__ FattnBwdParams p) {                                                    \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT == 1, true>(p);                   \
-    }
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT != 0, true, VARIANT == 2>(p);                   \
+    }                                                                                                                \
+    FATTN_BWD_LARGE_##LARGE_SMEM(ELEM, NAME, D, VARIANT)
 
 #define FATTN_BWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM, COL_SPLITS, LARGE_SMEM)                   \
     static_assert(VARIANT == 2 && SMEM == 0 && COL_SPLITS == 1 && LARGE_SMEM == 0,                                 \
@@ -1194,9 +1225,11 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
     }
 
 // The large-smem entry points (BwdTraitsLarge), dense and packed, of the instances whose
-// LARGE_SMEM is not 0 (the generated asserts above check the bytes; src/cuda/backward.rs
-// loads them by name, NAME_l and NAME_l_varlen).
-#define FATTN_BWD_LARGE_ENTRY(ELEM, NAME, D, MODS)                                                                  \
+// LARGE_SMEM is not 0, with the instance's own VARIANT (the generated asserts above check the
+// bytes; src/cuda/backward.rs loads them by name, NAME_l and NAME_l_varlen).
+// FATTN_BWD_ENTRY_TC expands FATTN_BWD_LARGE_<LARGE_SMEM>: empty for 0, these entries for a
+// tile size named here (a new size fails to compile until it is named).
+#define FATTN_BWD_LARGE_ENTRY(ELEM, NAME, D, VARIANT)                                                                  \
     static_assert(fattn::bwd::BwdTraitsLarge<D>::kThreads == fattn::bwd::BwdTraits<D>::kThreads &&                   \
                       fattn::bwd::BwdTraitsLarge<D>::kBlockM == fattn::bwd::BwdTraits<D>::kBlockM &&                 \
                       fattn::bwd::BwdTraitsLarge<D>::kBlockN == fattn::bwd::BwdTraits<D>::kBlockN &&                 \
@@ -1205,20 +1238,15 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraitsLarge<D>::kThreads,                            \
                                                  fattn::bwd::BwdTraitsLarge<D>::kMinBlocksPerSM)                     \
         NAME##_l(const __grid_constant__ FattnBwdParams p) {                                                         \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, MODS, false>(p);                     \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, VARIANT != 0, false, VARIANT == 2>(p);                     \
     }                                                                                                                \
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraitsLarge<D>::kThreads,                            \
                                                  fattn::bwd::BwdTraitsLarge<D>::kMinBlocksPerSM)                     \
         NAME##_l_varlen(const __grid_constant__ FattnBwdParams p) {                                                  \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, MODS, true>(p);                      \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, VARIANT != 0, true, VARIANT == 2>(p);                      \
     }
-#define FATTN_BWD_LARGE_ENTRIES                                   \
-    FATTN_BWD_LARGE_ENTRY(F16, fattn_bwd_f16_d128, 128, false)    \
-    FATTN_BWD_LARGE_ENTRY(F16, fattn_bwd_f16_d128_mods, 128, true) \
-    FATTN_BWD_LARGE_ENTRY(BF16, fattn_bwd_bf16_d128, 128, false)  \
-    FATTN_BWD_LARGE_ENTRY(BF16, fattn_bwd_bf16_d128_mods, 128, true)
-// Expanded by the generated unit after the generated entry points (build.rs).
-#define FATTN_EXTRA_ENTRIES FATTN_BWD_LARGE_ENTRIES
+#define FATTN_BWD_LARGE_0(ELEM, NAME, D, VARIANT)
+#define FATTN_BWD_LARGE_148480(ELEM, NAME, D, VARIANT) FATTN_BWD_LARGE_ENTRY(ELEM, NAME, D, VARIANT)
 
 // The element type of each dtype tag.
 #define FATTN_BWD_ELEM_F16 __half

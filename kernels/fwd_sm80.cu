@@ -13,7 +13,13 @@
 // (exp2, with softmax_scale·log2 e folded into one multiply). Key blocks that no row of the
 // CTA sees are never visited; mask arithmetic runs only on blocks that some row sees
 // partially. The output is staged through the (dead) Q tile and written with 16-byte
-// stores. `_mods` instances add softcap/ALiBi; the plain ones skip that arithmetic entirely.
+// stores. Softcap/ALiBi: d64 has a plain instance, which skips that arithmetic entirely, and a
+// `_mods` one; every other head dim has one `Both` instance (since session 62), whose
+// `mods_and_mask` branches on a run-time `mods_on` (the host's selection condition) once per
+// key block. Measured (H200, sm_80 kernels forced, 2 rounds A B / B A, lab/results/
+// s62-call1): d128 +0.2% / causal +0.5%, d256 -0.1% / +0.2%, GQA 4096 d128 -0.1% / -0.1%
+// against the pairs; the kernel build 32% shorter with the backward's merge (below); merged,
+// d64 ran 0.9-1.5% slower (session 61), so it keeps its pair.
 // Every ldmatrix address is one XOR and an immediate away from one register per tile
 // (frag_addr) and every tile copy is ~3 instructions (load_tile): per-fragment offsets held
 // across the loop were what spilled at 32 rows per warp, and 64-bit per-row address
@@ -275,7 +281,9 @@ __device__ __noinline__ void load_tile_paged(uint16_t* tile, const FattnParams& 
 
 // kPacked: a packed (varlen) batch, K/V possibly paged (kv_addr.cuh), masks per sequence with
 // its multimodal ranges (mask.cuh). The dense instantiation is the dense kernel as it was.
-template <class Cfg, class E, bool kMods, bool kPacked>
+// kMods: the instance has the softcap/ALiBi code; kSwitch: it serves plain problems too, the
+// code behind a run-time switch (a `Both` instance, src/cuda/instances.rs).
+template <class Cfg, class E, bool kMods, bool kPacked, bool kSwitch>
 __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     constexpr int D = Cfg::kHeadDim;
     constexpr int BM = Cfg::kBlockM;
@@ -410,7 +418,14 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
 
     // This thread's rows: warp_row0 + mt·16 + g + half·8.
     float alibi_log2 = 0.f;
-    if (kMods && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[b * p.heads + h] * CUDART_L2E_F;
+    // A `Both` instance runs plain problems too (one kernel per head dim and dtype, 40% less
+    // compile time): they take the plain arithmetic, on the same condition as src/cuda/mod.rs
+    // `prefill_needs_mods`, so a row's bits do not depend on the instance. A `_mods` instance
+    // (kSwitch false) always takes the softcap/ALiBi arithmetic, as the host picks it.
+    const bool mods_on =
+        kMods && (!kSwitch || p.softcap > 0.f || p.alibi_slopes != nullptr || !(p.scale > 0.f) ||
+                  p.scale_log2 > kFattnPrescaleAboveLog2);
+    if (mods_on && p.alibi_slopes != nullptr) alibi_log2 = p.alibi_slopes[b * p.heads + h] * CUDART_L2E_F;
 
     float o[MT][DC / 8][4];
     float row_max[MT][2];
@@ -464,7 +479,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
     // arithmetic runs only on blocks that some row of the CTA sees partially.
     auto mods_and_mask = [&](STile& s, int nb) {
         const int n0 = nb * BN;
-        if constexpr (kMods) {
+        if (mods_on) {
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -494,7 +509,7 @@ __device__ __forceinline__ void fwd_tensor_core(const FattnParams& p) {
                 }
         }
     };
-    const float exp_scale = kMods ? 1.f : p.scale_log2;
+    const float exp_scale = mods_on ? 1.f : p.scale_log2;
     // Online softmax on one block: new row max, rescale the running sum and O, and S
     // becomes P = exp2(scale·(x - max)) in place.
     auto softmax_step = [&](STile& s) {
@@ -819,8 +834,10 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
 // FATTN_INSTANCE_FWD once per instance of this file (the generated list
 // FATTN_INSTANCES_FWD_SM80) into its extern "C" kernel, and checks that the numbers the crate
 // launches it with are what the traits compute. VARIANT: 0 plain, 1 softcap/ALiBi (`_mods`),
-// 2 both (the f32 kernel). SMEM 0: a function of the head dim, checked for every head dim
-// against the generated table fattn_gen::NAME_smem_bytes.
+// 2 both (the softcap/ALiBi code behind a run-time switch: every head dim but d64 since
+// session 62, and the f32 kernel).
+// SMEM 0: a function of the head dim, checked for every head dim against the generated table
+// fattn_gen::NAME_smem_bytes.
 
 #define FATTN_INSTANCE_FWD(DTYPE, NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM) \
     FATTN_FWD_ENTRY_##DTYPE(NAME, HEAD_DIM, VARIANT, THREADS, ROWS, KEYS, SMEM)
@@ -831,7 +848,7 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
 // (varlen/paged) one, so that the packed path's registers never change the dense kernel's
 // allocation (one entry with both paths spilled at d64-d256 under ptxas 13.0, sm_90).
 #define FATTN_FWD_ENTRY_TC(ELEM, NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                        \
-    static_assert(VARIANT == 0 || VARIANT == 1, #NAME ": a tensor-core instance is plain or _mods");                 \
+    static_assert(VARIANT >= 0 && VARIANT <= 2, #NAME ": a tensor-core instance is plain, _mods or both");          \
     static_assert(fattn::FwdTraits<D>::kHeadDim == D, #NAME ": head dim");                                          \
     static_assert(fattn::FwdTraits<D>::kThreads == THREADS, #NAME ": threads differ from src/cuda/instances.rs");   \
     static_assert(fattn::FwdTraits<D>::kBlockM == ROWS, #NAME ": block rows differ from src/cuda/instances.rs");    \
@@ -839,11 +856,11 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     static_assert(fattn::FwdTraits<D>::kSmemBytes == SMEM, #NAME ": smem bytes differ from src/cuda/instances.rs"); \
     extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
         NAME(const __grid_constant__ FattnParams p) {                                                                \
-        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT == 1, false>(p);                           \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT != 0, false, VARIANT == 2>(p);                           \
     }                                                                                                                \
     extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
         NAME##_varlen(const __grid_constant__ FattnParams p) {                                                       \
-        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT == 1, true>(p);                            \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT != 0, true, VARIANT == 2>(p);                            \
     }
 
 #define FATTN_FWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                         \

@@ -50,9 +50,10 @@ unsafe impl DeviceRepr for FattnBwdParams {}
 // SAFETY: as `FattnBwdParams`.
 unsafe impl DeviceRepr for FattnBwdConvertParams {}
 
-/// The instance of `family` that runs `p` in `T`. `_mods` instances apply softcap/ALiBi (the
-/// plain ones take any scale: they multiply by it before exp2, no row max); the f32 main
-/// kernel and the preprocess/convert kernels serve both.
+/// The instance of `family` that runs `p` in `T`. Every sm_80 instance serves both: softcap/ALiBi
+/// switch the kernel onto its `_mods` arithmetic at run time on this same condition
+/// (kernels/bwd_sm80.cu `mods_on`); the plain arithmetic takes any scale (it multiplies by it
+/// before exp2, no row max).
 fn instance<T: KernelDtype>(p: &Problem, family: Family) -> Result<&'static Instance> {
     let mods = p.softcap > 0.0 || p.has_alibi;
     heuristics::instance(KernelKey { family, dtype: T::DTYPE, head_dim: p.head_dim, mods }, Arch::Sm80)
@@ -484,7 +485,7 @@ mod tests {
     #[test]
     fn every_main_kernel_entry_point_is_in_the_fatbin() {
         // The dense and packed entry points of every main-kernel instance, and the large-smem
-        // ones where `bwd_large_smem` names them (kernels/bwd_sm80.cu lists those by hand),
+        // ones where `bwd_large_smem` names them (kernels/bwd_sm80.cu expands those from the size),
         // in the PTX that every cubin of its fatbin is assembled from.
         use crate::cuda::instances::SOURCES;
         for inst in INSTANCES.iter().filter(|i| i.family == Family::Bwd) {

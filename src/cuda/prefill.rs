@@ -19,8 +19,10 @@ use super::{
 };
 use crate::problem::Problem;
 
-/// The prefill instance for `p` in `T`: `_mods` ([`super::prefill_needs_mods`]) for
-/// softcap/ALiBi, scales ≤ 0 and large scales (the f32 kernel serves both).
+/// The prefill instance for `p` in `T`: for problems that need the softcap/ALiBi arithmetic
+/// ([`super::prefill_needs_mods`]: softcap/ALiBi, scales ≤ 0, large scales), an instance that
+/// has it. d64 has a plain and a `_mods` instance; every other sm_80 instance is `Both`, its
+/// kernel switching at run time on the same condition (kernels/fwd_sm80.cu `mods_on`).
 fn instance<T: KernelDtype>(p: &Problem) -> Result<&'static Instance> {
     let mods = super::prefill_needs_mods(p);
     heuristics::instance(KernelKey { family: Family::Fwd, dtype: T::DTYPE, head_dim: p.head_dim, mods }, Arch::Sm80)
