@@ -118,6 +118,8 @@
 // d = 1 fails the derived floor on the CPU backward too, see there). Its speed against the
 // version above is not measured yet.
 
+#include <type_traits>
+
 #include "common/bwd_index.cuh"
 #include "common/kv_addr.cuh"
 #include "common/mask.cuh"
@@ -328,12 +330,6 @@ __device__ __forceinline__ void load_tile(uint16_t* tile, const uint16_t* g, int
 }
 
 // ---- tensor-core kernel -------------------------------------------------------------------
-
-// A compile-time bool as a value, to instantiate a generic lambda once per branch.
-template <bool B>
-struct BoolTag {
-    static constexpr bool value = B;
-};
 
 // kMods: the instance has the softcap/ALiBi code; kSwitch: it serves plain problems too, the
 // code behind a run-time switch (a `Both` instance, src/cuda/instances.rs).
@@ -599,9 +595,9 @@ __device__ __forceinline__ void bwd_tensor_core(const FattnBwdParams& bp) {
                 }
             };
             if (mods_on)
-                element_pass(BoolTag<true>{});
+                element_pass(std::true_type{});
             else
-                element_pass(BoolTag<false>{});
+                element_pass(std::false_type{});
             {
                 const bool full =
                     block_fully_visible_seq(sv, p.window_left, p.window_right, m0, m0 + BM - 1, n0, n0 + BN);
@@ -1198,12 +1194,12 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraits<D>::kThreads,                                 \
                                                  fattn::bwd::BwdTraits<D>::kMinBlocksPerSM)                          \
         NAME(const __grid_constant__ FattnBwdParams p) {                                                             \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT != 0, false, VARIANT == 2>(p);                  \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT != 0, false, VARIANT == 2>(p);    \
     }                                                                                                                \
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraits<D>::kThreads,                                 \
                                                  fattn::bwd::BwdTraits<D>::kMinBlocksPerSM)                          \
         NAME##_varlen(const __grid_constant__ FattnBwdParams p) {                                                    \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT != 0, true, VARIANT == 2>(p);                   \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraits<D>, fattn::ELEM, VARIANT != 0, true, VARIANT == 2>(p);     \
     }                                                                                                                \
     FATTN_BWD_LARGE_##LARGE_SMEM(ELEM, NAME, D, VARIANT)
 
@@ -1229,7 +1225,7 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
 // bytes; src/cuda/backward.rs loads them by name, NAME_l and NAME_l_varlen).
 // FATTN_BWD_ENTRY_TC expands FATTN_BWD_LARGE_<LARGE_SMEM>: empty for 0, these entries for a
 // tile size named here (a new size fails to compile until it is named).
-#define FATTN_BWD_LARGE_ENTRY(ELEM, NAME, D, VARIANT)                                                                  \
+#define FATTN_BWD_LARGE_ENTRY(ELEM, NAME, D, VARIANT)                                                                \
     static_assert(fattn::bwd::BwdTraitsLarge<D>::kThreads == fattn::bwd::BwdTraits<D>::kThreads &&                   \
                       fattn::bwd::BwdTraitsLarge<D>::kBlockM == fattn::bwd::BwdTraits<D>::kBlockM &&                 \
                       fattn::bwd::BwdTraitsLarge<D>::kBlockN == fattn::bwd::BwdTraits<D>::kBlockN &&                 \
@@ -1238,12 +1234,12 @@ constexpr bool f32_smem_bytes_match(const unsigned (&table)[D + 1]) {
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraitsLarge<D>::kThreads,                            \
                                                  fattn::bwd::BwdTraitsLarge<D>::kMinBlocksPerSM)                     \
         NAME##_l(const __grid_constant__ FattnBwdParams p) {                                                         \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, VARIANT != 0, false, VARIANT == 2>(p);                     \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, VARIANT != 0, false, VARIANT == 2>(p); \
     }                                                                                                                \
     extern "C" __global__ void __launch_bounds__(fattn::bwd::BwdTraitsLarge<D>::kThreads,                            \
                                                  fattn::bwd::BwdTraitsLarge<D>::kMinBlocksPerSM)                     \
         NAME##_l_varlen(const __grid_constant__ FattnBwdParams p) {                                                  \
-        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, VARIANT != 0, true, VARIANT == 2>(p);                      \
+        fattn::bwd::bwd_tensor_core<fattn::bwd::BwdTraitsLarge<D>, fattn::ELEM, VARIANT != 0, true, VARIANT == 2>(p); \
     }
 #define FATTN_BWD_LARGE_0(ELEM, NAME, D, VARIANT)
 #define FATTN_BWD_LARGE_148480(ELEM, NAME, D, VARIANT) FATTN_BWD_LARGE_ENTRY(ELEM, NAME, D, VARIANT)

@@ -856,11 +856,11 @@ __device__ __forceinline__ void fwd_f32(const FattnParams& p) {
     static_assert(fattn::FwdTraits<D>::kSmemBytes == SMEM, #NAME ": smem bytes differ from src/cuda/instances.rs"); \
     extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
         NAME(const __grid_constant__ FattnParams p) {                                                                \
-        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT != 0, false, VARIANT == 2>(p);                           \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT != 0, false, VARIANT == 2>(p);              \
     }                                                                                                                \
     extern "C" __global__ void __launch_bounds__(fattn::FwdTraits<D>::kThreads, fattn::FwdTraits<D>::kMinBlocksPerSM) \
         NAME##_varlen(const __grid_constant__ FattnParams p) {                                                       \
-        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT != 0, true, VARIANT == 2>(p);                            \
+        fattn::fwd_tensor_core<fattn::FwdTraits<D>, fattn::ELEM, VARIANT != 0, true, VARIANT == 2>(p);               \
     }
 
 #define FATTN_FWD_ENTRY_F32(NAME, D, VARIANT, THREADS, ROWS, KEYS, SMEM)                                         \
