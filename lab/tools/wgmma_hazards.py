@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Writes to an in-flight wgmma's registers in a kernel's innermost key loop (SASS).
+
+The loop's last wgmma group (the HGMMAs after the one before it committed: the P·V of the
+Hopper prefill) reads its A fragments from registers and accumulates into others until a
+`WARPGROUP.DEPBAR.LE gsb0, 0x0` retires it. This walks the loop from that group, wrapping
+round the back edge, to the first such wait and prints every instruction whose destination
+register is one of the group's A or accumulator registers: on a correct cubin there are none.
+
+Why (session 63): with the P·V's wait moved past the loop's back edge, the fragments' last
+use in the PTX was the wgmma itself, and ptxas reused their registers for the mask
+arithmetic after the Q·Kᵀ wait, under the running P·V (wrong results on the GPU, no
+warning). Check a schedule change on the cubin before spending device time:
+
+  CU="$(lab/tools/cuobjdump.sh)/cuobjdump"
+  ptxas -arch=sm_90a -e fattn_fwd_bf16_d128_sm90 OUT/fwd_sm90.ptx -o k.cubin
+  "$CU" -sass k.cubin > k.sass
+  lab/tools/wgmma_hazards.py k.sass        # exit status 1 when it finds one
+
+Destinations are read as the first register operand of a writing opcode (a rough parse:
+64/128-bit forms count 2/4 registers); stores, barriers and branches write none.
+"""
+import re
+import sys
+
+NO_DEST = ("ST", "BAR", "BRA", "SYNCS", "WARPGROUP", "RED", "ATOM", "EXIT", "NOP", "BSYNC", "BSSY",
+           "WARPSYNC", "ISETP", "FSETP", "UISETP", "VOTEU", "PLOP3", "DEPBAR", "YIELD", "CALL", "RET",
+           "HGMMA", "UST", "ARRIVES", "MEMBAR", "FENCE", "CCTL", "ERRBAR", "ELECT")
+
+
+def parse(path):
+    ins = []
+    for line in open(path):
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+        if m:
+            ins.append((int(m[1], 16), m[2].strip()))
+    return ins
+
+
+def inner_loop(ins):
+    """The shortest backward branch whose body holds HGMMA (as lab/tools/sass_loops.py)."""
+    at = {a: i for i, (a, _) in enumerate(ins)}
+    best = None
+    for i, (a, text) in enumerate(ins):
+        m = re.search(r"BRA.*?0x([0-9a-f]+)", text)
+        if m and int(m[1], 16) < a and int(m[1], 16) in at:
+            body = [t for _, t in ins[at[int(m[1], 16)]: i + 1]]
+            if any("HGMMA" in t for t in body) and (best is None or len(body) < len(best)):
+                best = body
+    return best or []
+
+
+def written(text):
+    text = re.sub(r"^@!?U?P\w+\s+", "", text)
+    op, _, args = text.partition(" ")
+    if op.startswith(NO_DEST):
+        return set()
+    m = re.match(r"\s*R(\d+)\b", args)
+    if not m:
+        return set()
+    n = 4 if ".128" in op else 2 if ".64" in op else 1
+    return set(range(int(m[1]), int(m[1]) + n))
+
+
+def main(path):
+    loop = inner_loop(parse(path))
+    if not loop:
+        print(f"{path}: no loop with HGMMA")
+        return 0
+    # A group ends at its HGMMA with the gsb0 operand (the commit); the last group follows the
+    # previous commit.
+    commits = [i for i, t in enumerate(loop) if "HGMMA" in t and "gsb0" in t]
+    start = commits[-2] if len(commits) > 1 else -1
+    group = [(i, t) for i, t in enumerate(loop) if start < i <= commits[-1] and "HGMMA" in t]
+    acc, a_regs = set(), set()
+    for _, t in group:
+        m = re.search(r"HGMMA\.64x(\d+)x\d+\S*\s+R(\d+),\s+(R(\d+))?", t)
+        if m:
+            acc |= set(range(int(m[2]), int(m[2]) + int(m[1]) // 2))
+            if m[4]:
+                a_regs |= set(range(int(m[4]), int(m[4]) + 4))
+    last = group[-1][0]
+    order = list(range(last + 1, len(loop))) + list(range(0, group[0][0]))
+    hazards = 0
+    for j in order:
+        t = loop[j]
+        if "DEPBAR.LE gsb0, 0x0" in t:
+            print(f"{path}: loop of {len(loop)}, last group {len(group)} HGMMA, acc {len(acc)} / A {len(a_regs)} "
+                  f"registers; retired at loop line {j}; {hazards} hazard(s)")
+            return 1 if hazards else 0
+        bad = written(t) & (acc | a_regs)
+        if bad:
+            hazards += 1
+            print(f"  line {j}: {t}  (writes R{', R'.join(map(str, sorted(bad)))})")
+    print(f"{path}: no retiring wait in the loop; {hazards} hazard(s)")
+    return 1 if hazards else 0
+
+
+if __name__ == "__main__":
+    sys.exit(max(main(p) for p in sys.argv[1:]))
