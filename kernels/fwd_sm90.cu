@@ -1167,11 +1167,12 @@ __device__ __forceinline__ void fwd_hopper(const FattnHopperParams& hp) {
     // That is the source's order. In the SASS (session 63, ptxas of CUDA 13.0) the wait for
     // the P·V (WARPGROUP.DEPBAR.LE gsb0, 0x0) sits above the softmax's row max and exponentials
     // in every instance, so a consumer's softmax runs under the other consumer's GEMMs only.
-    // Three ways round it failed (lab/README.md, session 63): the wait after the next turn
-    // barrier let ptxas reuse the running P·V's A registers (wrong results; lab/tools/
-    // wgmma_hazards.py finds such writes in a cubin); keeping them live by a select serialized
-    // the wgmma of the 64-key instances (C7513) and spilled 108 bytes at d128; packing P into
-    // registers of its own before the wait serialized every wgmma.
+    // Ways round it (lab/README.md, session 63): the wait after the next turn barrier let
+    // ptxas reuse the running P·V's A registers across the loop's back edge (wrong results;
+    // lab/tools/wgmma_hazards.py finds such writes in a cubin); keeping them live by a select
+    // serialized the 64-key instances' wgmma (C7513); P packed into registers of its own
+    // serialized every wgmma; two P buffers with the wait inside a two-block trip compiled
+    // clean where they fit (d96, d192, `_mods`) but ran 3-7% slower on the H200.
     // Ping-pong: consumer c issues a turn's GEMMs once consumer c - 1 (round robin) has issued
     // its own, then lets consumer c + 1 go. Every consumer takes the same number of turns (one
     // per key block, plus the last P·V); the last consumer's arrival opens the first turn. The

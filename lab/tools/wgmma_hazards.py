@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Writes to an in-flight wgmma's registers in a kernel's innermost key loop (SASS).
 
-The loop's last wgmma group (the HGMMAs after the one before it committed: the P·V of the
-Hopper prefill) reads its A fragments from registers and accumulates into others until a
-`WARPGROUP.DEPBAR.LE gsb0, 0x0` retires it. This walks the loop from that group, wrapping
-round the back edge, to the first such wait and prints every instruction whose destination
-register is one of the group's A or accumulator registers: on a correct cubin there are none.
+Each wgmma group of the key loop (its HGMMAs up to the one carrying gsb0, the commit) reads
+A fragments from registers (the P·V of the Hopper prefill; Q·Kᵀ with Q in registers) and
+accumulates into others until a `WARPGROUP.DEPBAR.LE gsb0, k` retires it (k groups committed
+after it). This walks the loop from each group's commit, wrapping round the back edge, to that
+wait and prints every instruction whose destination register is one of the group's A or
+accumulator registers: on a correct cubin there are none.
 
 Why (session 63): with the P·V's wait moved past the loop's back edge, the fragments' last
 use in the PTX was the wgmma itself, and ptxas reused their registers for the mask
@@ -38,16 +39,21 @@ def parse(path):
 
 
 def inner_loop(ins):
-    """The shortest backward branch whose body holds HGMMA (as lab/tools/sass_loops.py)."""
+    """The shortest backward branch whose body holds HGMMA and, where one does, MUFU.EX2 (the
+    key loop of an attention kernel, not an epilogue's), as lab/tools/sass_loops.py."""
     at = {a: i for i, (a, _) in enumerate(ins)}
-    best = None
+    best, best_mufu = None, None
     for i, (a, text) in enumerate(ins):
         m = re.search(r"BRA.*?0x([0-9a-f]+)", text)
         if m and int(m[1], 16) < a and int(m[1], 16) in at:
             body = [t for _, t in ins[at[int(m[1], 16)]: i + 1]]
-            if any("HGMMA" in t for t in body) and (best is None or len(body) < len(best)):
+            if not any("HGMMA" in t for t in body):
+                continue
+            if best is None or len(body) < len(best):
                 best = body
-    return best or []
+            if any("MUFU.EX2" in t for t in body) and (best_mufu is None or len(body) < len(best_mufu)):
+                best_mufu = body
+    return best_mufu or best or []
 
 
 def written(text):
@@ -62,37 +68,54 @@ def written(text):
     return set(range(int(m[1]), int(m[1]) + n))
 
 
+def groups(loop):
+    """The loop's wgmma groups: (first line, commit line, accumulator registers, A registers);
+    a group ends at its HGMMA with the gsb0 operand (the commit)."""
+    out, cur = [], []
+    for i, t in enumerate(loop):
+        if "HGMMA" in t:
+            cur.append((i, t))
+            if "gsb0" in t:
+                acc, a_regs = set(), set()
+                for _, x in cur:
+                    m = re.search(r"HGMMA\.64x(\d+)x\d+\S*\s+R(\d+),\s+(R(\d+))?", x)
+                    if m:
+                        acc |= set(range(int(m[2]), int(m[2]) + int(m[1]) // 2))
+                        if m[4]:
+                            a_regs |= set(range(int(m[4]), int(m[4]) + 4))
+                out.append((cur[0][0], i, acc, a_regs))
+                cur = []
+    return out
+
+
 def main(path):
     loop = inner_loop(parse(path))
     if not loop:
         print(f"{path}: no loop with HGMMA")
         return 0
-    # A group ends at its HGMMA with the gsb0 operand (the commit); the last group follows the
-    # previous commit.
-    commits = [i for i, t in enumerate(loop) if "HGMMA" in t and "gsb0" in t]
-    start = commits[-2] if len(commits) > 1 else -1
-    group = [(i, t) for i, t in enumerate(loop) if start < i <= commits[-1] and "HGMMA" in t]
-    acc, a_regs = set(), set()
-    for _, t in group:
-        m = re.search(r"HGMMA\.64x(\d+)x\d+\S*\s+R(\d+),\s+(R(\d+))?", t)
-        if m:
-            acc |= set(range(int(m[2]), int(m[2]) + int(m[1]) // 2))
-            if m[4]:
-                a_regs |= set(range(int(m[4]), int(m[4]) + 4))
-    last = group[-1][0]
-    order = list(range(last + 1, len(loop))) + list(range(0, group[0][0]))
+    gs = groups(loop)
+    n = len(loop)
     hazards = 0
-    for j in order:
-        t = loop[j]
-        if "DEPBAR.LE gsb0, 0x0" in t:
-            print(f"{path}: loop of {len(loop)}, last group {len(group)} HGMMA, acc {len(acc)} / A {len(a_regs)} "
-                  f"registers; retired at loop line {j}; {hazards} hazard(s)")
-            return 1 if hazards else 0
-        bad = written(t) & (acc | a_regs)
-        if bad:
-            hazards += 1
-            print(f"  line {j}: {t}  (writes R{', R'.join(map(str, sorted(bad)))})")
-    print(f"{path}: no retiring wait in the loop; {hazards} hazard(s)")
+    for gi, (first, commit, acc, a_regs) in enumerate(gs):
+        # Walk from the commit (wrapping round the back edge) to the wait that retires the
+        # group: DEPBAR.LE gsb0, k retires it once k groups were committed after it.
+        after, j, steps, retired = 0, (commit + 1) % n, 0, None
+        while steps < 2 * n:
+            t = loop[j]
+            if "HGMMA" in t and "gsb0" in t:
+                after += 1
+            m = re.search(r"DEPBAR\.LE gsb0, 0x([0-9a-f]+)", t)
+            if m and after >= int(m[1], 16):
+                retired = j
+                break
+            bad = written(t) & (acc | a_regs)
+            if bad:
+                hazards += 1
+                print(f"  group {gi} (loop line {commit}): line {j}: {t}  (writes R{', R'.join(map(str, sorted(bad)))})")
+            j, steps = (j + 1) % n, steps + 1
+        if retired is None:
+            print(f"  group {gi} (loop line {commit}): no retiring wait found")
+    print(f"{path}: loop of {n}, {len(gs)} wgmma groups; {hazards} hazard(s)")
     return 1 if hazards else 0
 
 
