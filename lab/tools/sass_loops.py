@@ -46,16 +46,21 @@ def opcode(text):
     return re.sub(r"^@!?U?P\w+\s+", "", text).split()[0]
 
 
-counts = []
-for path in sys.argv[1:]:
-    ins = parse(path)
-    loop = inner_loop(ins)
-    ops = collections.Counter(map(opcode, loop))
-    uniform = sum(n for op, n in ops.items() if op.startswith("U") or op.startswith("R2UR"))
-    print(f"{path}: {len(ins)} SASS, inner loop {len(loop)} ({uniform} uniform-datapath / R2UR)")
-    counts.append(ops)
-if len(counts) == 2:
-    a, b = counts
-    for op in sorted(set(a) | set(b)):
-        if a[op] != b[op]:
-            print(f"  {op}: {a[op]} -> {b[op]}")
+def main(paths):
+    counts = []
+    for path in paths:
+        ins = parse(path)
+        loop = inner_loop(ins)
+        ops = collections.Counter(map(opcode, loop))
+        uniform = sum(n for op, n in ops.items() if op.startswith("U") or op.startswith("R2UR"))
+        print(f"{path}: {len(ins)} SASS, inner loop {len(loop)} ({uniform} uniform-datapath / R2UR)")
+        counts.append(ops)
+    if len(counts) == 2:
+        a, b = counts
+        for op in sorted(set(a) | set(b)):
+            if a[op] != b[op]:
+                print(f"  {op}: {a[op]} -> {b[op]}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

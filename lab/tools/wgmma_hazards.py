@@ -21,21 +21,16 @@ warning). Check a schedule change on the cubin before spending device time:
 Destinations are read as the first register operand of a writing opcode (a rough parse:
 64/128-bit forms count 2/4 registers); stores, barriers and branches write none.
 """
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sass_loops import parse  # noqa: E402  (the listing's (address, instruction) pairs)
 
 NO_DEST = ("ST", "BAR", "BRA", "SYNCS", "WARPGROUP", "RED", "ATOM", "EXIT", "NOP", "BSYNC", "BSSY",
            "WARPSYNC", "ISETP", "FSETP", "UISETP", "VOTEU", "PLOP3", "DEPBAR", "YIELD", "CALL", "RET",
            "HGMMA", "UST", "ARRIVES", "MEMBAR", "FENCE", "CCTL", "ERRBAR", "ELECT")
-
-
-def parse(path):
-    ins = []
-    for line in open(path):
-        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
-        if m:
-            ins.append((int(m[1], 16), m[2].strip()))
-    return ins
 
 
 def inner_loop(ins):
